@@ -1,0 +1,713 @@
+// Stream-aware caching device allocator for flagos (see caching_allocator.h).
+//
+// Locking: one mutex per device guards that device's pools, pending frees and
+// stats. A global map (its own mutex, never held while taking another lock)
+// finds the Block of a pointer, since the deleter only gets the pointer. The
+// event cache has its own leaf mutex. Runtime calls that only enqueue or poll
+// (malloc, free, event_record, event_query) run under the device lock; calls
+// that wait (event_synchronize) run with it released, so a thread blocked on
+// the allocator never holds up a stream. No GIL, no Python, anywhere here.
+#include "glue/caching_allocator.h"
+
+#include "glue/runtime_access.h"
+#include "glue/stream_pool.h"
+
+#include <c10/core/Allocator.h>
+#include <c10/util/Exception.h>
+#include <c10/util/flat_hash_map.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace torch_fl {
+namespace {
+
+using c10::CachingDeviceAllocator::DeviceStats;
+using c10::CachingAllocator::Stat;
+using c10::CachingAllocator::StatArray;
+using c10::CachingAllocator::StatType;
+using c10::CachingAllocator::StatTypes;
+
+constexpr size_t kMinBlockSize = 512;        // every request rounds up to this
+constexpr size_t kSmallSize = 1 << 20;       // requests <= 1 MiB use the small pool
+constexpr size_t kSmallBuffer = 2 << 20;     // small-pool segments are 2 MiB
+constexpr size_t kLargeRound = 2 << 20;      // large segments round up to 2 MiB
+constexpr int kMaxDevices = 128;             // c10::DeviceIndex is int8_t
+
+struct BlockPool;
+
+struct Block {
+  c10::DeviceIndex device;
+  c10::StreamId stream_id;  // allocation stream; the block returns to its pool
+  size_t size;              // bytes of this block (a multiple of kMinBlockSize)
+  size_t requested = 0;     // bytes the caller asked for (while allocated)
+  void* ptr;
+  BlockPool* pool;
+  Block* prev = nullptr;    // neighbours inside the same segment
+  Block* next = nullptr;
+  bool allocated = false;
+  bool orphaned = false;    // could not be made safe to reuse: never reused
+  int pending_events = 0;   // deferred free: events still to complete
+  std::vector<c10::Stream> stream_uses;  // other streams (recordStream)
+
+  Block(c10::DeviceIndex d, c10::StreamId s, size_t sz, void* p, BlockPool* pl)
+      : device(d), stream_id(s), size(sz), ptr(p), pool(pl) {}
+  bool is_split() const { return prev != nullptr || next != nullptr; }
+  // Free and sitting in its pool (so it may be merged or handed out).
+  bool in_pool() const { return !allocated && pending_events == 0 && !orphaned; }
+};
+
+struct BlockLess {
+  // Best fit: same stream first, then the smallest size, then the address.
+  bool operator()(const Block* a, const Block* b) const {
+    if (a->stream_id != b->stream_id) return a->stream_id < b->stream_id;
+    if (a->size != b->size) return a->size < b->size;
+    return reinterpret_cast<uintptr_t>(a->ptr) < reinterpret_cast<uintptr_t>(b->ptr);
+  }
+};
+
+struct BlockPool {
+  explicit BlockPool(bool small) : is_small(small) {}
+  std::set<Block*, BlockLess> blocks;
+  const bool is_small;
+};
+
+struct PendingFree {
+  tfl_event event;
+  c10::DeviceIndex event_device;  // device the event belongs to (its stream's)
+  Block* block;
+};
+
+struct DeviceState {
+  explicit DeviceState(c10::DeviceIndex d) : device(d), small_pool(true), large_pool(false) {}
+  std::mutex mutex;
+  const c10::DeviceIndex device;
+  BlockPool small_pool;
+  BlockPool large_pool;
+  std::vector<PendingFree> pending;
+  DeviceStats stats;
+};
+
+StatTypes stat_types_for(const BlockPool& pool) {
+  StatTypes t{};
+  t[static_cast<size_t>(StatType::AGGREGATE)] = true;
+  t[static_cast<size_t>(pool.is_small ? StatType::SMALL_POOL : StatType::LARGE_POOL)] = true;
+  return t;
+}
+
+void stat_increase(StatArray& arr, const StatTypes& types, size_t amount) {
+  c10::CachingAllocator::for_each_selected_stat_type(
+      types, [&](size_t i) { arr[i].increase(amount); });
+}
+
+void stat_decrease(StatArray& arr, const StatTypes& types, size_t amount) {
+  c10::CachingAllocator::for_each_selected_stat_type(
+      types, [&](size_t i) { arr[i].decrease(amount); });
+}
+
+// The StatArray members present in every supported torch version (2.10..2.13).
+constexpr StatArray DeviceStats::*kStatArrays[] = {
+    &DeviceStats::allocation,       &DeviceStats::segment,
+    &DeviceStats::active,           &DeviceStats::inactive_split,
+    &DeviceStats::allocated_bytes,  &DeviceStats::reserved_bytes,
+    &DeviceStats::active_bytes,     &DeviceStats::inactive_split_bytes,
+    &DeviceStats::requested_bytes,
+};
+
+size_t round_size(size_t n) {
+  return n < kMinBlockSize ? kMinBlockSize : (n + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+}
+
+size_t segment_size_for(const BlockPool& pool, size_t size) {
+  return pool.is_small ? kSmallBuffer : (size + kLargeRound - 1) / kLargeRound * kLargeRound;
+}
+
+bool should_split(const Block* block, size_t size) {
+  const size_t remaining = block->size - size;
+  // Large-pool leftovers below 1 MiB would be too small to serve that pool.
+  return block->pool->is_small ? remaining >= kMinBlockSize : remaining > kSmallSize;
+}
+
+std::string format_size(uint64_t bytes) {
+  char buf[64];
+  if (bytes < 1024) {
+    std::snprintf(buf, sizeof(buf), "%" PRIu64 " bytes", bytes);
+  } else if (bytes < (1ull << 20)) {
+    std::snprintf(buf, sizeof(buf), "%.2f KiB", bytes / 1024.0);
+  } else if (bytes < (1ull << 30)) {
+    std::snprintf(buf, sizeof(buf), "%.2f MiB", bytes / 1048576.0);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.2f GiB", bytes / 1073741824.0);
+  }
+  return buf;
+}
+
+void raw_delete(void* ptr);
+
+// Runtime events are reused rather than destroyed: creating one per deferred
+// free would be wasteful, and a handle that stays valid for the process lets
+// emptyCache wait on a snapshot of pending events without holding the device
+// lock (a recycled handle only makes that wait a little longer).
+class EventCache {
+ public:
+  // Caller has made `device` current.
+  tfl_event acquire(c10::DeviceIndex device) {
+    {
+      std::lock_guard<std::mutex> g(mutex_);
+      auto& free_list = free_[device];
+      if (!free_list.empty()) {
+        tfl_event ev = free_list.back();
+        free_list.pop_back();
+        return ev;
+      }
+    }
+    tfl_event ev = nullptr;
+    TFL_CALL(device, event_create, &ev, TFL_EVENT_DISABLE_TIMING);
+    return ev;
+  }
+  void release(c10::DeviceIndex device, tfl_event ev) {
+    std::lock_guard<std::mutex> g(mutex_);
+    free_[device].push_back(ev);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::array<std::vector<tfl_event>, kMaxDevices> free_;
+};
+
+class FlagosCachingAllocator final : public c10::DeviceAllocator {
+ public:
+  // Must not touch the runtime: constructed during static initialization.
+  FlagosCachingAllocator() = default;
+
+  c10::DataPtr allocate(size_t n) override {
+    const c10::DeviceIndex dev = current_device();
+    const c10::Device device(c10::DeviceType::PrivateUse1, dev);
+    if (n == 0) {
+      return {nullptr, nullptr, &raw_delete, device};
+    }
+    const c10::Stream stream = current_stream(dev);
+    DeviceState& st = state(dev);
+    const size_t size = round_size(n);
+    Block* block = nullptr;
+    size_t total_allocated = 0, total_reserved = 0;
+    std::string oom_message;
+    {
+      std::unique_lock<std::mutex> lock(st.mutex);
+      BlockPool& pool = size <= kSmallSize ? st.small_pool : st.large_pool;
+      process_events(st);
+      block = take_free_block(pool, stream.id(), size);
+      if (block == nullptr) {
+        block = new_segment(st, pool, stream.id(), size, n, lock, &oom_message);
+      }
+      if (block != nullptr) {
+        hand_out(st, block, size, n);
+      }
+      total_allocated = st.stats.allocated_bytes[0].current;
+      total_reserved = st.stats.reserved_bytes[0].current;
+    }
+    if (block == nullptr) {
+      // Reported and thrown outside the lock: profiler hooks are not ours.
+      c10::reportOutOfMemoryToProfiler(static_cast<int64_t>(size), total_allocated,
+                                       total_reserved, device);
+      TORCH_CHECK_WITH(OutOfMemoryError, false, oom_message);
+    }
+    {
+      std::lock_guard<std::mutex> g(map_mutex_);
+      live_.emplace(block->ptr, block);
+    }
+    c10::reportMemoryUsageToProfiler(block->ptr, static_cast<int64_t>(block->size),
+                                     total_allocated, total_reserved, device);
+    return {block->ptr, block->ptr, &raw_delete, device};
+  }
+
+  // The deleter. Runs from tensor destructors, possibly with the GIL held and
+  // possibly at interpreter exit: it must not throw.
+  void free(void* ptr) noexcept {
+    if (ptr == nullptr) return;
+    Block* block = nullptr;
+    {
+      std::lock_guard<std::mutex> g(map_mutex_);
+      auto it = live_.find(ptr);
+      if (it != live_.end()) {
+        block = it->second;
+        live_.erase(it);
+      }
+    }
+    if (block == nullptr) {
+      TORCH_WARN("flagos allocator: free of a pointer it did not allocate (", ptr, "); ignored");
+      return;
+    }
+    DeviceState& st = *devices_[block->device].load(std::memory_order_acquire);
+    const int64_t size = static_cast<int64_t>(block->size);
+    size_t total_allocated = 0, total_reserved = 0;
+    {
+      std::lock_guard<std::mutex> lock(st.mutex);
+      const StatTypes types = stat_types_for(*block->pool);
+      block->allocated = false;
+      stat_decrease(st.stats.allocation, types, 1);
+      stat_decrease(st.stats.allocated_bytes, types, block->size);
+      stat_decrease(st.stats.requested_bytes, types, block->requested);
+      block->requested = 0;
+      if (!block->stream_uses.empty()) {
+        defer_until_streams_done(st, block);
+      }
+      if (block->in_pool()) {
+        return_to_pool(st, block);
+      }
+      total_allocated = st.stats.allocated_bytes[0].current;
+      total_reserved = st.stats.reserved_bytes[0].current;
+    }
+    c10::reportMemoryUsageToProfiler(ptr, -size, total_allocated, total_reserved,
+                                     c10::Device(c10::DeviceType::PrivateUse1, block->device));
+  }
+
+  bool initialized() override { return runtime_active(); }
+
+  void emptyCache(c10::MempoolId_t /*mempool_id*/) override {
+    for (int d = 0; d < kMaxDevices; ++d) {
+      DeviceState* st = devices_[d].load(std::memory_order_acquire);
+      if (st != nullptr) empty_device_cache(*st);
+    }
+  }
+
+  void empty_device_cache(c10::DeviceIndex device) {
+    if (DeviceState* st = existing_state(device)) empty_device_cache(*st);
+  }
+
+  void recordStream(const c10::DataPtr& ptr, c10::Stream stream) override {
+    // Size-0 storages and memory we did not allocate (from_blob) need nothing.
+    if (ptr.get() == nullptr || ptr.get_deleter() != &raw_delete) return;
+    TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1,
+                "recordStream: expected a flagos stream, got ", stream);
+    Block* block = nullptr;
+    {
+      std::lock_guard<std::mutex> g(map_mutex_);
+      auto it = live_.find(ptr.get());
+      if (it != live_.end()) block = it->second;
+    }
+    if (block == nullptr) return;
+    // The caller holds the DataPtr, so the block cannot be freed meanwhile.
+    DeviceState& st = *devices_[block->device].load(std::memory_order_acquire);
+    std::lock_guard<std::mutex> lock(st.mutex);
+    if (stream.device_index() == block->device && stream.id() == block->stream_id) {
+      return;  // the allocation stream orders its own reuse
+    }
+    if (std::find(block->stream_uses.begin(), block->stream_uses.end(), stream) ==
+        block->stream_uses.end()) {
+      block->stream_uses.push_back(stream);
+    }
+  }
+
+  DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    DeviceState* st = existing_state(resolve(device));
+    if (st == nullptr) return DeviceStats();
+    std::lock_guard<std::mutex> lock(st->mutex);
+    return st->stats;
+  }
+
+  void resetAccumulatedStats(c10::DeviceIndex device) override {
+    DeviceState* st = existing_state(resolve(device));
+    if (st == nullptr) return;
+    std::lock_guard<std::mutex> lock(st->mutex);
+    DeviceStats& s = st->stats;
+    for (auto member : kStatArrays) {
+      for (Stat& stat : s.*member) stat.reset_accumulated();
+    }
+    s.oversize_allocations.reset_accumulated();
+    s.oversize_segments.reset_accumulated();
+    s.num_alloc_retries = 0;
+    s.num_ooms = 0;
+    s.num_sync_all_streams = 0;
+    s.num_device_alloc = 0;
+    s.num_device_free = 0;
+#if TORCH_FL_TORCH_MINOR >= 13
+    s.num_oom_rejections = 0;
+#endif
+  }
+
+  void resetPeakStats(c10::DeviceIndex device) override {
+    DeviceState* st = existing_state(resolve(device));
+    if (st == nullptr) return;
+    std::lock_guard<std::mutex> lock(st->mutex);
+    DeviceStats& s = st->stats;
+    for (auto member : kStatArrays) {
+      for (Stat& stat : s.*member) stat.reset_peak();
+    }
+    s.oversize_allocations.reset_peak();
+    s.oversize_segments.reset_peak();
+  }
+
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+    device = resolve(device);
+    CurrentDeviceScope scope(device);
+    size_t free_bytes = 0, total_bytes = 0;
+    TFL_CALL(device, mem_get_info, &free_bytes, &total_bytes);
+    return {free_bytes, total_bytes};
+  }
+
+  c10::DeleterFnPtr raw_deleter() const override { return &raw_delete; }
+
+  // Used by Allocator::clone (storage copies): a blocking device-to-device copy.
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    if (count == 0) return;
+    c10::DeviceIndex dst_dev = device_of(dest);
+    c10::DeviceIndex src_dev = device_of(src);
+    if (dst_dev < 0) dst_dev = current_device();
+    if (src_dev < 0) src_dev = dst_dev;
+    if (dst_dev == src_dev) {
+      CurrentDeviceScope scope(dst_dev);
+      TFL_CALL(dst_dev, memcpy, dest, src, count, TFL_MEMCPY_DEVICE_TO_DEVICE);
+      return;
+    }
+    if (has_capability(TFL_CAP_PEER_COPY)) {
+      CurrentDeviceScope scope(dst_dev);
+      TFL_CALL(dst_dev, memcpy_peer_async, dest, dst_dev, src, src_dev, count, nullptr);
+      TFL_CALL(dst_dev, stream_synchronize, nullptr);
+      return;
+    }
+    // No peer copies on this runtime: bounce through host memory.
+    std::vector<char> staging(count);
+    {
+      CurrentDeviceScope scope(src_dev);
+      TFL_CALL(src_dev, memcpy, staging.data(), src, count, TFL_MEMCPY_DEVICE_TO_HOST);
+    }
+    CurrentDeviceScope scope(dst_dev);
+    TFL_CALL(dst_dev, memcpy, dest, staging.data(), count, TFL_MEMCPY_HOST_TO_DEVICE);
+  }
+
+  bool owns(const void* ptr, c10::DeviceIndex* device) {
+    std::lock_guard<std::mutex> g(map_mutex_);
+    auto it = live_.find(const_cast<void*>(ptr));
+    if (it == live_.end()) return false;
+    if (device != nullptr) *device = it->second->device;
+    return true;
+  }
+
+ private:
+  static c10::DeviceIndex resolve(c10::DeviceIndex device) {
+    return device < 0 ? current_device() : device;
+  }
+
+  DeviceState* existing_state(c10::DeviceIndex device) {
+    TORCH_CHECK(device >= 0 && device < kMaxDevices, "invalid flagos device index ", int(device));
+    return devices_[device].load(std::memory_order_acquire);
+  }
+
+  DeviceState& state(c10::DeviceIndex device) {
+    if (DeviceState* st = existing_state(device)) return *st;
+    std::lock_guard<std::mutex> g(create_mutex_);
+    DeviceState* st = devices_[device].load(std::memory_order_acquire);
+    if (st == nullptr) {
+      st = new DeviceState(device);  // never deleted (see the header)
+      devices_[device].store(st, std::memory_order_release);
+    }
+    return *st;
+  }
+
+  c10::DeviceIndex device_of(const void* ptr) const {
+    {
+      std::lock_guard<std::mutex> g(map_mutex_);
+      auto it = live_.find(const_cast<void*>(ptr));
+      if (it != live_.end()) return it->second->device;
+    }
+    tfl_pointer_kind kind = TFL_POINTER_UNKNOWN;
+    int device = -1;
+    if (runtime().pointer_info(ptr, &kind, &device) == TFL_OK && kind == TFL_POINTER_DEVICE) {
+      return static_cast<c10::DeviceIndex>(device);
+    }
+    return -1;
+  }
+
+  // Best-fit cached block on the same stream, removed from the pool.
+  static Block* take_free_block(BlockPool& pool, c10::StreamId stream_id, size_t size) {
+    Block key(0, stream_id, size, nullptr, &pool);
+    auto it = pool.blocks.lower_bound(&key);
+    if (it == pool.blocks.end() || (*it)->stream_id != stream_id) return nullptr;
+    Block* block = *it;
+    pool.blocks.erase(it);
+    return block;
+  }
+
+  // Calls runtime malloc on `device`, counting successful calls.
+  static tfl_status runtime_malloc(DeviceState& st, void** ptr, size_t bytes) {
+    CurrentDeviceScope scope(st.device);
+    const tfl_status status = runtime().malloc(ptr, bytes);
+    if (status == TFL_OK) ++st.stats.num_device_alloc;
+    return status;
+  }
+
+  // A fresh segment for `size` bytes (as one block, not yet in any pool), or
+  // nullptr after an OOM that survived a cache flush (*oom_message set).
+  Block* new_segment(DeviceState& st, BlockPool& pool, c10::StreamId stream_id, size_t size,
+                     size_t requested, std::unique_lock<std::mutex>& lock,
+                     std::string* oom_message) {
+    const size_t seg_size = segment_size_for(pool, size);
+    void* ptr = nullptr;
+    tfl_status status = runtime_malloc(st, &ptr, seg_size);
+    if (status == TFL_ERROR_OUT_OF_MEMORY) {
+      // Flush the cache (waiting for deferred frees) and retry once.
+      ++st.stats.num_alloc_retries;
+      release_cached(st, lock);
+      if (Block* cached = take_free_block(pool, stream_id, size)) return cached;
+      status = runtime_malloc(st, &ptr, seg_size);
+      if (status == TFL_ERROR_OUT_OF_MEMORY) {
+        // Read the runtime's message first: later runtime calls may replace it.
+        std::string runtime_text = runtime().last_error();
+        ++st.stats.num_ooms;
+        *oom_message = describe_oom(st, requested, runtime_text);
+        return nullptr;
+      }
+    }
+    if (status != TFL_OK) throw_runtime_error(status, "malloc", st.device);
+    Block* block = new Block(st.device, stream_id, seg_size, ptr, &pool);
+    const StatTypes types = stat_types_for(pool);
+    stat_increase(st.stats.segment, types, 1);
+    stat_increase(st.stats.reserved_bytes, types, seg_size);
+    return block;
+  }
+
+  std::string describe_oom(DeviceState& st, size_t requested, const std::string& runtime_text) {
+    std::string capacity = "unknown", free_text = "unknown";
+    {
+      CurrentDeviceScope scope(st.device);
+      size_t free_bytes = 0, total_bytes = 0;
+      if (runtime().mem_get_info(&free_bytes, &total_bytes) == TFL_OK) {
+        capacity = format_size(total_bytes);
+        free_text = format_size(free_bytes);
+      }
+    }
+    std::string msg = "flagos out of memory. Tried to allocate " + format_size(requested) + " (" +
+                      std::to_string(requested) + " bytes) (flagos:" + std::to_string(st.device) +
+                      "; runtime '" + runtime_name() + "'). Device capacity " + capacity + "; " +
+                      free_text + " free; " +
+                      format_size(st.stats.reserved_bytes[0].current) + " reserved by torch-fl, " +
+                      format_size(st.stats.allocated_bytes[0].current) + " allocated.";
+    if (!runtime_text.empty()) msg += " " + runtime_text;
+    return msg;
+  }
+
+  // Marks `block` (taken from a pool or a fresh segment) allocated for
+  // `size` bytes, splitting off the rest back into the pool.
+  static void hand_out(DeviceState& st, Block* block, size_t size, size_t requested) {
+    BlockPool& pool = *block->pool;
+    const StatTypes types = stat_types_for(pool);
+    if (block->is_split()) {
+      // It was counted as an inactive split block while it sat in the pool.
+      stat_decrease(st.stats.inactive_split, types, 1);
+      stat_decrease(st.stats.inactive_split_bytes, types, block->size);
+    }
+    if (should_split(block, size)) {
+      Block* rest = new Block(st.device, block->stream_id, block->size - size,
+                              static_cast<char*>(block->ptr) + size, &pool);
+      rest->prev = block;
+      rest->next = block->next;
+      if (rest->next != nullptr) rest->next->prev = rest;
+      block->next = rest;
+      block->size = size;
+      pool.blocks.insert(rest);
+      stat_increase(st.stats.inactive_split, types, 1);
+      stat_increase(st.stats.inactive_split_bytes, types, rest->size);
+    }
+    block->allocated = true;
+    block->requested = requested;
+    stat_increase(st.stats.allocation, types, 1);
+    stat_increase(st.stats.allocated_bytes, types, block->size);
+    stat_increase(st.stats.requested_bytes, types, requested);
+    stat_increase(st.stats.active, types, 1);
+    stat_increase(st.stats.active_bytes, types, block->size);
+  }
+
+  // Records an event on every other stream that used the block; the block
+  // returns to the pool once they all complete (process_events).
+  void defer_until_streams_done(DeviceState& st, Block* block) noexcept {
+    for (const c10::Stream& s : block->stream_uses) {
+      const c10::DeviceIndex ev_dev = s.device_index();
+      try {
+        CurrentDeviceScope scope(ev_dev);
+        tfl_event ev = events_.acquire(ev_dev);
+        const tfl_status status = runtime().event_record(ev, native_stream(s));
+        if (status != TFL_OK) {
+          events_.release(ev_dev, ev);
+          throw_runtime_error(status, "event_record", ev_dev);
+        }
+        st.pending.push_back({ev, ev_dev, block});
+        ++block->pending_events;
+      } catch (const std::exception& e) {
+        // Cannot defer through an event: wait for the stream instead so the
+        // block is safe to reuse; if even that fails, never reuse it.
+        bool synced = false;
+        try {
+          CurrentDeviceScope scope(ev_dev);
+          synced = runtime().stream_synchronize(native_stream(s)) == TFL_OK;
+        } catch (...) {
+        }
+        if (!synced) {
+          TORCH_WARN("flagos allocator: could not order the free of a block used on ", s,
+                     " (", e.what(), "); the block is not reused");
+          block->orphaned = true;
+        }
+      }
+    }
+    block->stream_uses.clear();
+  }
+
+  // Puts a free block (no pending events) back into its pool, merging it with
+  // free neighbours of its segment.
+  static void return_to_pool(DeviceState& st, Block* block) {
+    BlockPool& pool = *block->pool;
+    const StatTypes types = stat_types_for(pool);
+    const size_t freed_size = block->size;
+    for (Block* neighbour : {block->prev, block->next}) {
+      if (neighbour == nullptr || !neighbour->in_pool()) continue;
+      pool.blocks.erase(neighbour);
+      // A free neighbour is part of a split segment, so it was inactive_split.
+      stat_decrease(st.stats.inactive_split, types, 1);
+      stat_decrease(st.stats.inactive_split_bytes, types, neighbour->size);
+      if (neighbour == block->prev) {
+        block->ptr = neighbour->ptr;
+        block->prev = neighbour->prev;
+        if (block->prev != nullptr) block->prev->next = block;
+      } else {
+        block->next = neighbour->next;
+        if (block->next != nullptr) block->next->prev = block;
+      }
+      block->size += neighbour->size;
+      delete neighbour;
+    }
+    if (block->is_split()) {
+      stat_increase(st.stats.inactive_split, types, 1);
+      stat_increase(st.stats.inactive_split_bytes, types, block->size);
+    }
+    stat_decrease(st.stats.active, types, 1);
+    stat_decrease(st.stats.active_bytes, types, freed_size);
+    block->stream_uses.clear();
+    pool.blocks.insert(block);
+  }
+
+  // Returns blocks whose deferred-free events have all completed. Lock held.
+  void process_events(DeviceState& st) {
+    if (st.pending.empty()) return;
+    size_t keep = 0;
+    tfl_status failure = TFL_OK;
+    c10::DeviceIndex failure_device = st.device;
+    for (size_t i = 0; i < st.pending.size(); ++i) {
+      PendingFree& p = st.pending[i];
+      const tfl_status status = runtime().event_query(p.event);
+      if (status == TFL_ERROR_NOT_READY || (status != TFL_OK && failure != TFL_OK)) {
+        st.pending[keep++] = p;
+        continue;
+      }
+      if (status != TFL_OK) {
+        // Keep the entry (the block stays unavailable) and report after the
+        // list is consistent again.
+        failure = status;
+        failure_device = p.event_device;
+        st.pending[keep++] = p;
+        continue;
+      }
+      events_.release(p.event_device, p.event);
+      Block* block = p.block;
+      if (--block->pending_events == 0 && !block->orphaned) return_to_pool(st, block);
+    }
+    st.pending.resize(keep);
+    if (failure != TFL_OK) throw_runtime_error(failure, "event_query", failure_device);
+  }
+
+  // Waits for all deferred frees (lock released while waiting), then frees
+  // every cached segment that is entirely unused. Lock held on entry and exit.
+  void release_cached(DeviceState& st, std::unique_lock<std::mutex>& lock) {
+    if (!st.pending.empty()) {
+      std::vector<tfl_event> waits;
+      waits.reserve(st.pending.size());
+      for (const PendingFree& p : st.pending) waits.push_back(p.event);
+      ++st.stats.num_sync_all_streams;
+      lock.unlock();
+      for (tfl_event ev : waits) {
+        (void)runtime().event_synchronize(ev);  // failures surface in event_query
+      }
+      lock.lock();
+      process_events(st);
+    }
+    release_free_segments(st, st.small_pool);
+    release_free_segments(st, st.large_pool);
+  }
+
+  static void release_free_segments(DeviceState& st, BlockPool& pool) {
+    const StatTypes types = stat_types_for(pool);
+    for (auto it = pool.blocks.begin(); it != pool.blocks.end();) {
+      Block* block = *it;
+      if (block->is_split()) {
+        ++it;
+        continue;
+      }
+      const tfl_status status = runtime().free(block->ptr);
+      if (status != TFL_OK) throw_runtime_error(status, "free", st.device);
+      ++st.stats.num_device_free;
+      stat_decrease(st.stats.segment, types, 1);
+      stat_decrease(st.stats.reserved_bytes, types, block->size);
+      it = pool.blocks.erase(it);
+      delete block;
+    }
+  }
+
+  void empty_device_cache(DeviceState& st) {
+    std::unique_lock<std::mutex> lock(st.mutex);
+    release_cached(st, lock);
+  }
+
+  std::mutex create_mutex_;
+  std::array<std::atomic<DeviceState*>, kMaxDevices> devices_{};
+  mutable std::mutex map_mutex_;
+  ska::flat_hash_map<void*, Block*> live_;  // allocated blocks by pointer
+  EventCache events_;
+};
+
+FlagosCachingAllocator* instance() {
+  // Heap-allocated and never destroyed: tensors freed during interpreter
+  // teardown still reach a live allocator, and nothing is freed at exit.
+  static FlagosCachingAllocator* alloc = new FlagosCachingAllocator();
+  return alloc;
+}
+
+void raw_delete(void* ptr) { instance()->free(ptr); }
+
+}  // namespace
+
+c10::DeviceAllocator* caching_allocator() { return instance(); }
+
+void empty_cache_all() { instance()->emptyCache({0, 0}); }
+
+void empty_cache(c10::DeviceIndex device) {
+  instance()->empty_device_cache(device < 0 ? current_device() : device);
+}
+
+c10::CachingDeviceAllocator::DeviceStats device_stats(c10::DeviceIndex device) {
+  return instance()->getDeviceStats(device);
+}
+
+void reset_peak_stats(c10::DeviceIndex device) { instance()->resetPeakStats(device); }
+
+void reset_accumulated_stats(c10::DeviceIndex device) {
+  instance()->resetAccumulatedStats(device);
+}
+
+std::pair<size_t, size_t> device_memory_info(c10::DeviceIndex device) {
+  return instance()->getMemoryInfo(device);
+}
+
+bool allocator_owns(const void* ptr, c10::DeviceIndex* device) {
+  return instance()->owns(ptr, device);
+}
+
+}  // namespace torch_fl
+
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, torch_fl::caching_allocator())

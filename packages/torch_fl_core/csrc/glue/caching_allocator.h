@@ -1,0 +1,44 @@
+// The flagos caching device allocator: one memory pool per device, stream
+// aware, registered for PrivateUse1 (REGISTER_ALLOCATOR in the .cpp).
+//
+// Pools follow the CUDA scheme in a simpler form: requests round up to 512
+// bytes; requests of at most 1 MiB are carved out of 2 MiB segments ("small
+// pool"), larger ones get their own segment rounded up to 2 MiB ("large pool")
+// that may later be split for smaller large requests. A freed block goes back
+// to the pool of the stream it was allocated on; blocks used on other streams
+// (recordStream) return only after events recorded on those streams complete.
+// Each segment is exactly one runtime malloc, so num_device_alloc /
+// num_device_free count runtime calls.
+#pragma once
+
+#include <c10/core/CachingDeviceAllocator.h>
+#include <c10/core/Device.h>
+#include <c10/core/Stream.h>
+
+#include <cstddef>
+#include <utility>
+
+namespace torch_fl {
+
+// The registered PrivateUse1 allocator (a process-lifetime object, never
+// destroyed: the runtime may be gone at exit, so cached memory is leaked on
+// purpose rather than freed from a static destructor).
+c10::DeviceAllocator* caching_allocator();
+
+// Returns every unused cached segment of every device to the runtime, after
+// waiting for the deferred (recordStream) frees.
+void empty_cache_all();
+void empty_cache(c10::DeviceIndex device);
+
+// Statistics for the control plane (device -1: the current device).
+c10::CachingDeviceAllocator::DeviceStats device_stats(c10::DeviceIndex device);
+void reset_peak_stats(c10::DeviceIndex device);
+void reset_accumulated_stats(c10::DeviceIndex device);
+// (free, total) bytes of the device as the runtime reports them.
+std::pair<size_t, size_t> device_memory_info(c10::DeviceIndex device);
+
+// Whether `ptr` is the start of a live allocation made by this allocator
+// (for getDeviceFromPtr-style checks), and its device if so.
+bool allocator_owns(const void* ptr, c10::DeviceIndex* device = nullptr);
+
+}  // namespace torch_fl

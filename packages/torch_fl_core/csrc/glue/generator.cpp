@@ -1,0 +1,89 @@
+#include "glue/generator.h"
+
+#include <ATen/Utils.h>
+#include <c10/core/TensorImpl.h>
+#include <c10/util/CallOnce.h>
+
+#include <cstring>
+#include <deque>
+#include <mutex>
+
+#include "glue/runtime_access.h"
+
+namespace torch_fl {
+
+FlagosGeneratorImpl::FlagosGeneratorImpl(c10::DeviceIndex device, uint64_t seed)
+    : c10::GeneratorImpl(c10::Device(c10::DeviceType::PrivateUse1, device),
+                         c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)),
+      seed_(seed) {}
+
+void FlagosGeneratorImpl::set_current_seed(uint64_t seed) {
+  seed_ = seed;
+  offset_ = 0;
+}
+
+void FlagosGeneratorImpl::set_offset(uint64_t offset) { offset_ = offset; }
+uint64_t FlagosGeneratorImpl::get_offset() const { return offset_; }
+uint64_t FlagosGeneratorImpl::current_seed() const { return seed_; }
+
+uint64_t FlagosGeneratorImpl::seed() {
+  const uint64_t s = c10::detail::getNonDeterministicRandom(true);
+  set_current_seed(s);
+  return s;
+}
+
+void FlagosGeneratorImpl::set_state(const c10::TensorImpl& new_state) {
+  TORCH_CHECK_TYPE(new_state.dtype() == caffe2::TypeMeta::Make<uint8_t>(),
+                   "flagos: RNG state must be a torch.ByteTensor");
+  TORCH_CHECK(new_state.device().is_cpu(), "flagos: RNG state must be a CPU tensor");
+  TORCH_CHECK(static_cast<size_t>(new_state.numel()) == kStateBytes,
+              "flagos: RNG state is wrong size: expected ", kStateBytes, " bytes (seed, offset), got ",
+              new_state.numel());
+  uint64_t words[2];
+  std::memcpy(words, new_state.data(), kStateBytes);
+  seed_ = words[0];
+  offset_ = words[1];
+}
+
+c10::intrusive_ptr<c10::TensorImpl> FlagosGeneratorImpl::get_state() const {
+  auto state = at::detail::empty_cpu({static_cast<int64_t>(kStateBytes)}, at::kByte, std::nullopt,
+                                     std::nullopt, std::nullopt, std::nullopt);
+  const uint64_t words[2] = {seed_, offset_};
+  std::memcpy(state.data_ptr(), words, kStateBytes);
+  return state.getIntrusivePtr();
+}
+
+std::pair<uint64_t, uint64_t> FlagosGeneratorImpl::philox_engine_inputs(uint64_t increment) {
+  increment = ((increment + 3) / 4) * 4;
+  const uint64_t offset = offset_;
+  offset_ += increment;
+  return {seed_, offset};
+}
+
+FlagosGeneratorImpl* FlagosGeneratorImpl::clone_impl() const {
+  auto* gen = new FlagosGeneratorImpl(device().index(), seed_);
+  gen->offset_ = offset_;
+  return gen;
+}
+
+const at::Generator& default_generator(c10::DeviceIndex device) {
+  // One generator per device for the life of the process (never destroyed:
+  // Python's default_generators tuple holds references to them).
+  static std::mutex mutex;
+  static auto* generators = new std::deque<at::Generator>();
+  if (device < 0) device = current_device();
+  check_device_index(device);
+  std::lock_guard<std::mutex> lock(mutex);
+  while (generators->size() <= static_cast<size_t>(device)) {
+    generators->push_back(at::make_generator<FlagosGeneratorImpl>(
+        static_cast<c10::DeviceIndex>(generators->size())));
+  }
+  return (*generators)[device];
+}
+
+at::Generator new_generator(c10::DeviceIndex device) {
+  if (device < 0) device = current_device();
+  return at::make_generator<FlagosGeneratorImpl>(device);
+}
+
+}  // namespace torch_fl

@@ -1,0 +1,128 @@
+#include "glue/runtime_access.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <mutex>
+
+namespace torch_fl {
+namespace {
+
+std::mutex g_activate_mutex;
+std::atomic<const tfl_runtime_v1*> g_runtime{nullptr};
+std::string g_runtime_path;  // guarded by g_activate_mutex
+
+const char* status_text(const tfl_runtime_v1* rt, tfl_status st) {
+  const char* s = rt && rt->status_name ? rt->status_name(st) : nullptr;
+  return s ? s : "unknown status";
+}
+
+}  // namespace
+
+void activate_runtime_library(const std::string& path) {
+  std::lock_guard<std::mutex> lock(g_activate_mutex);
+  if (g_runtime.load() != nullptr) {
+    TORCH_CHECK(path == g_runtime_path, "flagos: runtime '", g_runtime.load()->name,
+                "' is already active (", g_runtime_path, "); cannot switch to ", path,
+                " in the same process");
+    return;
+  }
+  // RTLD_GLOBAL is not needed: core resolves only the entry point, and a
+  // runtime library carries its own SDK dependencies.
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  TORCH_CHECK(handle != nullptr, "flagos: cannot load runtime library ", path, ": ", dlerror());
+  auto get = reinterpret_cast<tfl_runtime_get_fn>(dlsym(handle, TFL_RUNTIME_ENTRY_SYMBOL));
+  TORCH_CHECK(get != nullptr, "flagos: ", path, " is not a torch-fl runtime (no symbol ",
+              TFL_RUNTIME_ENTRY_SYMBOL, ")");
+  const tfl_runtime_v1* rt = get(TFL_RUNTIME_ABI_VERSION);
+  TORCH_CHECK(rt != nullptr, "flagos: runtime ", path, " does not speak runtime ABI v",
+              TFL_RUNTIME_ABI_VERSION);
+  TORCH_CHECK(rt->abi_version == TFL_RUNTIME_ABI_VERSION && rt->struct_size >= sizeof(tfl_runtime_v1),
+              "flagos: runtime ", path, " returned an ABI v", rt->abi_version, " table of ",
+              rt->struct_size, " bytes; core needs v", TFL_RUNTIME_ABI_VERSION, " of at least ",
+              sizeof(tfl_runtime_v1), " bytes");
+  const tfl_status st = rt->init();
+  if (st != TFL_OK) {
+    TORCH_CHECK(false, "flagos: runtime '", rt->name, "' failed to initialise: ",
+                status_text(rt, st), " (", rt->last_error(), ")");
+  }
+  g_runtime_path = path;
+  g_runtime.store(rt);
+}
+
+bool runtime_active() noexcept { return g_runtime.load() != nullptr; }
+
+const tfl_runtime_v1& runtime() {
+  const tfl_runtime_v1* rt = g_runtime.load(std::memory_order_acquire);
+  TORCH_CHECK(rt != nullptr,
+              "flagos: no vendor runtime is active. `import torch_fl` (or `import torch` with "
+              "torch-fl-core installed) selects one; see torch_fl.info()");
+  return *rt;
+}
+
+std::string runtime_name() {
+  const tfl_runtime_v1* rt = g_runtime.load();
+  return rt ? rt->name : "none";
+}
+
+bool has_capability(uint64_t cap) noexcept {
+  const tfl_runtime_v1* rt = g_runtime.load();
+  return rt && (rt->capabilities & cap) == cap;
+}
+
+c10::DeviceIndex device_count_noexcept() noexcept {
+  const tfl_runtime_v1* rt = g_runtime.load();
+  if (!rt) return 0;
+  int n = 0;
+  if (rt->device_count(&n) != TFL_OK) return 0;
+  return static_cast<c10::DeviceIndex>(n);
+}
+
+c10::DeviceIndex device_count() {
+  int n = 0;
+  TFL_CALL(-1, device_count, &n);
+  return static_cast<c10::DeviceIndex>(n);
+}
+
+void check_device_index(c10::DeviceIndex index) {
+  const auto n = device_count();
+  TORCH_CHECK(index >= 0 && index < n, "flagos: invalid device ordinal ", static_cast<int>(index),
+              " (runtime '", runtime_name(), "' has ", static_cast<int>(n), " device",
+              n == 1 ? "" : "s", ")");
+}
+
+void throw_runtime_error(tfl_status status, const char* call, c10::DeviceIndex device) {
+  const tfl_runtime_v1* rt = g_runtime.load();
+  const char* detail = rt ? rt->last_error() : "";
+  const std::string where =
+      device >= 0 ? "flagos:" + std::to_string(static_cast<int>(device)) : std::string("flagos");
+  if (status == TFL_ERROR_OUT_OF_MEMORY) {
+    TORCH_CHECK_WITH(OutOfMemoryError, false, "flagos out of memory in runtime call ", call,
+                     " on ", where, " (runtime '", runtime_name(), "'): ", status_text(rt, status),
+                     (detail && *detail) ? ": " : "", detail ? detail : "");
+  }
+  TORCH_CHECK(false, "flagos runtime call ", call, " failed on ", where, " (runtime '",
+              runtime_name(), "'): ", status_text(rt, status), (detail && *detail) ? ": " : "",
+              detail ? detail : "");
+}
+
+c10::DeviceIndex current_device() {
+  int d = 0;
+  TFL_CALL(-1, get_device, &d);
+  return static_cast<c10::DeviceIndex>(d);
+}
+
+CurrentDeviceScope::CurrentDeviceScope(c10::DeviceIndex device) {
+  if (device < 0) return;
+  TFL_CALL(device, get_device, &prev_);
+  if (prev_ != device) {
+    TFL_CALL(device, set_device, device);
+    changed_ = true;
+  }
+}
+
+CurrentDeviceScope::~CurrentDeviceScope() {
+  if (changed_) runtime().set_device(prev_);
+}
+
+}  // namespace torch_fl

@@ -1,0 +1,57 @@
+// The active runtime table and the one way core reports its failures.
+#pragma once
+
+#include <c10/core/Device.h>
+#include <c10/util/Exception.h>
+#include <torch_fl/runtime.h>
+
+#include <string>
+
+namespace torch_fl {
+
+// Loads a runtime shared library (dlopen + tfl_runtime_get) and makes it the
+// active runtime. Only one runtime may be active per process; activating the
+// same library twice is a no-op, a different one is an error.
+void activate_runtime_library(const std::string& path);
+bool runtime_active() noexcept;
+// The active table; throws a clear error when no vendor runtime was activated.
+const tfl_runtime_v1& runtime();
+std::string runtime_name();
+bool has_capability(uint64_t cap) noexcept;
+
+// Device count that never throws (0 when no runtime is active or it fails):
+// DeviceGuardImpl::deviceCount and hooks' isAvailable must not throw.
+c10::DeviceIndex device_count_noexcept() noexcept;
+c10::DeviceIndex device_count(); // throws on runtime failure
+void check_device_index(c10::DeviceIndex index);
+
+// Throws c10::Error (or c10::OutOfMemoryError for TFL_ERROR_OUT_OF_MEMORY)
+// naming the runtime call, the device, the runtime name and its status text.
+[[noreturn]] void throw_runtime_error(tfl_status status, const char* call, c10::DeviceIndex device);
+
+// RAII: make `device` current on this thread for the scope (runtime calls act
+// on the current device), restoring the previous one after.
+class CurrentDeviceScope {
+ public:
+  explicit CurrentDeviceScope(c10::DeviceIndex device);
+  ~CurrentDeviceScope();
+  CurrentDeviceScope(const CurrentDeviceScope&) = delete;
+  CurrentDeviceScope& operator=(const CurrentDeviceScope&) = delete;
+
+ private:
+  int prev_ = -1;
+  bool changed_ = false;
+};
+
+c10::DeviceIndex current_device();
+
+}  // namespace torch_fl
+
+// TFL_CALL(device, fn, args...): call runtime().fn(args...) and throw on failure.
+#define TFL_CALL(device, fn, ...)                                           \
+  do {                                                                      \
+    const tfl_status _tfl_st = ::torch_fl::runtime().fn(__VA_ARGS__);       \
+    if (C10_UNLIKELY(_tfl_st != TFL_OK)) {                                  \
+      ::torch_fl::throw_runtime_error(_tfl_st, #fn, (device));              \
+    }                                                                       \
+  } while (0)

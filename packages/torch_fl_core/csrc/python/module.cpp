@@ -1,0 +1,149 @@
+// torch_fl._C: the control plane (ints, strings, stats). Tensors never pass
+// through here: nanobind does not share torch's pybind11 type registry, so
+// tensor-level entry points are torch.ops / dispatcher kernels.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+
+#include <torch/csrc/Generator.h>
+
+#include "aten/fallback_counter.h"
+#include "glue/caching_allocator.h"
+#include "glue/generator.h"
+#include "glue/host_allocator.h"
+#include "glue/runtime_access.h"
+
+namespace nb = nanobind;
+
+namespace torch_fl {
+namespace {
+
+using StatMap = std::map<std::string, int64_t>;
+
+void add_stat(StatMap& out, const std::string& prefix, const c10::CachingAllocator::Stat& s) {
+  out[prefix + ".current"] = s.current;
+  out[prefix + ".peak"] = s.peak;
+  out[prefix + ".allocated"] = s.allocated;
+  out[prefix + ".freed"] = s.freed;
+}
+
+void add_stat_array(StatMap& out, const std::string& name,
+                    const c10::CachingAllocator::StatArray& a) {
+  static const char* pools[] = {"all", "small_pool", "large_pool"};
+  for (size_t i = 0; i < 3; ++i) add_stat(out, name + "." + pools[i], a[i]);
+}
+
+StatMap memory_stats(int device) {
+  check_device_index(static_cast<c10::DeviceIndex>(device));
+  const auto s = caching_allocator()->getDeviceStats(static_cast<c10::DeviceIndex>(device));
+  StatMap out;
+  add_stat_array(out, "allocation", s.allocation);
+  add_stat_array(out, "segment", s.segment);
+  add_stat_array(out, "active", s.active);
+  add_stat_array(out, "inactive_split", s.inactive_split);
+  add_stat_array(out, "allocated_bytes", s.allocated_bytes);
+  add_stat_array(out, "reserved_bytes", s.reserved_bytes);
+  add_stat_array(out, "active_bytes", s.active_bytes);
+  add_stat_array(out, "inactive_split_bytes", s.inactive_split_bytes);
+  add_stat_array(out, "requested_bytes", s.requested_bytes);
+  out["num_alloc_retries"] = s.num_alloc_retries;
+  out["num_ooms"] = s.num_ooms;
+  out["num_device_alloc"] = s.num_device_alloc;
+  out["num_device_free"] = s.num_device_free;
+  out["num_sync_all_streams"] = s.num_sync_all_streams;
+  out["max_split_size"] = s.max_split_size;
+  add_stat(out, "oversize_allocations", s.oversize_allocations);
+  add_stat(out, "oversize_segments", s.oversize_segments);
+  return out;
+}
+
+StatMap host_memory_stats() {
+  const at::HostStats s = host_stats();
+  StatMap out;
+  add_stat(out, "active_requests", s.active_requests);
+  add_stat(out, "active_bytes", s.active_bytes);
+  add_stat(out, "allocations", s.allocations);
+  add_stat(out, "allocated_bytes", s.allocated_bytes);
+  out["num_host_alloc"] = s.num_host_alloc;
+  out["num_host_free"] = s.num_host_free;
+  return out;
+}
+
+}  // namespace
+}  // namespace torch_fl
+
+NB_MODULE(_C, m) {
+  using namespace torch_fl;
+  m.doc() = "torch-fl core control plane";
+
+  m.attr("CAP_HOST_ADDRESSABLE_MEMORY") = static_cast<uint64_t>(TFL_CAP_HOST_ADDRESSABLE_MEMORY);
+  m.attr("CAP_PEER_COPY") = static_cast<uint64_t>(TFL_CAP_PEER_COPY);
+  m.attr("CAP_EVENT_TIMING") = static_cast<uint64_t>(TFL_CAP_EVENT_TIMING);
+  m.attr("CAP_UNORDERED_PRODUCERS") = static_cast<uint64_t>(TFL_CAP_UNORDERED_PRODUCERS);
+  m.attr("CAP_PINNED_HOST_MEMORY") = static_cast<uint64_t>(TFL_CAP_PINNED_HOST_MEMORY);
+
+  m.def("activate_runtime", &activate_runtime_library, nb::arg("path"),
+        nb::call_guard<nb::gil_scoped_release>());
+  m.def("runtime_active", &runtime_active);
+  m.def("runtime_name", &runtime_name);
+  m.def("runtime_abi_version", [] { return static_cast<int>(TFL_RUNTIME_ABI_VERSION); });
+  m.def("runtime_capabilities", [] { return runtime_active() ? runtime().capabilities : 0; });
+
+  m.def("device_count", [] { return static_cast<int>(device_count_noexcept()); });
+  m.def("current_device", [] { return static_cast<int>(current_device()); });
+  m.def("set_device", [](int device) {
+    check_device_index(static_cast<c10::DeviceIndex>(device));
+    TFL_CALL(device, set_device, device);
+  });
+  m.def("exchange_device", [](int device) {
+    const int prev = current_device();
+    if (device >= 0 && device != prev) {
+      check_device_index(static_cast<c10::DeviceIndex>(device));
+      TFL_CALL(device, set_device, device);
+    }
+    return prev;
+  });
+  m.def(
+      "synchronize",
+      [](int device) {
+        if (device < 0) device = current_device();
+        check_device_index(static_cast<c10::DeviceIndex>(device));
+        CurrentDeviceScope scope(static_cast<c10::DeviceIndex>(device));
+        TFL_CALL(device, device_synchronize);
+      },
+      nb::arg("device") = -1, nb::call_guard<nb::gil_scoped_release>());
+  m.def("device_name", [](int device) {
+    check_device_index(static_cast<c10::DeviceIndex>(device));
+    char buf[256] = {0};
+    TFL_CALL(device, device_name, device, buf, sizeof(buf));
+    return std::string(buf);
+  });
+  m.def("mem_get_info", [](int device) {
+    check_device_index(static_cast<c10::DeviceIndex>(device));
+    return caching_allocator()->getMemoryInfo(static_cast<c10::DeviceIndex>(device));
+  });
+
+  m.def("memory_stats", &memory_stats, nb::arg("device"));
+  m.def("reset_peak_memory_stats", [](int device) {
+    check_device_index(static_cast<c10::DeviceIndex>(device));
+    caching_allocator()->resetPeakStats(static_cast<c10::DeviceIndex>(device));
+  });
+  m.def("reset_accumulated_memory_stats", [](int device) {
+    check_device_index(static_cast<c10::DeviceIndex>(device));
+    caching_allocator()->resetAccumulatedStats(static_cast<c10::DeviceIndex>(device));
+  });
+  m.def("empty_cache", [] { caching_allocator()->emptyCache(); },
+        nb::call_guard<nb::gil_scoped_release>());
+  m.def("host_memory_stats", &host_memory_stats);
+  m.def("host_empty_cache", [] { empty_host_cache(); },
+        nb::call_guard<nb::gil_scoped_release>());
+
+  m.def("default_generator", [](int device) {
+    const at::Generator& gen = default_generator(static_cast<c10::DeviceIndex>(device));
+    return nb::steal(THPGenerator_initDefaultGenerator(gen));
+  });
+
+  m.def("fallback_counts", &fallback_counts);
+  m.def("reset_fallback_counts", &reset_fallback_counts);
+}

@@ -1,0 +1,126 @@
+"""Vendors: who provides the runtime under the ``flagos`` device.
+
+A vendor package (``torch-fl-gcu``, ``torch-fl-ascend``, ...) declares one entry point in the
+``torch_fl.vendors`` group naming a :class:`Vendor` instance (or a zero-argument callable returning
+one)::
+
+    [project.entry-points."torch_fl.vendors"]
+    gcu = "torch_fl_gcu:vendor"
+
+Core finds it with :mod:`torch_fl.vendors.discovery`, chooses one vendor per process and activates
+it here: the vendor's runtime library is loaded into ``torch_fl._C`` and then the vendor's
+:meth:`Vendor.activate` hook runs. Core never names a vendor; the built-in ``sim`` vendor is found
+the same way as any other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+__all__ = ["Vendor", "Selection", "activate", "active", "active_vendor"]
+
+
+class Vendor:
+    """What a vendor package gives core. Subclass it and override the methods.
+
+    ``name`` is the short name users put in ``FLAGOS_VENDOR`` and must equal the entry-point name.
+    Methods must not touch the ``flagos`` device (it is not set up when they run) and should be
+    cheap: :meth:`is_present` runs at ``import torch`` time for every installed vendor.
+    """
+
+    #: Short name, e.g. ``"gcu"``; equal to the entry-point name.
+    name: str = ""
+    #: One line for ``python -m torch_fl``, e.g. ``"Enflame GCU (topsrt runtime)"``.
+    description: str = ""
+
+    def is_present(self) -> bool:
+        """Whether this machine has at least one device of this vendor (driver loaded, device seen).
+
+        Must not raise for a missing driver or SDK: return False and explain in :meth:`why_absent`.
+        """
+        raise NotImplementedError(f"vendor {self.name!r} does not implement is_present()")
+
+    def runtime_library(self) -> str:
+        """Absolute path of the runtime shared library implementing ``torch_fl/runtime.h``."""
+        raise NotImplementedError(f"vendor {self.name!r} does not implement runtime_library()")
+
+    def activate(self) -> None:
+        """Called once the vendor's runtime is the active one (kernels, routes, preloads).
+
+        It may run again if ``torch_fl`` is re-imported in the same process: keep it idempotent.
+        """
+
+    def why_absent(self) -> str:
+        """Why :meth:`is_present` returned False, for error messages (driver, SDK, device nodes)."""
+        return "the vendor reported that no device is present"
+
+    def routes(self) -> str | None:
+        """Path of this vendor's route table (``<vendor>.conf``), or None for none."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"<torch_fl vendor {self.name!r}>"
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """The vendor chosen for this process and why."""
+
+    vendor: Vendor
+    #: Why this vendor was chosen, as a clause: "FLAGOS_VENDOR=gcu is set".
+    reason: str
+    #: Whether the vendor's device is present; a chosen but absent vendor reports 0 devices.
+    present: bool
+    #: Why no device was found (``Vendor.why_absent()``) when not present, else "".
+    absent_reason: str
+    #: Names of every installed vendor, sorted.
+    installed: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.vendor.name
+
+
+# The selection activated in this process (None until torch_fl's import has run activate()).
+_active: Selection | None = None
+
+
+def activate(selection: Selection) -> None:
+    """Make ``selection`` the process's vendor: load its runtime, then run its activate() hook.
+
+    A vendor whose device is absent is recorded but not loaded (its SDK is often missing too):
+    ``flagos`` then has 0 devices and its first use raises an error naming the vendor and why.
+    Loading the same vendor again (a re-import) is a no-op in ``_C``; another one is an error.
+    """
+    global _active
+    from torch_fl import _C
+
+    if selection.present:
+        where = f"vendor {selection.name!r} (chosen because {selection.reason})"
+        try:
+            path = selection.vendor.runtime_library()
+        except Exception as exc:
+            raise RuntimeError(f"torch_fl: {where} could not name its runtime library: {exc}") from exc
+        try:
+            _C.activate_runtime(str(path))
+        except Exception as exc:
+            raise RuntimeError(
+                f"torch_fl: {where} could not load its runtime library {path}: {exc}"
+            ) from exc
+        try:
+            selection.vendor.activate()
+        except Exception as exc:
+            raise RuntimeError(f"torch_fl: the activate() hook of {where} failed: {exc}") from exc
+    _active = selection
+
+
+def active() -> Selection | None:
+    """The selection activated in this process, or None before ``torch_fl`` finished importing."""
+    return _active
+
+
+def active_vendor() -> Vendor:
+    """The active :class:`Vendor`; raises if ``torch_fl`` has not activated one."""
+    if _active is None:
+        raise RuntimeError("torch_fl: no vendor is active (import torch_fl first)")
+    return _active.vendor

@@ -1,0 +1,320 @@
+"""Shared fixtures for the contract suites every vendor runs unchanged.
+
+The vendor under test is chosen by torch-fl itself (``FLAGOS_VENDOR``; CI uses the built-in ``sim``
+vendor with two virtual host-memory devices). Tests skip only through the fixtures below, each with a
+reason that names the vendor: no device at all (``flagos``), fewer than two devices
+(``two_devices``), or a capability the runtime does not declare (``require_cap``).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+MARKERS = {
+    "device": "devices, current device, streams and events of the flagos device",
+    "memory": "caching allocator statistics and memory info",
+    "copy": "copies in every direction, dtype casts, strides, conj/neg bits",
+    "views": "view operators aliasing flagos storage, resize_, set_",
+    "factories": "factory functions honouring explicit and current device indices",
+    "multidevice": "needs at least two flagos devices",
+    "errors": "bad input raises the exception CUDA would raise and leaves the process usable",
+    "threads": "concurrent use from several threads",
+    "serialization": "torch.save / torch.load of flagos tensors",
+    "pinned": "pinned host memory and DataLoader pinning",
+    "training": "autograd training step against CPU",
+    "sim_only": "needs the built-in sim runtime's test controls (fault injection)",
+}
+
+
+def pytest_configure(config):
+    for name, description in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {description}")
+
+
+def pytest_collection_modifyitems(config, items):
+    # Tests that take the two_devices fixture are multi-device tests whatever their module says.
+    for item in items:
+        if "two_devices" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.multidevice)
+
+
+# ---------------------------------------------------------------------------------------------
+# dtypes and tolerances
+# ---------------------------------------------------------------------------------------------
+
+
+def _dtypes(*names: str) -> list[torch.dtype]:
+    return [getattr(torch, n) for n in names if isinstance(getattr(torch, n, None), torch.dtype)]
+
+
+INT_DTYPES = _dtypes("uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64")
+FLOAT_DTYPES = _dtypes("float16", "bfloat16", "float32", "float64")
+COMPLEX_DTYPES = _dtypes("complex64", "complex128")
+FLOAT8_DTYPES = _dtypes(
+    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"
+)
+
+
+def _cpu_can_copy(dtype: torch.dtype) -> bool:
+    """The reference for "supported": CPU can make, copy (strided) and read back this dtype."""
+    try:
+        x = torch.zeros(2, 3, dtype=dtype)
+        torch.empty(3, 2, dtype=dtype).copy_(x.t())
+        x[0, 0].item()
+        return True
+    except (RuntimeError, TypeError):
+        return False
+
+
+# Every dtype CPU supports for copies: the dtype list the copy, item and serialization contracts use.
+COPY_DTYPES = [
+    d for d in [torch.bool, *INT_DTYPES, *FLOAT_DTYPES, *COMPLEX_DTYPES, *FLOAT8_DTYPES] if _cpu_can_copy(d)
+]
+
+# Tolerances for results that are computed (not copied) on flagos, compared against CPU. Copies are
+# always compared bit-exactly instead. Values follow PyTorch's own defaults for these dtypes.
+TOLERANCES: dict[torch.dtype, dict[str, float]] = {
+    torch.float16: {"rtol": 1e-3, "atol": 1e-5},
+    torch.bfloat16: {"rtol": 1.6e-2, "atol": 1e-5},
+    torch.float32: {"rtol": 1.3e-6, "atol": 1e-5},
+    torch.float64: {"rtol": 1e-7, "atol": 1e-7},
+    torch.complex64: {"rtol": 1.3e-6, "atol": 1e-5},
+    torch.complex128: {"rtol": 1e-7, "atol": 1e-7},
+}
+for _d in [torch.bool, *INT_DTYPES]:
+    TOLERANCES[_d] = {"rtol": 0.0, "atol": 0.0}
+for _d in FLOAT8_DTYPES:
+    TOLERANCES[_d] = {"rtol": 0.125, "atol": 1e-3}
+
+
+def tolerance(dtype: torch.dtype) -> dict[str, float]:
+    return dict(TOLERANCES[dtype])
+
+
+@pytest.fixture(params=COPY_DTYPES, ids=lambda d: str(d).removeprefix("torch."))
+def copy_dtype(request) -> torch.dtype:
+    return request.param
+
+
+def _cast_pairs() -> list[tuple[torch.dtype, torch.dtype]]:
+    """(source, destination) dtypes for casting copies: every copy dtype to and from float32, plus
+    pairs that matter in practice. Complex -> real is left out (it drops the imaginary part)."""
+    pairs = []
+    for d in COPY_DTYPES:
+        pairs += [(d, torch.float32), (torch.float32, d)]
+    pairs += [
+        (torch.float16, torch.bfloat16),
+        (torch.bfloat16, torch.float16),
+        (torch.int64, torch.int32),
+        (torch.int32, torch.int64),
+        (torch.uint8, torch.bool),
+        (torch.bool, torch.float16),
+        (torch.int8, torch.uint8),
+        (torch.float64, torch.complex64),
+        (torch.complex64, torch.complex128),
+        (torch.complex128, torch.complex64),
+        (torch.int16, torch.float64),
+    ]
+    pairs = [(s, d) for s, d in pairs if s != d and not (s.is_complex and not d.is_complex)]
+    return list(dict.fromkeys(pairs))
+
+
+CAST_PAIRS = _cast_pairs()
+
+
+def _dtype_id(d: torch.dtype) -> str:
+    return str(d).removeprefix("torch.")
+
+
+def pytest_generate_tests(metafunc):
+    if "cast_pair" in metafunc.fixturenames:
+        metafunc.parametrize(
+            "cast_pair", CAST_PAIRS, ids=[f"{_dtype_id(s)}-{_dtype_id(d)}" for s, d in CAST_PAIRS]
+        )
+
+
+@pytest.fixture
+def tol():
+    """tol(dtype) -> {"rtol": ..., "atol": ...} for torch.testing.assert_close."""
+    return tolerance
+
+
+# ---------------------------------------------------------------------------------------------
+# data helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def random_tensor(shape, dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
+    """A CPU tensor whose bytes are random (NaN payloads, denormals, infinities included).
+
+    bool only gets 0/1 bytes: other byte values are not valid bools.
+    """
+    g = torch.Generator().manual_seed(seed)
+    numel = 1
+    for s in shape:
+        numel *= s
+    if dtype == torch.bool:
+        return torch.randint(0, 2, tuple(shape), generator=g, dtype=torch.uint8).bool()
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    raw = torch.randint(0, 256, (numel * itemsize,), generator=g, dtype=torch.uint8)
+    return raw.view(dtype).reshape(shape)
+
+
+def raw_bytes(t: torch.Tensor) -> torch.Tensor:
+    """The bytes of t's elements in logical (row-major) order, as a CPU uint8 tensor."""
+    t = t.detach()
+    if t.is_conj():
+        t = t.resolve_conj()
+    if t.is_neg():
+        t = t.resolve_neg()
+    return t.cpu().contiguous().reshape(-1).view(torch.uint8)
+
+
+def assert_bit_equal(actual: torch.Tensor, expected: torch.Tensor) -> None:
+    assert actual.shape == expected.shape, f"shape {tuple(actual.shape)} != {tuple(expected.shape)}"
+    assert actual.dtype == expected.dtype, f"dtype {actual.dtype} != {expected.dtype}"
+    a, e = raw_bytes(actual), raw_bytes(expected)
+    if not torch.equal(a, e):
+        diff = (a != e).nonzero().reshape(-1)
+        raise AssertionError(
+            f"{diff.numel()} of {a.numel()} bytes differ (first at byte {int(diff[0])}: "
+            f"{int(a[diff[0]])} != {int(e[diff[0]])}) for dtype {actual.dtype}"
+        )
+
+
+@pytest.fixture
+def bits():
+    """Helpers for bit-exact comparisons: bits.random(shape, dtype, seed), bits.equal(a, e)."""
+
+    class _Bits:
+        random = staticmethod(random_tensor)
+        raw = staticmethod(raw_bytes)
+        equal = staticmethod(assert_bit_equal)
+
+    return _Bits
+
+
+# ---------------------------------------------------------------------------------------------
+# device fixtures
+# ---------------------------------------------------------------------------------------------
+
+
+def _vendor_name() -> str:
+    try:
+        import torch_fl
+
+        return str(torch_fl.vendor().name)
+    except Exception as exc:  # the reason string must never be what fails
+        return f"<unknown vendor: {type(exc).__name__}: {exc}>"
+
+
+def _runtime_name() -> str:
+    import torch_fl
+
+    return str(torch_fl._C.runtime_name())
+
+
+@pytest.fixture(scope="session")
+def _flagos_session():
+    # Importing torch is meant to be enough (backend autoload); import torch_fl explicitly so an
+    # install without the entry point still fails loudly here rather than as a skip.
+    import torch_fl  # noqa: F401
+
+    mod = getattr(torch, "flagos", None)
+    assert mod is not None, "torch.flagos is missing after importing torch_fl"
+    if not mod.is_available():
+        pytest.skip(
+            f"no flagos device: vendor {_vendor_name()!r} reports is_available() False "
+            f"(FLAGOS_VENDOR={os.environ.get('FLAGOS_VENDOR', '<unset>')})"
+        )
+    return mod
+
+
+def _stream_key(s) -> tuple:
+    return (s.device_type, s.device_index, s.stream_id)
+
+
+@pytest.fixture
+def flagos(_flagos_session):
+    """torch.flagos, after checking a device exists. Restores the current device and every
+    device's current stream after the test so tests cannot leak state into each other."""
+    mod = _flagos_session
+    n = mod.device_count()
+    device = mod.current_device()
+    streams = [mod.current_stream(i) for i in range(n)]
+    yield mod
+    for i, s in enumerate(streams):
+        if _stream_key(mod.current_stream(i)) != _stream_key(s):
+            mod.set_stream(s)
+    mod.set_device(device)
+
+
+@pytest.fixture
+def two_devices(flagos):
+    n = flagos.device_count()
+    if n < 2:
+        pytest.skip(f"needs 2 flagos devices; vendor {_vendor_name()!r} has {n}")
+    return (torch.device("flagos", 0), torch.device("flagos", 1))
+
+
+@pytest.fixture(scope="session")
+def vendor_caps(_flagos_session) -> frozenset[str]:
+    """Capability names the active runtime declares, e.g. {"PEER_COPY", "EVENT_TIMING"}."""
+    import torch_fl
+
+    caps = torch_fl._C.runtime_capabilities()
+    if isinstance(caps, int):
+        names = set()
+        for attr in dir(torch_fl._C):
+            if attr.startswith("CAP_"):
+                bit = getattr(torch_fl._C, attr)
+                if isinstance(bit, int) and bit and caps & bit == bit:
+                    names.add(attr[len("CAP_") :])
+        return frozenset(names)
+    return frozenset(str(c).upper().removeprefix("CAP_").removeprefix("TFL_CAP_") for c in caps)
+
+
+@pytest.fixture
+def require_cap(vendor_caps):
+    """require_cap("EVENT_TIMING") skips, naming the vendor and runtime, unless it is declared."""
+
+    def _require(name: str) -> None:
+        if name not in vendor_caps:
+            pytest.skip(
+                f"vendor {_vendor_name()!r} (runtime {_runtime_name()!r}) does not declare "
+                f"CAP_{name}; declared: {sorted(vendor_caps)}"
+            )
+
+    return _require
+
+
+@pytest.fixture
+def simctl(flagos):
+    """torch_fl.runtimes.sim, the sim runtime's test controls; skips on any other runtime.
+
+    Faults left behind by a failing test are cleared afterwards."""
+    runtime = _runtime_name()
+    if runtime != "sim":
+        pytest.skip(f"fault injection needs the sim runtime; vendor {_vendor_name()!r} runs {runtime!r}")
+    from torch_fl.runtimes import sim
+
+    sim.clear_faults()
+    yield sim
+    sim.clear_faults()
+
+
+def allocated(flagos_mod) -> list[int]:
+    """memory_allocated of every device, after a synchronize."""
+    n = flagos_mod.device_count()
+    for i in range(n):
+        flagos_mod.synchronize(i)
+    return [flagos_mod.memory_allocated(i) for i in range(n)]
+
+
+@pytest.fixture
+def mem_snapshot(flagos):
+    """mem_snapshot() -> memory_allocated of each device (synchronized first)."""
+    return lambda: allocated(flagos)
