@@ -1,0 +1,84 @@
+"""Sessions for the torch-fl monorepo.
+
+    nox -s demo          build core and run the main job (python -m torch_fl.demo)
+    nox -s tests         build core and run its unit tests plus the contract suites (sim vendor)
+    nox -s lint          ruff format --check + ruff check
+    nox -s bench         benchmarks that run on this machine
+
+Environment knobs:
+    TORCH_FL_TORCH      pip requirement for torch (default: torch==2.13.0, the CPU CI wheel)
+    TORCH_FL_SYSTEM_TORCH=1   reuse the interpreter's installed torch (GPU machines ship their own)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+CORE = ROOT / "packages" / "torch_fl_core"
+BUILD_DEPS = ["scikit-build-core>=0.10", "nanobind>=2.0", "cmake>=3.26", "ninja"]
+TEST_DEPS = ["pytest>=8", "pytest-timeout", "numpy"]
+SYSTEM_TORCH = os.environ.get("TORCH_FL_SYSTEM_TORCH") == "1"
+TORCH_REQ = os.environ.get("TORCH_FL_TORCH", "torch==2.13.0")
+
+nox.options.sessions = ["tests"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.default_venv_backend = "venv"
+
+
+def _venv_params() -> list[str]:
+    return ["--system-site-packages"] if SYSTEM_TORCH else []
+
+
+def _install_core(session: nox.Session, *extras: str) -> None:
+    """Install torch, build tools and torch-fl-core (incremental: build/ is kept)."""
+    if not SYSTEM_TORCH:
+        session.install(TORCH_REQ)
+    session.install(*BUILD_DEPS, *extras)
+    # No build isolation: the extension must compile against the torch that
+    # will import it, not a fresh copy pip would download into a temp env.
+    session.install("--no-build-isolation", "--no-deps", str(CORE))
+
+
+def _pytest(session: nox.Session, *args: str, env: dict[str, str] | None = None) -> None:
+    code = session.run(
+        "python", "-m", "pytest", *args, env=env, success_codes=[0, 5], silent=False
+    )
+    # Exit code 5 is "no tests collected": fine for an optional suite, but say so.
+    if code == 5:
+        session.warn(f"pytest collected no tests for {' '.join(args)}")
+
+
+@nox.session(venv_params=_venv_params())
+def demo(session: nox.Session) -> None:
+    """Build core and run the demo (trains on flagos, checks against CPU)."""
+    _install_core(session, "tqdm")
+    session.run("python", "-m", "torch_fl.demo", *session.posargs)
+
+
+@nox.session(venv_params=_venv_params())
+def tests(session: nox.Session) -> None:
+    """Build core; run its unit tests and the vendor contract suites on the sim vendor."""
+    _install_core(session, *TEST_DEPS)
+    env = {"FLAGOS_VENDOR": os.environ.get("FLAGOS_VENDOR", "sim")}
+    args = session.posargs or []
+    _pytest(session, str(CORE / "tests"), *args, env=env)
+    _pytest(session, str(ROOT / "tests"), *args, env=env)
+
+
+@nox.session(venv_params=_venv_params())
+def bench(session: nox.Session) -> None:
+    """Run the benchmarks that this machine can run."""
+    _install_core(session)
+    for script in sorted((ROOT / "benchmarks").glob("*.py")):
+        session.run("python", str(script), *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    session.install("ruff")
+    session.run("ruff", "format", "--check", ".")
+    session.run("ruff", "check", ".")

@@ -1,0 +1,760 @@
+"""Unit tests of the built-in sim runtime (libtorch_fl_sim.so) through its C ABI.
+
+No torch here: the table is reached with ctypes through tfl_runtime_get(1), so
+these tests pin down the runtime's own contract (runtime.h) independently of
+the torch glue. Environment-dependent cases (device count, capacity, faults
+from FLAGOS_SIM_FAULTS) run in a subprocess, because the library reads the
+environment once per process.
+
+Set TORCH_FL_SIM_LIBRARY to test a library outside the installed package.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import threading
+from ctypes import (
+    CFUNCTYPE,
+    POINTER,
+    Structure,
+    byref,
+    c_char_p,
+    c_float,
+    c_int,
+    c_size_t,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+# ---- locating the library and its control module (without importing torch) --
+
+
+def _load_sim_control() -> ModuleType:
+    """torch_fl/runtimes/sim.py, loaded by path: importing torch_fl would import torch."""
+    candidates = []
+    spec = importlib.util.find_spec("torch_fl")  # does not run torch_fl/__init__.py
+    if spec is not None and spec.submodule_search_locations:
+        candidates += [Path(p) / "runtimes" / "sim.py" for p in spec.submodule_search_locations]
+    candidates.append(Path(__file__).resolve().parents[1] / "src" / "torch_fl" / "runtimes" / "sim.py")
+    for path in candidates:
+        if path.is_file():
+            module_spec = importlib.util.spec_from_file_location("_torch_fl_sim_control", path)
+            module = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(module)
+            return module
+    raise FileNotFoundError(f"torch_fl/runtimes/sim.py not found in {candidates}")
+
+
+sim = _load_sim_control()
+
+# ---- a ctypes mirror of tfl_runtime_v1 (include/torch_fl/runtime.h) ----------
+
+S = c_int  # tfl_status
+OK = 0
+INVALID_VALUE = 1
+INVALID_DEVICE = 2
+OUT_OF_MEMORY = 3
+INVALID_POINTER = 4
+INVALID_MEMCPY_KIND = 5
+NOT_READY = 6
+INVALID_HANDLE = 8
+NOT_INITIALIZED = 9
+DEVICE_ERROR = 10
+INJECTED = 11
+
+H2H, H2D, D2H, D2D = 0, 1, 2, 3
+POINTER_UNKNOWN, POINTER_DEVICE, POINTER_HOST = 0, 1, 2
+EVENT_DISABLE_TIMING = 1
+CAP_HOST_ADDRESSABLE_MEMORY = 1 << 0
+CAP_PEER_COPY = 1 << 1
+CAP_EVENT_TIMING = 1 << 2
+CAP_UNORDERED_PRODUCERS = 1 << 3
+CAP_PINNED_HOST_MEMORY = 1 << 4
+
+HOST_FN = CFUNCTYPE(None, c_void_p)
+
+
+class RuntimeV1(Structure):
+    _fields_ = [
+        ("abi_version", c_uint32),
+        ("struct_size", c_uint32),
+        ("name", c_char_p),
+        ("capabilities", c_uint64),
+        ("init", CFUNCTYPE(S)),
+        ("status_name", CFUNCTYPE(c_char_p, S)),
+        ("last_error", CFUNCTYPE(c_char_p)),
+        ("device_count", CFUNCTYPE(S, POINTER(c_int))),
+        ("get_device", CFUNCTYPE(S, POINTER(c_int))),
+        ("set_device", CFUNCTYPE(S, c_int)),
+        ("device_synchronize", CFUNCTYPE(S)),
+        ("mem_get_info", CFUNCTYPE(S, POINTER(c_size_t), POINTER(c_size_t))),
+        ("device_name", CFUNCTYPE(S, c_int, c_char_p, c_size_t)),
+        ("malloc", CFUNCTYPE(S, POINTER(c_void_p), c_size_t)),
+        ("free", CFUNCTYPE(S, c_void_p)),
+        ("host_malloc", CFUNCTYPE(S, POINTER(c_void_p), c_size_t)),
+        ("host_free", CFUNCTYPE(S, c_void_p)),
+        ("pointer_info", CFUNCTYPE(S, c_void_p, POINTER(c_int), POINTER(c_int))),
+        ("memcpy", CFUNCTYPE(S, c_void_p, c_void_p, c_size_t, c_int)),
+        ("memcpy_async", CFUNCTYPE(S, c_void_p, c_void_p, c_size_t, c_int, c_void_p)),
+        ("memcpy_peer_async", CFUNCTYPE(S, c_void_p, c_int, c_void_p, c_int, c_size_t, c_void_p)),
+        ("memset_async", CFUNCTYPE(S, c_void_p, c_int, c_size_t, c_void_p)),
+        ("stream_create", CFUNCTYPE(S, POINTER(c_void_p), c_int)),
+        ("stream_destroy", CFUNCTYPE(S, c_void_p)),
+        ("stream_synchronize", CFUNCTYPE(S, c_void_p)),
+        ("stream_query", CFUNCTYPE(S, c_void_p)),
+        ("stream_wait_event", CFUNCTYPE(S, c_void_p, c_void_p)),
+        ("launch_host_func", CFUNCTYPE(S, c_void_p, HOST_FN, c_void_p)),
+        ("event_create", CFUNCTYPE(S, POINTER(c_void_p), c_uint32)),
+        ("event_destroy", CFUNCTYPE(S, c_void_p)),
+        ("event_record", CFUNCTYPE(S, c_void_p, c_void_p)),
+        ("event_synchronize", CFUNCTYPE(S, c_void_p)),
+        ("event_query", CFUNCTYPE(S, c_void_p)),
+        ("event_elapsed_ms", CFUNCTYPE(S, POINTER(c_float), c_void_p, c_void_p)),
+    ]
+
+
+def _table() -> RuntimeV1:
+    lib = sim.library()
+    lib.tfl_runtime_get.argtypes = [c_uint32]
+    lib.tfl_runtime_get.restype = POINTER(RuntimeV1)
+    return lib.tfl_runtime_get(1).contents
+
+
+class Runtime:
+    """Thin helpers over the table: out-params become return values and a
+    failing call raises with the runtime's own status name and message."""
+
+    def __init__(self, table: RuntimeV1) -> None:
+        self.t = table
+
+    def error(self) -> str:
+        return self.t.last_error().decode()
+
+    def check(self, status: int) -> None:
+        if status != OK:
+            raise AssertionError(f"{self.t.status_name(status).decode()}: {self.error()}")
+
+    def malloc(self, size: int) -> int:
+        p = c_void_p()
+        self.check(self.t.malloc(byref(p), size))
+        return p.value or 0
+
+    def host_malloc(self, size: int) -> int:
+        p = c_void_p()
+        self.check(self.t.host_malloc(byref(p), size))
+        return p.value or 0
+
+    def pointer_info(self, ptr: int) -> tuple[int, int]:
+        kind, device = c_int(-7), c_int(-7)
+        self.check(self.t.pointer_info(ptr, byref(kind), byref(device)))
+        return kind.value, device.value
+
+    def get_device(self) -> int:
+        d = c_int(-1)
+        self.check(self.t.get_device(byref(d)))
+        return d.value
+
+    def device_count(self) -> int:
+        n = c_int(-1)
+        self.check(self.t.device_count(byref(n)))
+        return n.value
+
+    def mem_get_info(self) -> tuple[int, int]:
+        free, total = c_size_t(), c_size_t()
+        self.check(self.t.mem_get_info(byref(free), byref(total)))
+        return free.value, total.value
+
+    def stream(self) -> int:
+        s = c_void_p()
+        self.check(self.t.stream_create(byref(s), 0))
+        return s.value
+
+    def event(self, flags: int = 0) -> int:
+        e = c_void_p()
+        self.check(self.t.event_create(byref(e), flags))
+        return e.value
+
+    def read(self, device_ptr: int, n: int) -> bytes:
+        """Device bytes via a synchronous D2H copy."""
+        buf = (ctypes.c_ubyte * n)()
+        self.check(self.t.memcpy(ctypes.addressof(buf), device_ptr, n, D2H))
+        return bytes(buf)
+
+    def write(self, device_ptr: int, data: bytes) -> None:
+        buf = ctypes.create_string_buffer(data, len(data))
+        self.check(self.t.memcpy(device_ptr, ctypes.addressof(buf), len(data), H2D))
+
+
+class Gate:
+    """A host function that blocks its stream until opened."""
+
+    def __init__(self) -> None:
+        self.opened = threading.Event()
+        self.started = threading.Event()
+
+        def _block(_user_data: object) -> None:
+            self.started.set()
+            self.opened.wait(10)  # bounded, so a broken test cannot hang forever
+
+        self.fn = HOST_FN(_block)  # keep a reference until the stream ran it
+
+    def launch(self, rt: Runtime, stream: int | None) -> None:
+        rt.check(rt.t.launch_host_func(stream, self.fn, None))
+
+    def open_later(self, seconds: float = 0.05) -> threading.Timer:
+        timer = threading.Timer(seconds, self.opened.set)
+        timer.start()
+        return timer
+
+
+@pytest.fixture(scope="module")
+def rt() -> Runtime:
+    # Default environment: 2 devices of 16 GiB. Tests that need two devices
+    # skip (saying why) if this process was started with fewer.
+    runtime = Runtime(_table())
+    runtime.check(runtime.t.init())
+    runtime.check(runtime.t.set_device(0))
+    sim.clear_faults()
+    yield runtime
+    sim.clear_faults()
+
+
+@pytest.fixture
+def two_devices(rt: Runtime) -> Runtime:
+    if rt.device_count() < 2:
+        pytest.skip("needs FLAGOS_SIM_DEVICES >= 2 (the sim runtime was initialized with fewer)")
+    return rt
+
+
+# ---- subprocess children (run as `python test_sim_runtime.py <child>`) -------
+
+
+def _run_child(name: str, **env: str) -> dict:
+    child_env = dict(os.environ)
+    for key in ("FLAGOS_SIM_DEVICES", "FLAGOS_SIM_MEMORY", "FLAGOS_SIM_FAULTS"):
+        child_env.pop(key, None)
+    child_env.update(env)
+    child_env[sim.LIBRARY_ENV] = sim.library_path()
+    proc = subprocess.run(
+        [sys.executable, __file__, name], env=child_env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def child_configured() -> dict:
+    rt = Runtime(_table())
+    out: dict = {"count": rt.device_count()}
+    rt.check(rt.t.set_device(2))
+    out["total"] = rt.mem_get_info()[1]
+    a = rt.malloc(512 << 10)  # 1st malloc: fine
+    p = c_void_p()
+    out["second_malloc"] = rt.t.malloc(byref(p), 16)  # FLAGOS_SIM_FAULTS=malloc:2
+    out["second_error"] = rt.error()
+    out["oom"] = rt.t.malloc(byref(p), 600 << 10)
+    out["oom_error"] = rt.error()
+    out["free_after_oom"] = rt.mem_get_info()[0]
+    rt.check(rt.t.free(a))
+    out["free_after_free"] = rt.mem_get_info()[0]
+    e = c_void_p()
+    out["event_create"] = rt.t.event_create(byref(e), 0)  # event_create:1:TFL_ERROR_DEVICE
+    # Streams left alive (idle workers) must not hang process exit.
+    for _ in range(3):
+        rt.stream()
+    rt.check(rt.t.device_synchronize())
+    return out
+
+
+def child_bad_env() -> dict:
+    rt = Runtime(_table())
+    init = rt.t.init()
+    init_error = rt.error()
+    p = c_void_p()
+    return {"init": init, "init_error": init_error, "malloc": rt.t.malloc(byref(p), 16), "malloc_error": rt.error()}
+
+
+def child_memory_suffix() -> dict:
+    rt = Runtime(_table())
+    return {"count": rt.device_count(), "total": rt.mem_get_info()[1]}
+
+
+# ---- table and devices ---------------------------------------------------------
+
+
+def test_table_header(rt: Runtime) -> None:
+    t = rt.t
+    assert t.abi_version == 1
+    assert t.struct_size == ctypes.sizeof(RuntimeV1)
+    assert t.name == b"sim"
+    assert t.capabilities == (
+        CAP_HOST_ADDRESSABLE_MEMORY | CAP_PEER_COPY | CAP_EVENT_TIMING | CAP_PINNED_HOST_MEMORY
+    )
+    assert not t.capabilities & CAP_UNORDERED_PRODUCERS
+    lib = sim.library()
+    assert not lib.tfl_runtime_get(2), "an unknown ABI version must give NULL"
+    assert t.init() == OK  # idempotent
+
+
+def test_status_names_match_python_mirror(rt: Runtime) -> None:
+    for name, code in sim.STATUS.items():
+        assert rt.t.status_name(code).decode() == name
+
+
+def test_devices_and_current_device_is_per_thread(two_devices: Runtime) -> None:
+    rt = two_devices
+    assert rt.device_count() == 2
+    buf = ctypes.create_string_buffer(64)
+    rt.check(rt.t.device_name(1, buf, 64))
+    assert buf.value == b"flagos sim device 1"
+    assert rt.t.set_device(2) == INVALID_DEVICE
+    assert "invalid device 2" in rt.error() and "tfl_set_device" in rt.error()
+    assert rt.t.set_device(-1) == INVALID_DEVICE
+
+    rt.check(rt.t.set_device(1))
+    try:
+        seen = []
+        worker = threading.Thread(target=lambda: seen.append(rt.get_device()))
+        worker.start()
+        worker.join()
+        assert seen == [0], "a new thread starts on device 0"
+        assert rt.get_device() == 1
+    finally:
+        rt.check(rt.t.set_device(0))
+
+
+def test_env_device_count_capacity_and_faults_in_subprocess() -> None:
+    out = _run_child(
+        "child_configured",
+        FLAGOS_SIM_DEVICES="3",
+        FLAGOS_SIM_MEMORY="1048576",
+        FLAGOS_SIM_FAULTS="malloc:2,event_create:1:TFL_ERROR_DEVICE",
+    )
+    assert out["count"] == 3
+    assert out["total"] == 1 << 20
+    assert out["second_malloc"] == INJECTED
+    assert out["second_error"] == "injected fault in malloc (test)"
+    assert out["oom"] == OUT_OF_MEMORY
+    msg = out["oom_error"]
+    assert "tfl_malloc" in msg and "flagos sim device 2" in msg
+    assert str(600 << 10) in msg and str(512 << 10) in msg and str(1 << 20) in msg  # requested/free/total
+    assert out["free_after_oom"] == 512 << 10
+    assert out["free_after_free"] == 1 << 20
+    assert out["event_create"] == DEVICE_ERROR
+
+
+def test_env_memory_suffix_in_subprocess() -> None:
+    out = _run_child("child_memory_suffix", FLAGOS_SIM_DEVICES="1", FLAGOS_SIM_MEMORY="4G")
+    assert out == {"count": 1, "total": 4 << 30}
+
+
+def test_bad_env_fails_init_and_every_call_in_subprocess() -> None:
+    out = _run_child("child_bad_env", FLAGOS_SIM_MEMORY="lots")
+    assert out["init"] == INVALID_VALUE
+    assert "FLAGOS_SIM_MEMORY='lots'" in out["init_error"]
+    assert out["malloc"] == NOT_INITIALIZED
+    assert "tfl_malloc" in out["malloc_error"] and "FLAGOS_SIM_MEMORY" in out["malloc_error"]
+
+
+# ---- memory ----------------------------------------------------------------------
+
+
+def test_malloc_free_pointer_info_interior_pointers(rt: Runtime) -> None:
+    allocs, nbytes = sim.live_allocations(0), sim.live_bytes(0)
+    free_before, total = rt.mem_get_info()
+    p = rt.malloc(1000)
+    assert p % 512 == 0, "allocations are 512-byte aligned"
+    assert sim.live_allocations(0) == allocs + 1 and sim.live_bytes(0) == nbytes + 1000
+    assert rt.mem_get_info() == (free_before - 1000, total)
+
+    assert rt.pointer_info(p) == (POINTER_DEVICE, 0)
+    assert rt.pointer_info(p + 999) == (POINTER_DEVICE, 0), "interior pointers find their allocation"
+    assert rt.pointer_info(p + 1000)[0] == POINTER_UNKNOWN
+    local = ctypes.create_string_buffer(8)
+    assert rt.pointer_info(ctypes.addressof(local)) == (POINTER_UNKNOWN, -1)
+
+    h = rt.host_malloc(100)
+    assert rt.pointer_info(h + 50) == (POINTER_HOST, -1)
+    assert sim.live_allocations(-1) >= 1
+    assert rt.t.free(h) == INVALID_POINTER and "tfl_host_free" in rt.error()
+    rt.check(rt.t.host_free(h))
+
+    assert rt.t.free(p + 8) == INVALID_POINTER, "free takes the allocation's start"
+    rt.check(rt.t.free(p))
+    assert rt.t.free(p) == INVALID_POINTER, "double free"
+    assert "was not allocated by the sim runtime" in rt.error()
+    assert rt.pointer_info(p)[0] == POINTER_UNKNOWN
+    rt.check(rt.t.free(None))
+    assert sim.live_allocations(0) == allocs and sim.live_bytes(0) == nbytes
+
+    zero = c_void_p(1234)
+    rt.check(rt.t.malloc(byref(zero), 0))
+    assert zero.value is None, "malloc(0) gives NULL"
+
+
+def test_allocation_belongs_to_current_device(two_devices: Runtime) -> None:
+    rt = two_devices
+    rt.check(rt.t.set_device(1))
+    try:
+        p = rt.malloc(64)
+        assert rt.pointer_info(p) == (POINTER_DEVICE, 1)
+    finally:
+        rt.check(rt.t.set_device(0))
+    rt.check(rt.t.free(p))  # any device's pointer may be freed
+
+
+def test_concurrent_malloc_free_is_thread_safe(rt: Runtime) -> None:
+    before = sim.live_allocations(0)
+    errors: list[str] = []
+
+    def churn() -> None:
+        for i in range(200):
+            p = c_void_p()
+            if rt.t.malloc(byref(p), 64 + i) != OK or rt.t.free(p) != OK:
+                errors.append(rt.error())
+
+    threads = [threading.Thread(target=churn) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sim.live_allocations(0) == before
+
+
+# ---- copies ----------------------------------------------------------------------
+
+
+def test_memcpy_round_trip_and_kinds(rt: Runtime) -> None:
+    d = rt.malloc(16)
+    rt.write(d, bytes(range(16)))
+    assert rt.read(d, 16) == bytes(range(16))
+    d2 = rt.malloc(16)
+    rt.check(rt.t.memcpy(d2, d, 16, D2D))
+    assert rt.read(d2, 16) == bytes(range(16))
+    a, b = ctypes.create_string_buffer(b"abcd", 4), ctypes.create_string_buffer(4)
+    rt.check(rt.t.memcpy(ctypes.addressof(b), ctypes.addressof(a), 4, H2H))
+    assert b.raw == b"abcd"
+    rt.check(rt.t.memcpy(None, None, 0, H2D))  # n == 0 is a no-op
+    rt.check(rt.t.free(d))
+    rt.check(rt.t.free(d2))
+
+
+def test_wrong_memcpy_kind_rejected_destination_untouched(rt: Runtime) -> None:
+    d = rt.malloc(8)
+    rt.write(d, b"DEVICE!!")
+    host = ctypes.create_string_buffer(b"host....", 8)
+    addr = ctypes.addressof(host)
+
+    # Arguments swapped for the kind: the "host" source is a device pointer.
+    assert rt.t.memcpy(addr, d, 8, H2D) == INVALID_MEMCPY_KIND
+    assert "tfl_memcpy" in rt.error() and "source" in rt.error() and "device pointer" in rt.error()
+    assert host.raw == b"host...."
+    assert rt.t.memcpy(d, addr, 8, D2H) == INVALID_MEMCPY_KIND
+    # The device side is plain host memory, unknown to the runtime.
+    other = ctypes.create_string_buffer(b"other...", 8)
+    assert rt.t.memcpy(addr, ctypes.addressof(other), 8, D2H) == INVALID_POINTER
+    assert "source" in rt.error() and "is not a device pointer" in rt.error()
+    assert rt.t.memcpy_async(d, addr, 8, D2D, None) == INVALID_POINTER
+    assert rt.t.memcpy(addr, d, 8, H2H) == INVALID_MEMCPY_KIND
+    pinned = rt.host_malloc(8)
+    assert rt.t.memcpy(pinned, addr, 8, H2D) == INVALID_MEMCPY_KIND
+    assert "pinned host memory" in rt.error()
+    assert rt.t.memcpy(d, addr, 8, 7) == INVALID_VALUE
+    assert rt.read(d, 8) == b"DEVICE!!"
+    rt.check(rt.t.host_free(pinned))
+    rt.check(rt.t.free(d))
+
+
+def test_out_of_bounds_copy_rejected_destination_untouched(rt: Runtime) -> None:
+    d = rt.malloc(8)
+    rt.write(d, b"12345678")
+    src = ctypes.create_string_buffer(b"x" * 16, 16)
+    assert rt.t.memcpy(d + 4, ctypes.addressof(src), 8, H2D) == INVALID_VALUE
+    assert "runs past the end of its allocation" in rt.error()
+    assert rt.t.memset_async(d, 0, 9, None) == INVALID_VALUE
+    rt.check(rt.t.memcpy(d + 4, ctypes.addressof(src), 4, H2D))  # interior, in bounds
+    assert rt.read(d, 8) == b"1234xxxx"
+    rt.check(rt.t.free(d))
+
+
+def test_cross_device_pointer_rejected_by_memcpy_accepted_by_peer(two_devices: Runtime) -> None:
+    rt = two_devices
+    a = rt.malloc(32)
+    rt.write(a, b"\0" * 32)
+    rt.check(rt.t.set_device(1))
+    try:
+        b = rt.malloc(32)
+        rt.write(b, b"peer" * 8)
+        s1 = rt.stream()
+    finally:
+        rt.check(rt.t.set_device(0))
+
+    assert rt.t.memcpy(a, b, 32, D2D) == INVALID_POINTER
+    assert rt.error() == (
+        f"tfl_memcpy: source {hex(b)} is not a device pointer of flagos sim device 0 (it belongs to device 1)"
+    )
+    assert rt.t.memcpy_async(b, a, 32, D2D, None) == INVALID_POINTER
+    assert "destination" in rt.error() and "(it belongs to device 1)" in rt.error()
+    assert rt.read(a, 32) == b"\0" * 32
+
+    assert rt.t.memcpy_peer_async(a, 1, b, 1, 32, None) == INVALID_POINTER  # a is on device 0
+    assert rt.t.memcpy_peer_async(a, 0, b, 1, 32, s1) == INVALID_HANDLE  # stream of device 1
+    assert "belongs to flagos sim device 1" in rt.error()
+    assert rt.t.memcpy_peer_async(a, 0, b, 2, 32, None) == INVALID_DEVICE
+    assert rt.t.memcpy_peer_async(a, 0, b, 1, 33, None) == INVALID_VALUE
+    rt.check(rt.t.memcpy_peer_async(a, 0, b, 1, 32, None))
+    rt.check(rt.t.stream_synchronize(None))
+    assert rt.read(a, 32) == b"peer" * 8
+
+    rt.check(rt.t.stream_destroy(s1))
+    rt.check(rt.t.free(a))
+    rt.check(rt.t.free(b))
+
+
+# ---- streams ---------------------------------------------------------------------
+
+
+def test_async_work_runs_in_stream_order(rt: Runtime) -> None:
+    s = rt.stream()
+    n, hops = 64, 50
+    bufs = [rt.malloc(n) for _ in range(hops)]
+    pinned = rt.host_malloc(n)
+    data = ctypes.create_string_buffer(bytes(range(n)), n)
+    rt.check(rt.t.memcpy_async(bufs[0], ctypes.addressof(data), n, H2D, s))
+    for src, dst in zip(bufs, bufs[1:]):
+        rt.check(rt.t.memcpy_async(dst, src, n, D2D, s))
+    for value in range(256):  # later memsets overwrite earlier ones only if in order
+        rt.check(rt.t.memset_async(bufs[0], value, n, s))
+    rt.check(rt.t.memcpy_async(pinned, bufs[-1], n, D2H, s))
+    rt.check(rt.t.stream_synchronize(s))
+    assert rt.t.stream_query(s) == OK
+    assert ctypes.string_at(pinned, n) == bytes(range(n))
+    assert rt.read(bufs[0], n) == b"\xff" * n
+    for p in bufs:
+        rt.check(rt.t.free(p))
+    rt.check(rt.t.host_free(pinned))
+    rt.check(rt.t.stream_destroy(s))
+
+
+def test_stream_query_not_ready_while_work_pending(rt: Runtime) -> None:
+    s = rt.stream()
+    d = rt.malloc(4)
+    rt.write(d, b"\0" * 4)
+    pinned = rt.host_malloc(4)
+    ctypes.memset(pinned, 0, 4)
+    gate = Gate()
+    gate.launch(rt, s)
+    rt.check(rt.t.memset_async(d, 0x5A, 4, s))
+    rt.check(rt.t.memcpy_async(pinned, d, 4, D2H, s))  # pinned destination: truly async
+    assert rt.t.stream_query(s) == NOT_READY
+    assert gate.started.wait(5)
+    assert ctypes.string_at(pinned, 4) == b"\0" * 4, "work behind the gate has not run"
+    gate.opened.set()
+    rt.check(rt.t.stream_synchronize(s))
+    assert rt.t.stream_query(s) == OK
+    assert ctypes.string_at(pinned, 4) == b"\x5a" * 4
+    rt.check(rt.t.free(d))
+    rt.check(rt.t.host_free(pinned))
+    rt.check(rt.t.stream_destroy(s))
+
+
+def test_pageable_source_is_staged_at_enqueue(rt: Runtime) -> None:
+    s = rt.stream()
+    d = rt.malloc(4)
+    src = ctypes.create_string_buffer(b"old!", 4)
+    gate = Gate()
+    gate.launch(rt, s)
+    rt.check(rt.t.memcpy_async(d, ctypes.addressof(src), 4, H2D, s))
+    ctypes.memmove(src, b"new!", 4)  # the caller may reuse pageable memory at once (CUDA)
+    gate.opened.set()
+    rt.check(rt.t.stream_synchronize(s))
+    assert rt.read(d, 4) == b"old!"
+    rt.check(rt.t.free(d))
+    rt.check(rt.t.stream_destroy(s))
+
+
+def test_sync_memcpy_is_ordered_after_default_stream(rt: Runtime) -> None:
+    d = rt.malloc(4)
+    rt.write(d, b"\0" * 4)
+    gate = Gate()
+    gate.launch(rt, None)
+    rt.check(rt.t.memset_async(d, 7, 4, None))
+    timer = gate.open_later()
+    assert rt.read(d, 4) == b"\x07" * 4  # blocks until the gate opens, then the memset ran
+    timer.join()
+    rt.check(rt.t.free(d))
+
+
+def test_device_synchronize_and_stream_destroy_drain(rt: Runtime) -> None:
+    s = rt.stream()
+    d = rt.malloc(4)
+    gate = Gate()
+    gate.launch(rt, s)
+    rt.check(rt.t.memset_async(d, 1, 4, s))
+    timer = gate.open_later()
+    rt.check(rt.t.device_synchronize())
+    timer.join()
+    assert rt.t.stream_query(s) == OK
+    assert rt.read(d, 4) == b"\x01" * 4
+
+    gate2 = Gate()
+    gate2.launch(rt, s)
+    rt.check(rt.t.memset_async(d, 2, 4, s))
+    timer = gate2.open_later()
+    rt.check(rt.t.stream_destroy(s))  # drains before joining its worker
+    timer.join()
+    assert rt.read(d, 4) == b"\x02" * 4
+    assert rt.t.stream_query(s) == INVALID_HANDLE
+    assert rt.t.stream_destroy(s) == INVALID_HANDLE
+    assert rt.t.stream_destroy(None) == INVALID_HANDLE
+    rt.check(rt.t.free(d))
+
+
+def test_stream_wait_event_orders_across_streams(rt: Runtime) -> None:
+    producer, consumer = rt.stream(), rt.stream()
+    x, y = rt.malloc(8), rt.malloc(8)
+    rt.write(x, b"\0" * 8)
+    rt.write(y, b"\0" * 8)
+    e = rt.event(EVENT_DISABLE_TIMING)
+    gate = Gate()
+    gate.launch(rt, producer)
+    rt.check(rt.t.memset_async(x, 9, 8, producer))
+    rt.check(rt.t.event_record(e, producer))
+    rt.check(rt.t.stream_wait_event(consumer, e))
+    rt.check(rt.t.memcpy_async(y, x, 8, D2D, consumer))
+    assert rt.t.event_query(e) == NOT_READY
+    assert rt.t.stream_query(consumer) == NOT_READY, "the consumer waits for the producer's event"
+    gate.opened.set()
+    rt.check(rt.t.stream_synchronize(consumer))
+    assert rt.t.event_query(e) == OK
+    assert rt.read(y, 8) == b"\x09" * 8
+    for p in (x, y):
+        rt.check(rt.t.free(p))
+    rt.check(rt.t.event_destroy(e))
+    for s in (producer, consumer):
+        rt.check(rt.t.stream_destroy(s))
+
+
+# ---- events ----------------------------------------------------------------------
+
+
+def test_event_elapsed_time(rt: Runtime) -> None:
+    start, end = rt.event(), rt.event()
+    assert rt.t.event_query(start) == OK, "a never-recorded event counts as complete"
+    rt.check(rt.t.event_synchronize(start))
+    ms = c_float(-1)
+    assert rt.t.event_elapsed_ms(byref(ms), start, end) == INVALID_VALUE
+    assert "never recorded" in rt.error()
+
+    gate = Gate()
+    rt.check(rt.t.event_record(start, None))
+    gate.launch(rt, None)
+    rt.check(rt.t.event_record(end, None))
+    assert rt.t.event_elapsed_ms(byref(ms), start, end) == NOT_READY
+    assert "has not completed" in rt.error()
+    assert ms.value == -1, "out-params are only written on success"
+    gate.opened.set()
+    rt.check(rt.t.event_synchronize(end))
+    rt.check(rt.t.event_elapsed_ms(byref(ms), start, end))
+    assert ms.value >= 0
+
+    untimed = rt.event(EVENT_DISABLE_TIMING)
+    rt.check(rt.t.event_record(untimed, None))
+    rt.check(rt.t.event_synchronize(untimed))
+    assert rt.t.event_elapsed_ms(byref(ms), start, untimed) == INVALID_VALUE
+    assert "TFL_EVENT_DISABLE_TIMING" in rt.error()
+    for e in (start, end, untimed):
+        rt.check(rt.t.event_destroy(e))
+    assert rt.t.event_query(start) == INVALID_HANDLE
+    assert rt.t.event_create(byref(c_void_p()), 0x80) == INVALID_VALUE
+
+
+def test_event_rerecord_waits_for_latest_record(rt: Runtime) -> None:
+    e = rt.event()
+    rt.check(rt.t.event_record(e, None))
+    rt.check(rt.t.event_synchronize(e))
+    s = rt.stream()
+    gate = Gate()
+    gate.launch(rt, s)
+    rt.check(rt.t.event_record(e, s))
+    assert rt.t.event_query(e) == NOT_READY, "the latest record is still pending"
+    gate.opened.set()
+    rt.check(rt.t.event_synchronize(e))
+    assert rt.t.event_query(e) == OK
+    rt.check(rt.t.event_destroy(e))
+    rt.check(rt.t.stream_destroy(s))
+
+
+# ---- fault injection and errors --------------------------------------------------
+
+
+def test_injected_malloc_fault_then_success(rt: Runtime) -> None:
+    calls = sim.call_count("malloc")
+    allocs = sim.live_allocations(0)
+    sim.inject_fault("malloc", nth=2, status="TFL_ERROR_OUT_OF_MEMORY")
+    first = rt.malloc(16)
+    p = c_void_p()
+    assert rt.t.malloc(byref(p), 16) == OUT_OF_MEMORY
+    assert rt.error() == "injected fault in malloc (test)"
+    assert p.value is None
+    assert sim.live_allocations(0) == allocs + 1, "the failed call allocated nothing"
+    second = rt.malloc(16)
+    assert sim.call_count("malloc") == calls + 3, "injected failures are counted too"
+    for q in (first, second):
+        rt.check(rt.t.free(q))
+
+
+def test_injected_copy_fault_moves_no_bytes(rt: Runtime) -> None:
+    d = rt.malloc(4)
+    rt.write(d, b"keep")
+    src = ctypes.create_string_buffer(b"lost", 4)
+    with sim.fault("memcpy_async"):
+        assert rt.t.memcpy_async(d, ctypes.addressof(src), 4, H2D, None) == INJECTED
+    rt.check(rt.t.memcpy_async(d, ctypes.addressof(src), 4, H2D, None))  # cleared: fine again
+    rt.check(rt.t.stream_synchronize(None))
+    with sim.fault("memcpy", status=DEVICE_ERROR):
+        assert rt.t.memcpy(d, ctypes.addressof(src), 4, H2D) == DEVICE_ERROR
+    assert rt.read(d, 4) == b"lost"
+    rt.check(rt.t.free(d))
+
+
+def test_fault_control_rejects_bad_requests(rt: Runtime) -> None:
+    with pytest.raises(ValueError):
+        sim.inject_fault("no_such_call")
+    with pytest.raises(ValueError):
+        sim.inject_fault("malloc", nth=0)
+    with pytest.raises(ValueError):
+        sim.inject_fault("malloc", status="TFL_OK")
+    assert sim.library().tfl_sim_inject_fault(b"malloc", 1, 99) != 0
+    assert sim.call_count("no_such_call") == 0
+    assert sim.live_allocations(99) == 0
+
+
+def test_last_error_is_per_thread(rt: Runtime) -> None:
+    assert rt.t.set_device(5) == INVALID_DEVICE
+    mine = rt.error()
+    other: list[str] = []
+
+    def fail_differently() -> None:
+        rt.t.free(c_void_p(0x10))
+        other.append(rt.error())
+
+    t = threading.Thread(target=fail_differently)
+    t.start()
+    t.join()
+    assert "tfl_free" in other[0]
+    assert rt.error() == mine
+
+
+if __name__ == "__main__":
+    print(json.dumps(globals()[sys.argv[1]]()))
