@@ -10,8 +10,10 @@ if(NOT Python_EXECUTABLE)
   find_package(Python 3.10 REQUIRED COMPONENTS Interpreter Development.Module)
 endif()
 
+# TORCH_DEVICE_BACKEND_AUTOLOAD=0: a stale or broken torch-fl already installed
+# must not stop the build that would replace it.
 execute_process(
-  COMMAND "${Python_EXECUTABLE}" -c
+  COMMAND "${CMAKE_COMMAND}" -E env TORCH_DEVICE_BACKEND_AUTOLOAD=0 "${Python_EXECUTABLE}" -c
 "import os, torch
 root = os.path.dirname(torch.__file__)
 print(torch.__version__.split('+')[0])

@@ -71,7 +71,9 @@ def _cpu_can_copy(dtype: torch.dtype) -> bool:
 
 # Every dtype CPU supports for copies: the dtype list the copy, item and serialization contracts use.
 COPY_DTYPES = [
-    d for d in [torch.bool, *INT_DTYPES, *FLOAT_DTYPES, *COMPLEX_DTYPES, *FLOAT8_DTYPES] if _cpu_can_copy(d)
+    d
+    for d in [torch.bool, *INT_DTYPES, *FLOAT_DTYPES, *COMPLEX_DTYPES, *FLOAT8_DTYPES]
+    if _cpu_can_copy(d)
 ]
 
 # Tolerances for results that are computed (not copied) on flagos, compared against CPU. Copies are
@@ -165,12 +167,8 @@ def random_tensor(shape, dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
 
 def raw_bytes(t: torch.Tensor) -> torch.Tensor:
     """The bytes of t's elements in logical (row-major) order, as a CPU uint8 tensor."""
-    t = t.detach()
-    if t.is_conj():
-        t = t.resolve_conj()
-    if t.is_neg():
-        t = t.resolve_neg()
-    return t.cpu().contiguous().reshape(-1).view(torch.uint8)
+    t = t.detach().cpu().resolve_conj().resolve_neg()
+    return t.contiguous().reshape(-1).view(torch.uint8)
 
 
 def assert_bit_equal(actual: torch.Tensor, expected: torch.Tensor) -> None:
@@ -298,7 +296,9 @@ def simctl(flagos):
     Faults left behind by a failing test are cleared afterwards."""
     runtime = _runtime_name()
     if runtime != "sim":
-        pytest.skip(f"fault injection needs the sim runtime; vendor {_vendor_name()!r} runs {runtime!r}")
+        pytest.skip(
+            f"fault injection needs the sim runtime; vendor {_vendor_name()!r} runs {runtime!r}"
+        )
     from torch_fl.runtimes import sim
 
     sim.clear_faults()

@@ -111,8 +111,6 @@ def test_copy_between_devices_bit_exact(copy_dtype, layout, two_devices, bits, f
 # ---------------------------------------------------------------------------------------------
 
 
-
-
 def exact_values(shape, dtype, seed=0) -> torch.Tensor:
     """Values every dtype here represents exactly: integers 0..8 (powers of two for e8m0)."""
     g = torch.Generator().manual_seed(seed)
@@ -176,7 +174,9 @@ def test_copy_broadcasts_into_flagos(dtype, bits, flagos):
     cpu_dst.copy_(col.to("flagos"))  # D2H broadcast
     bits.equal(cpu_dst, col.expand(3, 4, 5))
 
-    cast_dst = torch.empty(3, 4, 5, dtype=torch.float64 if not dtype.is_complex else torch.complex128)
+    cast_dst = torch.empty(
+        3, 4, 5, dtype=torch.float64 if not dtype.is_complex else torch.complex128
+    )
     cast_dst = cast_dst.to("flagos")
     cast_dst.copy_(row)  # broadcast + cast
     bits.equal(cast_dst, row.to(cast_dst.dtype).expand(3, 4, 5))
@@ -214,7 +214,9 @@ def test_conj_and_neg_bits_copy(case, bits, flagos):
     dtype, lazy = LAZY_VIEWS[case]
     x = torch.randn(6, 5, dtype=dtype)
     expected = _resolved(lazy(x))
-    assert not torch.equal(expected, x), "the lazy view must change values for the test to mean anything"
+    assert not torch.equal(expected, x), (
+        "the lazy view must change values for the test to mean anything"
+    )
     fx = x.to("flagos")
     assert lazy(fx).is_conj() == lazy(x).is_conj() and lazy(fx).is_neg() == lazy(x).is_neg()
 

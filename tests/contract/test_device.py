@@ -18,7 +18,10 @@ MiB = 1 << 20
 
 
 def same_stream(a, b) -> bool:
-    return (a.device_type, a.device_index, a.stream_id) == (b.device_type, b.device_index, b.stream_id)
+    def key(s):
+        return (s.device_type, s.device_index, s.stream_id)
+
+    return key(a) == key(b)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -123,7 +126,10 @@ FACTORIES = {
     "empty": (lambda d: torch.empty(3, 4, device=d), None),
     "empty_strided": (lambda d: torch.empty_strided((3, 4), (1, 3), device=d), None),
     "zeros": (lambda d: torch.zeros(3, 4, device=d), torch.zeros(3, 4)),
-    "ones": (lambda d: torch.ones(2, 5, dtype=torch.int32, device=d), torch.ones(2, 5, dtype=torch.int32)),
+    "ones": (
+        lambda d: torch.ones(2, 5, dtype=torch.int32, device=d),
+        torch.ones(2, 5, dtype=torch.int32),
+    ),
     "full": (lambda d: torch.full((3, 2), 2.5, device=d), torch.full((3, 2), 2.5)),
     "arange": (lambda d: torch.arange(1, 20, 3, device=d), torch.arange(1, 20, 3)),
     "linspace": (lambda d: torch.linspace(0, 1, 5, device=d), torch.linspace(0, 1, 5)),
@@ -251,7 +257,13 @@ def test_to_same_device_returns_self(flagos, two_devices):
 
 def test_new_tensors_inherit_device_of_self(flagos, two_devices):
     a = torch.ones(2, device="flagos:1")
-    for t in (a.new_empty(3), a.new_zeros(3), a.new_ones(3), a.new_full((3,), 2.0), a.new_tensor([1.0])):
+    for t in (
+        a.new_empty(3),
+        a.new_zeros(3),
+        a.new_ones(3),
+        a.new_full((3,), 2.0),
+        a.new_tensor([1.0]),
+    ):
         assert t.device == D1
     assert a.new_ones(2).cpu().tolist() == [1.0, 1.0]
     assert torch.empty_like(a).device == D1

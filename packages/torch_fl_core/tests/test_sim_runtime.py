@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from ctypes import (
     CFUNCTYPE,
     POINTER,
@@ -45,7 +46,9 @@ def _load_sim_control() -> ModuleType:
     spec = importlib.util.find_spec("torch_fl")  # does not run torch_fl/__init__.py
     if spec is not None and spec.submodule_search_locations:
         candidates += [Path(p) / "runtimes" / "sim.py" for p in spec.submodule_search_locations]
-    candidates.append(Path(__file__).resolve().parents[1] / "src" / "torch_fl" / "runtimes" / "sim.py")
+    candidates.append(
+        Path(__file__).resolve().parents[1] / "src" / "torch_fl" / "runtimes" / "sim.py"
+    )
     for path in candidates:
         if path.is_file():
             module_spec = importlib.util.spec_from_file_location("_torch_fl_sim_control", path)
@@ -56,6 +59,9 @@ def _load_sim_control() -> ModuleType:
 
 
 sim = _load_sim_control()
+
+# The runtime's own C ABI, no torch; fault injection needs the sim controls.
+pytestmark = [pytest.mark.runtime, pytest.mark.sim_only]
 
 # ---- a ctypes mirror of tfl_runtime_v1 (include/torch_fl/runtime.h) ----------
 
@@ -218,7 +224,7 @@ class Gate:
 
 
 @pytest.fixture(scope="module")
-def rt() -> Runtime:
+def rt() -> Iterator[Runtime]:
     # Default environment: 2 devices of 16 GiB. Tests that need two devices
     # skip (saying why) if this process was started with fewer.
     runtime = Runtime(_table())
@@ -280,7 +286,12 @@ def child_bad_env() -> dict:
     init = rt.t.init()
     init_error = rt.error()
     p = c_void_p()
-    return {"init": init, "init_error": init_error, "malloc": rt.t.malloc(byref(p), 16), "malloc_error": rt.error()}
+    return {
+        "init": init,
+        "init_error": init_error,
+        "malloc": rt.t.malloc(byref(p), 16),
+        "malloc_error": rt.error(),
+    }
 
 
 def child_memory_suffix() -> dict:
@@ -310,6 +321,7 @@ def test_status_names_match_python_mirror(rt: Runtime) -> None:
         assert rt.t.status_name(code).decode() == name
 
 
+@pytest.mark.multidevice
 def test_devices_and_current_device_is_per_thread(two_devices: Runtime) -> None:
     rt = two_devices
     assert rt.device_count() == 2
@@ -346,7 +358,9 @@ def test_env_device_count_capacity_and_faults_in_subprocess() -> None:
     assert out["oom"] == OUT_OF_MEMORY
     msg = out["oom_error"]
     assert "tfl_malloc" in msg and "flagos sim device 2" in msg
-    assert str(600 << 10) in msg and str(512 << 10) in msg and str(1 << 20) in msg  # requested/free/total
+    assert (
+        str(600 << 10) in msg and str(512 << 10) in msg and str(1 << 20) in msg
+    )  # requested/free/total
     assert out["free_after_oom"] == 512 << 10
     assert out["free_after_free"] == 1 << 20
     assert out["event_create"] == DEVICE_ERROR
@@ -377,7 +391,9 @@ def test_malloc_free_pointer_info_interior_pointers(rt: Runtime) -> None:
     assert rt.mem_get_info() == (free_before - 1000, total)
 
     assert rt.pointer_info(p) == (POINTER_DEVICE, 0)
-    assert rt.pointer_info(p + 999) == (POINTER_DEVICE, 0), "interior pointers find their allocation"
+    assert rt.pointer_info(p + 999) == (POINTER_DEVICE, 0), (
+        "interior pointers find their allocation"
+    )
     assert rt.pointer_info(p + 1000)[0] == POINTER_UNKNOWN
     local = ctypes.create_string_buffer(8)
     assert rt.pointer_info(ctypes.addressof(local)) == (POINTER_UNKNOWN, -1)
@@ -401,6 +417,7 @@ def test_malloc_free_pointer_info_interior_pointers(rt: Runtime) -> None:
     assert zero.value is None, "malloc(0) gives NULL"
 
 
+@pytest.mark.multidevice
 def test_allocation_belongs_to_current_device(two_devices: Runtime) -> None:
     rt = two_devices
     rt.check(rt.t.set_device(1))
@@ -487,6 +504,7 @@ def test_out_of_bounds_copy_rejected_destination_untouched(rt: Runtime) -> None:
     rt.check(rt.t.free(d))
 
 
+@pytest.mark.multidevice
 def test_cross_device_pointer_rejected_by_memcpy_accepted_by_peer(two_devices: Runtime) -> None:
     rt = two_devices
     a = rt.malloc(32)
@@ -531,7 +549,7 @@ def test_async_work_runs_in_stream_order(rt: Runtime) -> None:
     pinned = rt.host_malloc(n)
     data = ctypes.create_string_buffer(bytes(range(n)), n)
     rt.check(rt.t.memcpy_async(bufs[0], ctypes.addressof(data), n, H2D, s))
-    for src, dst in zip(bufs, bufs[1:]):
+    for src, dst in zip(bufs[:-1], bufs[1:], strict=True):
         rt.check(rt.t.memcpy_async(dst, src, n, D2D, s))
     for value in range(256):  # later memsets overwrite earlier ones only if in order
         rt.check(rt.t.memset_async(bufs[0], value, n, s))

@@ -10,6 +10,7 @@
 #include <torch/library.h>
 
 #include "aten/copy.h"
+#include "glue/caching_allocator.h"
 #include "glue/host_allocator.h"
 #include "glue/runtime_access.h"
 #include "glue/stream_pool.h"
@@ -266,10 +267,32 @@ at::Scalar local_scalar_dense(const Tensor& self) {
   return host.item();
 }
 
+// Tensor.record_stream: the caching allocator must not reuse this block
+// before the work queued on `stream` so far is done.
+void record_stream(at::Tensor& self, c10::Stream stream) {
+  TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1, "flagos: record_stream of ",
+              self.device(), " tensor on a ", stream.device(), " stream");
+  caching_allocator()->recordStream(self.storage().data_ptr(), stream);
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", TORCH_FN(copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+  m.impl("record_stream", TORCH_FN(record_stream));
+}
+
+// copy_ hands flagos copies to _copy_from with conj/neg bits still set, and
+// copy_from resolves them itself. Without these fallthroughs the Conjugate and
+// Negative fallbacks would materialise the source with clone(), which calls
+// copy_ -> _copy_from again: infinite recursion.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
 }
 
 }  // namespace

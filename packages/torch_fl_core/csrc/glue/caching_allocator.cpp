@@ -20,6 +20,7 @@
 #include <array>
 #include <atomic>
 #include <cinttypes>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -84,6 +85,7 @@ struct PendingFree {
   tfl_event event;
   c10::DeviceIndex event_device;  // device the event belongs to (its stream's)
   Block* block;
+  uint64_t seq;  // unique per record: event handles are recycled, entries are not
 };
 
 struct DeviceState {
@@ -93,6 +95,7 @@ struct DeviceState {
   BlockPool small_pool;
   BlockPool large_pool;
   std::vector<PendingFree> pending;
+  uint64_t next_seq = 0;
   DeviceStats stats;
 };
 
@@ -194,6 +197,9 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
     if (n == 0) {
       return {nullptr, nullptr, &raw_delete, device};
     }
+    // Beyond this, rounding to segments would overflow size_t; no device has it.
+    TORCH_CHECK_WITH(OutOfMemoryError, n <= (SIZE_MAX >> 1),
+                     "flagos out of memory. Tried to allocate ", n, " bytes on flagos:", int(dev));
     const c10::Stream stream = current_stream(dev);
     DeviceState& st = state(dev);
     const size_t size = round_size(n);
@@ -539,7 +545,7 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
           events_.release(ev_dev, ev);
           throw_runtime_error(status, "event_record", ev_dev);
         }
-        st.pending.push_back({ev, ev_dev, block});
+        st.pending.push_back({ev, ev_dev, block, st.next_seq++});
         ++block->pending_events;
       } catch (const std::exception& e) {
         // Cannot defer through an event: wait for the stream instead so the
@@ -593,15 +599,19 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
     pool.blocks.insert(block);
   }
 
-  // Returns blocks whose deferred-free events have all completed. Lock held.
-  void process_events(DeviceState& st) {
+  // Returns blocks whose deferred-free events have all completed. Entries
+  // whose seq is in `completed` were already waited for and are not queried.
+  // Lock held.
+  void process_events(DeviceState& st, const std::vector<uint64_t>* completed = nullptr) {
     if (st.pending.empty()) return;
     size_t keep = 0;
     tfl_status failure = TFL_OK;
     c10::DeviceIndex failure_device = st.device;
     for (size_t i = 0; i < st.pending.size(); ++i) {
       PendingFree& p = st.pending[i];
-      const tfl_status status = runtime().event_query(p.event);
+      const bool waited = completed != nullptr &&
+                          std::binary_search(completed->begin(), completed->end(), p.seq);
+      const tfl_status status = waited ? TFL_OK : runtime().event_query(p.event);
       if (status == TFL_ERROR_NOT_READY || (status != TFL_OK && failure != TFL_OK)) {
         st.pending[keep++] = p;
         continue;
@@ -626,16 +636,21 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
   // every cached segment that is entirely unused. Lock held on entry and exit.
   void release_cached(DeviceState& st, std::unique_lock<std::mutex>& lock) {
     if (!st.pending.empty()) {
-      std::vector<tfl_event> waits;
+      std::vector<std::pair<uint64_t, tfl_event>> waits;
       waits.reserve(st.pending.size());
-      for (const PendingFree& p : st.pending) waits.push_back(p.event);
+      for (const PendingFree& p : st.pending) waits.emplace_back(p.seq, p.event);
       ++st.stats.num_sync_all_streams;
       lock.unlock();
-      for (tfl_event ev : waits) {
-        (void)runtime().event_synchronize(ev);  // failures surface in event_query
+      // Entries are identified by seq: another thread may process (and
+      // recycle the event of) an entry while the lock is released.
+      std::vector<uint64_t> completed;
+      for (const auto& [seq, ev] : waits) {
+        // Failures are reported by the event_query of the entry left pending.
+        if (runtime().event_synchronize(ev) == TFL_OK) completed.push_back(seq);
       }
       lock.lock();
-      process_events(st);
+      std::sort(completed.begin(), completed.end());
+      process_events(st, &completed);
     }
     release_free_segments(st, st.small_pool);
     release_free_segments(st, st.large_pool);

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -39,6 +40,7 @@ struct PendingEvent {
   tfl_event event;
   c10::DeviceIndex device;
   HostBlock* block;
+  uint64_t seq;  // unique per record: event handles are recycled, entries are not
 };
 
 int64_t micros_since(std::chrono::steady_clock::time_point start) {
@@ -57,6 +59,9 @@ class FlagosHostAllocator final : public at::HostAllocator {
   at::DataPtr allocate(size_t n) override {
     const c10::Device cpu(c10::DeviceType::CPU);
     if (n == 0) return {nullptr, nullptr, &host_raw_delete, cpu};
+    // Beyond this, power-of-two rounding would overflow size_t.
+    TORCH_CHECK_WITH(OutOfMemoryError, n <= (SIZE_MAX >> 1),
+                     "flagos pinned memory: cannot allocate ", n, " bytes");
     const size_t size = c10::llvm::PowerOf2Ceil(std::max(n, kMinHostBlock));
     {
       std::lock_guard<std::mutex> g(mutex_);
@@ -119,17 +124,23 @@ class FlagosHostAllocator final : public at::HostAllocator {
   }
 
   void empty_cache() override {
-    std::vector<tfl_event> waits;
+    std::vector<std::pair<uint64_t, tfl_event>> waits;
     {
       std::lock_guard<std::mutex> g(mutex_);
-      for (const PendingEvent& p : pending_) waits.push_back(p.event);
+      for (const PendingEvent& p : pending_) waits.emplace_back(p.seq, p.event);
     }
     // Wait for copies still using freed blocks, without holding the lock.
-    for (tfl_event ev : waits) (void)runtime().event_synchronize(ev);
+    // Entries are identified by seq: another thread may process (and recycle
+    // the event of) an entry meanwhile.
+    std::vector<uint64_t> completed;
+    for (const auto& [seq, ev] : waits) {
+      if (runtime().event_synchronize(ev) == TFL_OK) completed.push_back(seq);
+    }
+    std::sort(completed.begin(), completed.end());
     std::vector<HostBlock*> release;
     {
       std::lock_guard<std::mutex> g(mutex_);
-      process_events();
+      process_events(&completed);
       for (auto& [size, list] : free_) {
         for (HostBlock* block : list) {
           blocks_.erase(reinterpret_cast<uintptr_t>(block->ptr));
@@ -243,7 +254,7 @@ class FlagosHostAllocator final : public at::HostAllocator {
         cache.push_back(ev);
         throw_runtime_error(status, "event_record", dev);
       }
-      pending_.push_back({ev, dev, block});
+      pending_.push_back({ev, dev, block, next_seq_++});
       ++block->pending_events;
     } catch (const std::exception& e) {
       // No event: wait for the stream instead; if that fails too, the block
@@ -262,15 +273,18 @@ class FlagosHostAllocator final : public at::HostAllocator {
     }
   }
 
-  // Moves blocks whose events all completed into the free lists. Lock held.
-  void process_events() {
+  // Moves blocks whose events all completed into the free lists; entries
+  // whose seq is in `completed` were already waited for. Lock held.
+  void process_events(const std::vector<uint64_t>* completed = nullptr) {
     if (pending_.empty()) return;
     size_t keep = 0;
     tfl_status failure = TFL_OK;
     c10::DeviceIndex failure_device = -1;
     for (size_t i = 0; i < pending_.size(); ++i) {
       PendingEvent& p = pending_[i];
-      const tfl_status status = runtime().event_query(p.event);
+      const bool waited = completed != nullptr &&
+                          std::binary_search(completed->begin(), completed->end(), p.seq);
+      const tfl_status status = waited ? TFL_OK : runtime().event_query(p.event);
       if (status != TFL_OK) {
         if (status != TFL_ERROR_NOT_READY && failure == TFL_OK) {
           failure = status;
@@ -291,6 +305,7 @@ class FlagosHostAllocator final : public at::HostAllocator {
   std::map<uintptr_t, HostBlock*> blocks_;  // every block by address (interior lookups)
   std::unordered_map<size_t, std::vector<HostBlock*>> free_;  // cached, by size
   std::vector<PendingEvent> pending_;
+  uint64_t next_seq_ = 0;
   std::unordered_map<c10::DeviceIndex, std::vector<tfl_event>> event_cache_;
   at::HostStats stats_;
 };

@@ -7,6 +7,7 @@
 #include <nanobind/stl/string.h>
 
 #include <torch/csrc/Generator.h>
+#include <torch/csrc/utils/device_lazy_init.h>
 
 #include "aten/fallback_counter.h"
 #include "glue/caching_allocator.h"
@@ -76,6 +77,9 @@ StatMap host_memory_stats() {
 NB_MODULE(_C, m) {
   using namespace torch_fl;
   m.doc() = "torch-fl core control plane";
+  // A forked child cannot use the parent's runtime (its stream threads are
+  // gone): mark flagos as needing re-initialisation there, as CUDA does.
+  torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);
 
   m.attr("CAP_HOST_ADDRESSABLE_MEMORY") = static_cast<uint64_t>(TFL_CAP_HOST_ADDRESSABLE_MEMORY);
   m.attr("CAP_PEER_COPY") = static_cast<uint64_t>(TFL_CAP_PEER_COPY);

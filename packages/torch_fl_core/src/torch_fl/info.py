@@ -1,4 +1,4 @@
-"""``torch_fl.info()``: what is under ``flagos`` in this process, as text for humans and bug reports."""
+"""``torch_fl.info()``: what is under ``flagos`` in this process, as text for bug reports."""
 
 from __future__ import annotations
 

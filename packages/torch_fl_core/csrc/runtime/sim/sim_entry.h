@@ -30,6 +30,8 @@ tfl_status entry(Call call, Body&& body) noexcept {
   }
   try {
     return body();
+  } catch (const Failure& e) {
+    return set_error(e.status(), "tfl_%s: %s", call_name(call), e.what());
   } catch (const std::bad_alloc&) {
     return set_error(TFL_ERROR_OUT_OF_MEMORY, "tfl_%s: host out of memory", call_name(call));
   } catch (const std::exception& e) {

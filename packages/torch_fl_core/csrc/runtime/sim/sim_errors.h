@@ -3,6 +3,9 @@
 
 #include <torch_fl/runtime.h>
 
+#include <stdexcept>
+#include <string>
+
 namespace torch_fl::sim {
 
 // Stores a printf-formatted message as this thread's last_error and returns
@@ -17,5 +20,16 @@ bool status_from_int(long value, tfl_status* out) noexcept;
 
 // Accepts "TFL_ERROR_INJECTED", "ERROR_INJECTED", "INJECTED" or a number.
 bool status_from_name(const char* text, tfl_status* out) noexcept;
+
+// Thrown from deep inside (e.g. a stream refusing work) where returning a
+// status is awkward; entry() turns it into `status` and the message.
+class Failure : public std::runtime_error {
+ public:
+  Failure(tfl_status status, const std::string& message) : std::runtime_error(message), status_(status) {}
+  tfl_status status() const noexcept { return status_; }
+
+ private:
+  tfl_status status_;
+};
 
 }  // namespace torch_fl::sim

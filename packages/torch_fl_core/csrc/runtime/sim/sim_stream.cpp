@@ -32,6 +32,11 @@ Stream::~Stream() {
 
 uint64_t Stream::enqueue(std::function<void()> task) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_) {
+    // Another thread destroyed the stream after this call resolved its
+    // handle; the worker may already be gone, so the task would never run.
+    throw Failure(TFL_ERROR_INVALID_HANDLE, "the stream was destroyed");
+  }
   queue_.push_back(std::move(task));
   const uint64_t ticket = ++submitted_;
   work_cv_.notify_one();

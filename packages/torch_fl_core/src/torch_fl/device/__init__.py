@@ -125,6 +125,7 @@ __all__ = [
     "synchronize",
 ]
 
+
 def __getattr__(name: str) -> Any:
     # `default_generators` is a tuple attribute in torch.cuda; here it is built on first read
     # (generators exist only once a runtime with devices is active).

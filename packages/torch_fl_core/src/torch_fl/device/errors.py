@@ -17,7 +17,7 @@ def chosen_vendor() -> str:
 
 
 def no_device() -> str:
-    """Why ``flagos`` has no device: the chosen vendor's hardware is absent, or its runtime saw 0."""
+    """Why ``flagos`` has no device: the vendor's hardware is absent, or its runtime saw none."""
     selection = vendors.active()
     if selection is None:
         return "flagos: no device found: torch_fl did not activate a vendor (import torch_fl)"

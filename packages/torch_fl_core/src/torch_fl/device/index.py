@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Union
-
 import torch
 
 from torch_fl import _C
@@ -12,7 +10,7 @@ from torch_fl.device import errors
 __all__ = ["DeviceLike", "explicit_index", "resolve"]
 
 #: What the device module accepts wherever CUDA's accepts a device.
-DeviceLike = Union[int, str, torch.device, None]
+DeviceLike = int | str | torch.device | None
 
 _TYPE = "flagos"
 

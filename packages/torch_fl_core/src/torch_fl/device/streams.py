@@ -53,12 +53,12 @@ class Stream(torch.Stream):
             device_type=stream.device_type,
         )
 
-    def record_event(self, event: torch.Event | None = None) -> Event:  # type: ignore[override]
+    def record_event(self, event: torch.Event | None = None) -> torch.Event:
         """Record ``event`` (a new :class:`Event` when None) on this stream and return it."""
         if event is None:
             event = Event()
         event.record(self)
-        return event  # type: ignore[return-value]
+        return event
 
     def __enter__(self) -> Stream:
         context = StreamContext(self)
@@ -73,32 +73,37 @@ class Stream(torch.Stream):
         return f"<torch.flagos.Stream device=flagos:{self.device_index} stream_id={self.stream_id}>"
 
 
-class Event(torch.Event):
+class _EventMeta(type):
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, torch.Event) and obj.device.type == "flagos"
+
+
+class Event(metaclass=_EventMeta):
     """A ``flagos`` event: a marker in a stream, for waiting, syncing and timing.
 
-    Like ``torch.cuda.Event``; the device is taken from the stream it is first recorded on.
+    ``Event(enable_timing=True)`` is like ``torch.cuda.Event``; the device is taken from the stream
+    it is first recorded on. It returns a plain ``torch.Event`` on ``flagos`` (and ``isinstance``
+    accepts any such event) rather than an instance of a subclass, because PyTorch's
+    ``torch.Event.elapsed_time`` accepts only an exact ``torch.Event`` as its argument, and Triton's
+    benchmarking (FlagGems autotuning) times kernels with that call.
     """
 
-    def __new__(
+    def __new__(  # type: ignore[misc]
         cls,
         enable_timing: bool = False,
         blocking: bool = False,
         interprocess: bool = False,
         *,
         device: DeviceLike = None,
-    ) -> Event:
+    ) -> torch.Event:
         index = explicit_index(device)
         where = torch.device("flagos") if index is None else torch.device("flagos", resolve(index))
-        return super().__new__(
-            cls,
+        return torch.Event(
             device=where,
             enable_timing=enable_timing,
             blocking=blocking,
             interprocess=interprocess,
         )
-
-    def __repr__(self) -> str:
-        return f"<torch.flagos.Event device={self.device} event_id={self.event_id}>"
 
 
 def _check_flagos_stream(stream: torch.Stream) -> None:

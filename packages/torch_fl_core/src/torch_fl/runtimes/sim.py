@@ -83,7 +83,7 @@ def library_path() -> str:
     return str(candidates[0])  # missing: the error names the expected place
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def library() -> ctypes.CDLL:
     """The loaded sim runtime library with the control symbols typed."""
     path = library_path()

@@ -100,7 +100,9 @@ def activate(selection: Selection) -> None:
         try:
             path = selection.vendor.runtime_library()
         except Exception as exc:
-            raise RuntimeError(f"torch_fl: {where} could not name its runtime library: {exc}") from exc
+            raise RuntimeError(
+                f"torch_fl: {where} could not name its runtime library: {exc}"
+            ) from exc
         try:
             _C.activate_runtime(str(path))
         except Exception as exc:

@@ -44,7 +44,7 @@ class VendorSelectionError(RuntimeError):
 @dataclasses.dataclass
 class _Installed:
     name: str
-    origin: str  # "torch-fl-gcu (torch_fl_gcu:vendor)", for messages
+    origin: str  # the distribution, "torch-fl-gcu", for messages
     vendor: Vendor | None = None
     load_error: str = ""
 
@@ -56,13 +56,15 @@ def _as_vendor(obj: object, name: str) -> Vendor:
     if missing:
         raise TypeError(f"{obj!r} is not a torch_fl Vendor (it lacks {', '.join(missing)})")
     if obj.name != name:
-        raise TypeError(f"the entry point is named {name!r} but its vendor calls itself {obj.name!r}")
+        raise TypeError(
+            f"the entry point is named {name!r} but its vendor calls itself {obj.name!r}"
+        )
     return obj  # type: ignore[return-value]
 
 
 def _load(ep: importlib.metadata.EntryPoint) -> _Installed:
     dist = getattr(ep, "dist", None)
-    origin = f"{dist.name if dist is not None else 'unknown package'} ({ep.value})"
+    origin = dist.name if dist is not None else f"the package providing {ep.value}"
     found = _Installed(ep.name, origin)
     try:
         found.vendor = _as_vendor(ep.load(), ep.name)
@@ -86,7 +88,7 @@ def installed() -> dict[str, _Installed]:
         # Running from a source tree without installed metadata: sim is built in regardless.
         from torch_fl.vendors import sim
 
-        found[SIM] = _Installed(SIM, "torch-fl-core (built in)", vendor=sim.vendor)
+        found[SIM] = _Installed(SIM, "torch-fl-core", vendor=sim.vendor)
     return dict(sorted(found.items()))
 
 

@@ -9,7 +9,7 @@ __all__ = ["SimVendor", "vendor"]
 
 class SimVendor(Vendor):
     name = "sim"
-    description = "simulated devices in host memory (built into torch-fl-core)"
+    description = "simulated devices in host memory, built into torch-fl-core"
 
     def is_present(self) -> bool:
         return True

@@ -1,0 +1,123 @@
+"""torch-fl: one PyTorch device, ``flagos``, on every accelerator.
+
+Importing this package (``import torch`` does it through PyTorch's device-backend autoload):
+
+1. chooses the vendor for this process (``FLAGOS_VENDOR``, else the installed vendor whose device
+   is present, else the built-in ``sim``; see :mod:`torch_fl.vendors.discovery`),
+2. renames PyTorch's PrivateUse1 backend to ``flagos`` and loads ``torch_fl._C`` (whose static
+   initialisers register the device guard, allocators, hooks and generator),
+3. registers :mod:`torch_fl.device` as ``torch.flagos`` and generates ``Tensor.flagos()``,
+   ``Tensor.is_flagos``, ``Module.flagos()`` and the storage/PackedSequence equivalents,
+4. loads the chosen vendor's runtime library and runs its activate() hook.
+
+Every step is idempotent, so importing again (or after ``importlib.reload``) is safe.
+When ``import torch`` autoloads this package, ``torch`` is not finished importing yet; only names
+torch defines before calling the autoload hook are used at import time.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import sys
+import types
+
+import torch
+
+__all__ = ["__version__", "info", "vendor"]
+
+try:
+    __version__: str = importlib.metadata.version("torch-fl-core")
+except importlib.metadata.PackageNotFoundError:  # a source tree without installed metadata
+    __version__ = "0.0.0+unknown"
+
+_BACKEND = "flagos"
+_UNRENAMED = "privateuseone"
+
+
+def _rename_backend() -> None:
+    current = torch._C._get_privateuse1_backend_name()
+    if current not in (_UNRENAMED, _BACKEND):
+        raise RuntimeError(
+            f"torch_fl needs PyTorch's PrivateUse1 backend to be named {_BACKEND!r}, but another "
+            f"extension already named it {current!r}. Only one PrivateUse1 backend can be used per "
+            f"process: do not import both, or disable the other's autoload."
+        )
+    from torch.utils import backend_registration
+
+    # The C++ name may already be set (by _C or an earlier import); the Python side (profiler and
+    # autograd device-type aliases, torch.utils' cached name) is set by this call only.
+    if getattr(backend_registration, "_privateuse1_backend_name", None) != _BACKEND:
+        torch.utils.rename_privateuse1_backend(_BACKEND)
+
+
+def _register_device_module(module: types.ModuleType) -> None:
+    existing = getattr(torch, _BACKEND, None)
+    if existing is module:
+        return
+    if existing is None:
+        torch._register_device_module(_BACKEND, module)
+        return
+    if getattr(existing, "_TORCH_FL_DEVICE_MODULE", False):
+        # torch_fl was imported afresh (its modules were dropped from sys.modules): rebind.
+        setattr(torch, _BACKEND, module)
+        sys.modules[f"torch.{_BACKEND}"] = module
+        return
+    raise RuntimeError(
+        f"torch.{_BACKEND} is already registered to {existing!r}, which is not torch_fl's device "
+        f"module"
+    )
+
+
+def _generate_methods() -> None:
+    from torch.nn.utils.rnn import PackedSequence
+
+    # PyTorch raises if a method is generated twice, so generate only what is missing.
+    missing = {
+        "for_tensor": not hasattr(torch.Tensor, f"is_{_BACKEND}"),
+        "for_module": not hasattr(torch.nn.Module, _BACKEND),
+        "for_packed_sequence": not hasattr(PackedSequence, f"is_{_BACKEND}"),
+        "for_storage": not hasattr(torch.storage._StorageBase, f"is_{_BACKEND}"),
+    }
+    if any(missing.values()):
+        torch.utils.generate_methods_for_privateuse1_backend(**missing)
+
+
+def _setup() -> None:
+    from torch_fl import vendors
+    from torch_fl.vendors import discovery
+
+    # Choose first: a configuration error (unknown FLAGOS_VENDOR) leaves torch untouched.
+    selection = discovery.select()
+    _rename_backend()
+    # Loading _C runs its static initialisers: the PrivateUse1 device guard, allocators, hooks.
+    import torch_fl._C  # noqa: F401
+    from torch_fl import device
+
+    _register_device_module(device)
+    _generate_methods()
+    vendors.activate(selection)
+
+
+def _torch_is_importing() -> bool:
+    # True while torch/__init__.py runs, i.e. when its backend autoload imported us.
+    return bool(getattr(getattr(torch, "__spec__", None), "_initializing", False))
+
+
+try:
+    _setup()
+except Exception as _exc:
+    if _torch_is_importing():
+        from torch_fl._autoload import autoload_error
+
+        raise autoload_error(_exc) from _exc
+    raise
+
+from torch_fl.info import info  # noqa: E402
+from torch_fl.vendors import Vendor  # noqa: E402
+
+
+def vendor() -> Vendor:
+    """The vendor under ``flagos`` in this process (see ``info()`` for why it was chosen)."""
+    from torch_fl import vendors
+
+    return vendors.active_vendor()
