@@ -153,13 +153,19 @@ void copy_device_to_host(const Tensor& src, const Tensor& dst, bool non_blocking
     return;
   }
   CurrentDeviceScope scope(device);
-  tfl_stream stream = native_stream(current_stream(device));
+  const c10::Stream cstream = current_stream(device);
+  tfl_stream stream = native_stream(cstream);
   if (dense(dst) && same_layout(src, dst)) {
     memcpy_on(device, dst.data_ptr(), src.data_ptr(), dense_bytes(src), TFL_MEMCPY_DEVICE_TO_HOST,
               stream);
     // As on CUDA, a non-blocking copy into pinned memory is complete only
-    // after the stream is synchronized.
-    if (!(non_blocking && is_pinned_ptr(dst.data_ptr()))) sync(device, stream);
+    // after the stream is synchronized; until then the pinned block must not
+    // be handed out again if the tensor dies first.
+    if (non_blocking && is_pinned_ptr(dst.data_ptr())) {
+      record_host_event(dst.data_ptr(), dst.storage().data_ptr().get_context(), cstream);
+    } else {
+      sync(device, stream);
+    }
     return;
   }
   Tensor host = cpu_like(src);

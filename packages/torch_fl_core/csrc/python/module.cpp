@@ -5,6 +5,8 @@
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
 
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/device_lazy_init.h>
@@ -14,6 +16,11 @@
 #include "glue/generator.h"
 #include "glue/host_allocator.h"
 #include "glue/runtime_access.h"
+#include "aten/cpu_fallback.h"
+#include "router/backend.h"
+#include "router/box_backend.h"
+#include "router/python_backend.h"
+#include "router/router.h"
 
 namespace nb = nanobind;
 
@@ -87,8 +94,16 @@ NB_MODULE(_C, m) {
   m.attr("CAP_UNORDERED_PRODUCERS") = static_cast<uint64_t>(TFL_CAP_UNORDERED_PRODUCERS);
   m.attr("CAP_PINNED_HOST_MEMORY") = static_cast<uint64_t>(TFL_CAP_PINNED_HOST_MEMORY);
 
-  m.def("activate_runtime", &activate_runtime_library, nb::arg("path"),
-        nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "activate_runtime",
+      [](const std::string& path) {
+        activate_runtime_library(path);
+        // Host kernels can run on this runtime's memory: offer box:cpu.
+        if (has_capability(TFL_CAP_HOST_ADDRESSABLE_MEMORY) && !find_backend("box:cpu")) {
+          register_backend(make_box_backend(c10::DispatchKey::CPU, c10::DeviceType::CPU));
+        }
+      },
+      nb::arg("path"), nb::call_guard<nb::gil_scoped_release>());
   m.def("runtime_active", &runtime_active);
   m.def("runtime_name", &runtime_name);
   m.def("runtime_abi_version", [] { return static_cast<int>(TFL_RUNTIME_ABI_VERSION); });
@@ -148,6 +163,46 @@ NB_MODULE(_C, m) {
     return nb::steal(THPGenerator_initDefaultGenerator(gen));
   });
 
-  m.def("fallback_counts", &fallback_counts);
-  m.def("reset_fallback_counts", &reset_fallback_counts);
+  // Every call served by ATen's CPU fallback, routed there or not.
+  m.def("fallback_counts", [] {
+    std::map<std::string, int64_t> out;
+    for (const auto& [op, per_backend] : dispatch_counts()) {
+      auto it = per_backend.find("cpu");
+      if (it != per_backend.end()) out[op] = it->second;
+    }
+    return out;
+  });
+  m.def("reset_fallback_counts", &reset_dispatch_counts);
+
+  // ---- router ----
+  m.def("router_backends", &backend_names);
+  m.def("backend_has_kernel", [](const std::string& backend, const std::string& op) {
+    auto b = find_backend(backend);
+    TORCH_CHECK(b, "flagos: unknown backend '", backend, "'");
+    const auto dot = op.find('.', op.find("::") == std::string::npos ? 0 : op.find("::") + 2);
+    c10::OperatorName name(op.substr(0, dot), dot == std::string::npos ? "" : op.substr(dot + 1));
+    auto handle = c10::Dispatcher::singleton().findOp(name);
+    TORCH_CHECK(handle.has_value(), "flagos: unknown operator ", op);
+    return b->has_kernel(*handle);
+  });
+  m.def("core_native_ops", &core_native_ops);
+  m.def(
+      "register_python_backend",
+      [](const std::string& name, nb::handle trampoline, nb::handle has_kernel) {
+        register_python_backend(name, trampoline.ptr(),
+                                has_kernel.is_none() ? nullptr : has_kernel.ptr());
+      },
+      nb::arg("name"), nb::arg("trampoline"), nb::arg("has_kernel") = nb::none());
+  m.def("router_install", &router_install, nb::arg("routes"),
+        nb::call_guard<nb::gil_scoped_release>());
+  m.def("router_routes", &router_routes);
+  m.def("dispatch_counts", &dispatch_counts);
+  m.def("reset_dispatch_counts", &reset_dispatch_counts);
+  m.def(
+      "set_log",
+      [](bool dispatch, bool fallback) {
+        set_dispatch_log(dispatch);
+        set_fallback_log(fallback);
+      },
+      nb::arg("dispatch"), nb::arg("fallback"));
 }

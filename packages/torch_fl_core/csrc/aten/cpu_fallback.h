@@ -1,0 +1,16 @@
+// ATen's CPU fallback as flagos uses it: unrouted operators and the `cpu`
+// (alias `none`) backend of route tables.
+#pragma once
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+namespace torch_fl {
+
+// count: record the call in fallback_counts() (unrouted ops); the router
+// counts calls it routes to the cpu backend itself.
+void run_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool count);
+// FLAGOS_LOG=fallback: print "[flagos fallback] <op> -> cpu" for each call.
+void set_fallback_log(bool on);
+
+}  // namespace torch_fl

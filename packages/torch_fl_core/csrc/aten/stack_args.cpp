@@ -1,0 +1,130 @@
+#include "aten/stack_args.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <mutex>
+#include <string>
+#include <unordered_set>
+
+#include "glue/generator.h"
+
+namespace torch_fl {
+namespace {
+
+bool is_generator_type(const c10::TypePtr& type) {
+  if (type->kind() == c10::TypeKind::GeneratorType) return true;
+  return type->kind() == c10::TypeKind::OptionalType &&
+         type->castRaw<c10::OptionalType>()->getElementType()->kind() ==
+             c10::TypeKind::GeneratorType;
+}
+
+// Ops whose CUDA kernels accept CPU index tensors beside device tensors.
+bool accepts_cpu_tensors(const c10::OperatorName& name) {
+  static const std::unordered_set<std::string> ops = {"aten::index.Tensor", "aten::index_put_",
+                                                      "aten::_index_put_impl_",
+                                                      "aten::index_put"};
+  const std::string full =
+      name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
+  return ops.count(full) > 0;
+}
+
+template <typename F>
+void for_each_tensor(torch::jit::Stack::const_iterator begin, torch::jit::Stack::const_iterator end,
+                     F&& f) {
+  for (auto it = begin; it != end; ++it) {
+    const c10::IValue& v = *it;
+    if (v.isTensor()) {
+      f(v.toTensor());
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorList().vec()) f(t);
+    } else if (v.isOptionalTensorList()) {
+      for (const auto& t : v.toOptionalTensorList().vec()) {
+        if (t) f(*t);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool has_generator_argument(const c10::FunctionSchema& schema) {
+  for (const auto& arg : schema.arguments()) {
+    if (is_generator_type(arg.type())) return true;
+  }
+  return false;
+}
+
+void check_same_device(const c10::OperatorHandle& op, torch::jit::Stack::const_iterator begin,
+                       torch::jit::Stack::const_iterator end) {
+  std::optional<c10::Device> flagos_device;
+  bool cpu_seen = false;
+  for_each_tensor(begin, end, [&](const at::Tensor& t) {
+    if (!t.defined()) return;
+    if (t.device().is_privateuseone()) {
+      TORCH_CHECK(!flagos_device || *flagos_device == t.device(),
+                  "Expected all tensors to be on the same device, but found at least two devices, ",
+                  *flagos_device, " and ", t.device(), "! (when checking arguments for ",
+                  op.schema().operator_name(), ")");
+      flagos_device = t.device();
+    } else if (t.device().is_cpu() && t.dim() > 0) {
+      cpu_seen = true;
+    }
+  });
+  if (flagos_device && cpu_seen) {
+    TORCH_CHECK(accepts_cpu_tensors(op.schema().operator_name()),
+                "Expected all tensors to be on the same device, but found at least two devices, ",
+                *flagos_device, " and cpu! (when checking arguments for ",
+                op.schema().operator_name(), ")");
+  }
+}
+
+std::optional<c10::DeviceIndex> first_flagos_device(torch::jit::Stack::const_iterator begin,
+                                                    torch::jit::Stack::const_iterator end) {
+  std::optional<c10::DeviceIndex> device;
+  for_each_tensor(begin, end, [&](const at::Tensor& t) {
+    if (!device && t.defined() && t.device().is_privateuseone()) device = t.device().index();
+  });
+  return device;
+}
+
+void bridge_generators(const c10::FunctionSchema& schema, torch::jit::Stack::iterator begin,
+                       torch::jit::Stack::iterator end) {
+  std::optional<c10::DeviceIndex> device;
+  int64_t numel = 0;
+  for_each_tensor(begin, end, [&](const at::Tensor& t) {
+    if (t.defined() && t.device().is_privateuseone()) {
+      if (!device) device = t.device().index();
+      numel = std::max<int64_t>(numel, t.numel());
+    }
+  });
+  const auto& args = schema.arguments();
+  size_t i = 0;
+  for (auto it = begin; it != end && i < args.size(); ++it, ++i) {
+    if (!is_generator_type(args[i].type())) continue;
+    at::Generator gen;
+    if (it->isNone()) {
+      // Factory-style RNG ops (randperm.out) may have no flagos tensor input
+      // but an output on flagos; the device's default generator serves them.
+      gen = default_generator(device.value_or(-1));
+    } else {
+      gen = it->toGenerator();
+      if (gen.device().is_cpu()) continue;
+      TORCH_CHECK(gen.device().is_privateuseone(), "flagos: expected a flagos or CPU generator for ",
+                  schema.operator_name(), ", got one for ", gen.device());
+    }
+    uint64_t seed = 0, offset = 0;
+    {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      std::tie(seed, offset) =
+          gen.get<FlagosGeneratorImpl>()->philox_engine_inputs(static_cast<uint64_t>(numel));
+    }
+    // splitmix64 of (seed, offset): distinct offsets give unrelated streams.
+    uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (offset + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    *it = c10::IValue(at::make_generator<at::CPUGeneratorImpl>(z));
+  }
+}
+
+}  // namespace torch_fl

@@ -1,0 +1,32 @@
+// What every boxed flagos path does to a dispatcher stack before running a
+// host or boxed kernel: same-device checks, and flagos generators replaced by
+// generators the target kernel accepts.
+#pragma once
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+#include <optional>
+
+namespace torch_fl {
+
+// Throws CUDA's "Expected all tensors to be on the same device" error when
+// flagos tensors of two devices, or a flagos and a non-scalar CPU tensor, meet.
+void check_same_device(const c10::OperatorHandle& op, torch::jit::Stack::const_iterator begin,
+                       torch::jit::Stack::const_iterator end);
+
+// The device of the first flagos tensor among the arguments.
+std::optional<c10::DeviceIndex> first_flagos_device(torch::jit::Stack::const_iterator begin,
+                                                    torch::jit::Stack::const_iterator end);
+
+// Replaces each flagos (or absent) `Generator?` argument of an RNG op with a
+// CPU generator seeded from the flagos generator's (seed, offset), advancing
+// that offset: every route draws from the device's one Philox stream, so a
+// seeded run is reproducible whichever backend serves it. No-op for ops
+// without generator arguments.
+void bridge_generators(const c10::FunctionSchema& schema, torch::jit::Stack::iterator begin,
+                       torch::jit::Stack::iterator end);
+
+bool has_generator_argument(const c10::FunctionSchema& schema);
+
+}  // namespace torch_fl

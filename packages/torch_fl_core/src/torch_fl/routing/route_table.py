@@ -1,0 +1,357 @@
+"""Route tables: parsing ``<vendor>.conf`` files (docs/routing.md is the user documentation).
+
+Grammar, one statement per line::
+
+    # a comment (also after a statement)
+    include other.conf                  # relative to the including file's directory
+    abs = box:cpu                       # op (default overload) = backend
+    add.Tensor = flaggems               # op.overload = backend
+    mul.out[int64, float64] = cpu       # only when the first tensor argument has these dtypes
+    # generated-for: torch 2.13         # pragma of generated tables (see validation)
+
+Statements apply in order and the later one wins: a plain rule replaces every earlier rule of the
+same overload (plain and dtype-qualified); a dtype rule overrides the earlier rules for its dtypes
+only. Includes are expanded in place, so a line after ``include`` overrides the included file.
+
+Parsing checks syntax, dtype names and include files; :mod:`torch_fl.routing.validation` checks
+operators and backends against the dispatcher and the router. Every error is a
+:class:`RouteTableError` whose message starts with ``path:line:``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+__all__ = [
+    "GENERATED_PRAGMA",
+    "ResolvedRoute",
+    "RouteRule",
+    "RouteTable",
+    "RouteTableError",
+    "canonical_backend",
+    "canonical_dtype",
+    "full_op_name",
+    "parse_file",
+    "parse_text",
+    "short_op_name",
+]
+
+GENERATED_PRAGMA = "generated-for"
+_MAX_SHOWN = 25
+
+_OP_RE = re.compile(r"^(?:(?P<ns>[A-Za-z_][A-Za-z0-9_]*)::)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
+                    r"(?:\.(?P<overload>[A-Za-z_][A-Za-z0-9_]*))?$")
+_RULE_RE = re.compile(r"^(?P<op>[^\s\[=]+)\s*(?:\[(?P<dtypes>[^\]]*)\])?\s*=\s*(?P<backend>\S*)\s*$")
+_BACKEND_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(?::[A-Za-z0-9_\-]+)?$")
+_PRAGMA_RE = re.compile(r"^#\s*generated-for:\s*torch\s+(?P<version>\d+\.\d+)\s*$")
+
+
+class RouteTableError(ValueError):
+    """A route table (or a ``FLAGOS_OP_*`` override) that cannot be loaded.
+
+    ``str(error)`` is one line per problem, each ``path:line: message`` (``NAME: message`` for an
+    environment variable). ``problems`` holds the (path, line, message) triples.
+    """
+
+    def __init__(self, path: str | Path | None, line: int | None, message: str) -> None:
+        self.problems: list[tuple[str, int | None, str]] = [
+            (str(path) if path is not None else "<routes>", line, message)
+        ]
+        super().__init__(self._format())
+
+    @classmethod
+    def merge(cls, errors: Sequence[RouteTableError]) -> RouteTableError:
+        first = errors[0]
+        merged = cls(*first.problems[0])
+        merged.problems = [p for e in errors for p in e.problems]
+        merged.args = (merged._format(),)
+        return merged
+
+    @property
+    def path(self) -> str:
+        return self.problems[0][0]
+
+    @property
+    def line(self) -> int | None:
+        return self.problems[0][1]
+
+    @property
+    def message(self) -> str:
+        return self.problems[0][2]
+
+    def _format(self) -> str:
+        lines = [
+            f"{path}:{line}: {message}" if line is not None else f"{path}: {message}"
+            for path, line, message in self.problems[:_MAX_SHOWN]
+        ]
+        if len(self.problems) > _MAX_SHOWN:
+            lines.append(f"... and {len(self.problems) - _MAX_SHOWN} more problems")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self._format()
+
+
+def canonical_backend(name: str) -> str:
+    """``none`` is an alias of ``cpu``; every other name is itself."""
+    return "cpu" if name == "none" else name
+
+
+def canonical_dtype(name: str) -> str | None:
+    """``"int64"`` for ``"int64"``/``"long"``/``"torch.int64"``; None if ``name`` is no dtype."""
+    import torch
+
+    attr = name.strip().removeprefix("torch.")
+    dtype = getattr(torch, attr, None) if attr and not attr.startswith("_") else None
+    if not isinstance(dtype, torch.dtype):
+        return None
+    return str(dtype).removeprefix("torch.")
+
+
+def full_op_name(spelled: str) -> str:
+    """``"aten::add.Tensor"`` for ``"add.Tensor"``, ``"aten::abs"`` for ``"abs"``/``"abs.default"``.
+
+    Raises ValueError for what is not an operator name or names another namespace (the router
+    routes ``aten`` operators only).
+    """
+    m = _OP_RE.match(spelled.strip())
+    if not m:
+        raise ValueError(f"{spelled!r} is not an operator name (expected op or op.overload)")
+    ns = m.group("ns") or "aten"
+    if ns != "aten":
+        raise ValueError(f"{spelled!r}: only aten operators can be routed, not {ns}::")
+    overload = m.group("overload") or ""
+    if overload == "default":
+        overload = ""
+    return f"aten::{m.group('name')}" + (f".{overload}" if overload else "")
+
+
+def short_op_name(full: str) -> str:
+    """The spelling of tables and logs: ``"add.Tensor"`` for ``"aten::add.Tensor"``."""
+    return full.removeprefix("aten::")
+
+
+@dataclasses.dataclass(frozen=True)
+class RouteRule:
+    """One statement ``op[dtypes] = backend`` and where it came from."""
+
+    #: Full operator name: ``"aten::add.Tensor"``, ``"aten::abs"`` (default overload).
+    op: str
+    #: Backend as written (``none`` kept as written; see :attr:`backend_name`).
+    backend: str
+    #: Canonical dtype names (``"int64"``); empty for a plain rule.
+    dtypes: tuple[str, ...] = ()
+    #: The file (or ``FLAGOS_OP_<op>``) and 1-based line (None for the environment).
+    file: str = "<routes>"
+    line: int | None = None
+
+    @property
+    def backend_name(self) -> str:
+        return canonical_backend(self.backend)
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.line is not None else self.file
+
+    def error(self, message: str) -> RouteTableError:
+        return RouteTableError(self.file, self.line, message)
+
+    def __str__(self) -> str:
+        dt = f"[{','.join(self.dtypes)}]" if self.dtypes else ""
+        return f"{short_op_name(self.op)}{dt} = {self.backend}"
+
+
+@dataclasses.dataclass(frozen=True)
+class ResolvedRoute:
+    """What the router installs for one overload: a default backend and dtype rules."""
+
+    op: str
+    backend: str
+    #: (dtypes, backend) in order; later rules win for the dtypes they name.
+    dtype_rules: tuple[tuple[tuple[str, ...], str], ...] = ()
+
+    def as_spec(self) -> tuple[str, str, list[tuple[list[str], str]]]:
+        """The tuple ``torch_fl._C.router_install`` takes."""
+        return (self.op, self.backend, [(list(d), b) for d, b in self.dtype_rules])
+
+    def backend_for(self, dtype: str | None) -> str:
+        """The backend serving a call whose first tensor argument has ``dtype``."""
+        chosen = self.backend
+        for dtypes, backend in self.dtype_rules:
+            if dtype in dtypes:
+                chosen = backend
+        return chosen
+
+
+@dataclasses.dataclass
+class RouteTable:
+    """The rules of one table (its includes expanded) in statement order."""
+
+    #: The top-level file, or None for a table with no file (only overrides).
+    path: Path | None = None
+    rules: list[RouteRule] = dataclasses.field(default_factory=list)
+    #: Every file read, the top-level one first.
+    files: list[Path] = dataclasses.field(default_factory=list)
+    #: File -> torch minor (``"2.13"``) of its ``# generated-for: torch X.Y`` pragma.
+    generated_for: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: Rules skipped when the table was validated (generated tables on another torch minor).
+    skipped: list[tuple[RouteRule, str]] = dataclasses.field(default_factory=list)
+
+    def extend(self, rules: Iterable[RouteRule]) -> None:
+        self.rules.extend(rules)
+
+    def resolve(self) -> dict[str, ResolvedRoute]:
+        """Apply "later wins": op -> the route installed for it, in first-mention order.
+
+        Raises RouteTableError for an overload with dtype rules but no plain rule before them (the
+        other dtypes would have no backend): add ``op = <backend>`` before the dtype rule.
+        """
+        plain: dict[str, RouteRule] = {}
+        dtype_rules: dict[str, list[RouteRule]] = {}
+        order: dict[str, None] = {}
+        for rule in self.rules:
+            order.setdefault(rule.op, None)
+            if rule.dtypes:
+                dtype_rules.setdefault(rule.op, []).append(rule)
+            else:
+                plain[rule.op] = rule
+                dtype_rules.pop(rule.op, None)  # a later plain rule replaces them all
+        out: dict[str, ResolvedRoute] = {}
+        errors = []
+        for op in order:
+            extra = dtype_rules.get(op, [])
+            if op not in plain:
+                first = extra[0]
+                errors.append(
+                    first.error(
+                        f"{first} has no plain rule '{short_op_name(op)} = <backend>' before it "
+                        f"for the other dtypes; add one"
+                    )
+                )
+                continue
+            out[op] = ResolvedRoute(
+                op,
+                plain[op].backend_name,
+                tuple((r.dtypes, r.backend_name) for r in extra),
+            )
+        if errors:
+            raise RouteTableError.merge(errors)
+        return out
+
+    def specs(self) -> list[tuple[str, str, list[tuple[list[str], str]]]]:
+        """The resolved routes as ``torch_fl._C.router_install`` takes them, sorted by op."""
+        return [route.as_spec() for _, route in sorted(self.resolve().items())]
+
+
+def _strip_comment(line: str) -> str:
+    return line.split("#", 1)[0].strip()
+
+
+def _parse_rule(text: str, path: str, lineno: int) -> RouteRule:
+    m = _RULE_RE.match(text)
+    if not m:
+        raise RouteTableError(
+            path,
+            lineno,
+            f"cannot parse {text!r}: expected 'op.overload = backend', "
+            f"'op.overload[dtype, ...] = backend' or 'include <file>'",
+        )
+    try:
+        op = full_op_name(m.group("op"))
+    except ValueError as exc:
+        raise RouteTableError(path, lineno, str(exc)) from None
+    backend = m.group("backend")
+    if not backend:
+        raise RouteTableError(path, lineno, f"no backend after '=' for {short_op_name(op)}")
+    if not _BACKEND_RE.match(backend):
+        raise RouteTableError(path, lineno, f"{backend!r} is not a backend name")
+    dtypes: tuple[str, ...] = ()
+    if m.group("dtypes") is not None:
+        names = [d.strip() for d in m.group("dtypes").split(",")]
+        if not any(names):
+            raise RouteTableError(path, lineno, f"empty dtype list in {text!r}")
+        canon = []
+        for name in names:
+            if not name:
+                raise RouteTableError(path, lineno, f"empty dtype name in {text!r}")
+            dtype = canonical_dtype(name)
+            if dtype is None:
+                raise RouteTableError(
+                    path, lineno, f"unknown dtype {name!r} (use torch dtype names: int64, float32 ...)"
+                )
+            if dtype not in canon:
+                canon.append(dtype)
+        dtypes = tuple(canon)
+    return RouteRule(op=op, backend=backend, dtypes=dtypes, file=path, line=lineno)
+
+
+def _parse_into(
+    table: RouteTable,
+    text: str,
+    path: Path,
+    stack: list[Path],
+    errors: list[RouteTableError],
+) -> None:
+    shown = str(path)
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        pragma = _PRAGMA_RE.match(raw.strip())
+        if pragma:
+            table.generated_for[shown] = pragma.group("version")
+            continue
+        line = _strip_comment(raw)
+        if not line:
+            continue
+        words = line.split(None, 1)
+        if words[0] == "include":
+            target = words[1].strip() if len(words) > 1 else ""
+            if not target:
+                errors.append(RouteTableError(shown, lineno, "'include' needs a file name"))
+                continue
+            include = Path(target).expanduser()
+            if not include.is_absolute():
+                include = path.parent / include
+            include = include.resolve()
+            if include in stack:
+                chain = " -> ".join(str(p) for p in [*stack[stack.index(include) :], include])
+                errors.append(RouteTableError(shown, lineno, f"include cycle: {chain}"))
+                continue
+            try:
+                included = include.read_text(encoding="utf-8")
+            except OSError as exc:
+                errors.append(
+                    RouteTableError(shown, lineno, f"cannot include {target}: {exc.strerror or exc}")
+                )
+                continue
+            if include not in table.files:
+                table.files.append(include)
+            _parse_into(table, included, include, [*stack, include], errors)
+            continue
+        try:
+            table.rules.append(_parse_rule(line, shown, lineno))
+        except RouteTableError as exc:
+            errors.append(exc)
+
+
+def parse_text(text: str, path: str | Path = "<string>") -> RouteTable:
+    """Parse table text; includes resolve relative to ``path``'s directory."""
+    p = Path(path)
+    resolved = p.resolve() if str(path) != "<string>" else p
+    table = RouteTable(path=resolved, files=[resolved])
+    errors: list[RouteTableError] = []
+    _parse_into(table, text, resolved, [resolved], errors)
+    if errors:
+        raise RouteTableError.merge(errors)
+    return table
+
+
+def parse_file(path: str | Path) -> RouteTable:
+    """Parse a table file (and its includes). Raises RouteTableError, never OSError."""
+    p = Path(path).expanduser().resolve()
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RouteTableError(p, None, f"cannot read route table: {exc.strerror or exc}") from None
+    return parse_text(text, p)
