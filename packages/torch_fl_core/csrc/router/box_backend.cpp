@@ -4,6 +4,7 @@
 #include <c10/core/TensorImpl.h>
 
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 
@@ -44,16 +45,22 @@ class GrowAllocator final : public c10::Allocator {
   c10::Device target_;
 };
 
+constexpr size_t kMaxDevices = 64;
+
+// One GrowAllocator per (flagos device, target device type), created on first
+// use and kept for the process. Lock-free lookup: this runs for every alias.
 c10::Allocator* grow_allocator(c10::DeviceIndex flagos_device, c10::Device target) {
-  // One per (flagos device, target device type); process lifetime.
-  static std::mutex mutex;
-  static auto* table = new std::map<std::pair<int, int>, GrowAllocator*>();
-  std::lock_guard<std::mutex> lock(mutex);
-  auto key = std::make_pair(static_cast<int>(flagos_device),
-                            static_cast<int>(target.type()) * 1024 + target.index());
-  auto it = table->find(key);
-  if (it == table->end()) it = table->emplace(key, new GrowAllocator(flagos_device, target)).first;
-  return it->second;
+  static std::array<std::atomic<GrowAllocator*>, kMaxDevices * 4> table{};
+  TORCH_CHECK(flagos_device >= 0 && static_cast<size_t>(flagos_device) < kMaxDevices,
+              "flagos box: device index ", static_cast<int>(flagos_device), " out of range");
+  const size_t slot = static_cast<size_t>(flagos_device) * 4 +
+                      (target.type() == c10::DeviceType::CPU ? 0 : 1 + (target.index() >= 0 ? 0 : 1));
+  GrowAllocator* a = table[slot].load(std::memory_order_acquire);
+  if (a) return a;
+  auto* fresh = new GrowAllocator(flagos_device, target);
+  if (table[slot].compare_exchange_strong(a, fresh)) return fresh;
+  delete fresh;  // another thread won
+  return a;
 }
 
 c10::Device target_device(c10::DeviceType type, c10::DeviceIndex flagos_index) {

@@ -49,14 +49,16 @@ void Stream::wait(uint64_t ticket) {
 }
 
 void Stream::synchronize() {
+  if (completed_.load(std::memory_order_acquire) == submitted_.load(std::memory_order_acquire)) {
+    return;
+  }
   std::unique_lock<std::mutex> lock(mutex_);
   const uint64_t ticket = submitted_;
   done_cv_.wait(lock, [&] { return completed_ >= ticket; });
 }
 
 bool Stream::idle() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return completed_ == submitted_;
+  return completed_.load(std::memory_order_acquire) == submitted_.load(std::memory_order_acquire);
 }
 
 void Stream::shutdown() {

@@ -4,6 +4,7 @@
 
 #include <torch_fl/runtime.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -45,8 +46,10 @@ class Stream {
   std::condition_variable work_cv_;  // worker: a task arrived or shutdown
   std::condition_variable done_cv_;  // waiters: a task finished
   std::deque<std::function<void()>> queue_;
-  uint64_t submitted_ = 0;
-  uint64_t completed_ = 0;
+  // Written under mutex_; atomics so synchronize()/idle() of an idle stream
+  // (the common case: every host kernel checks first) skip the lock.
+  std::atomic<uint64_t> submitted_{0};
+  std::atomic<uint64_t> completed_{0};
   bool stopping_ = false;
   std::thread worker_;
 };

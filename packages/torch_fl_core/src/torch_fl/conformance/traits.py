@@ -114,7 +114,7 @@ def accumulates(op: Any) -> bool:
         isinstance(op, ReductionOpInfo)
         or name in _ACCUMULATING
         or op.full_name in _ACCUMULATING
-        or name.startswith(("linalg.", "fft.", "special.", "masked."))
+        or name.startswith(("linalg.", "fft.", "masked."))
         or "conv" in name
         or name in ("sum", "mean", "nansum", "nanmean", "prod", "std", "var", "norm")
     )

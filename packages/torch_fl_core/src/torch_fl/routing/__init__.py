@@ -1,0 +1,45 @@
+"""Routing: which backend serves each ATen overload on ``flagos`` (docs/routing.md).
+
+- :mod:`~torch_fl.routing.route_table`: the table grammar (``op.overload[dtypes] = backend``,
+  ``include``, ``#`` comments, later wins) and :class:`RouteTableError` (``path:line: message``);
+- :mod:`~torch_fl.routing.validation`: checks against the dispatcher and the router at load time;
+- :mod:`~torch_fl.routing.environment`: ``FLAGOS_BACKEND_CONFIG``, ``FLAGOS_OP_<op>``, ``FLAGOS_LOG``;
+- :mod:`~torch_fl.routing.python_backend`: backends whose kernels are Python callables;
+- :mod:`~torch_fl.routing.activation`: loading and installing the table when a vendor activates;
+- :mod:`~torch_fl.routing.generate`: the generator of the built-in ``sim`` table.
+"""
+
+from __future__ import annotations
+
+from torch_fl.routing.activation import ActiveRoutes, active_table, load_routes, router_available
+from torch_fl.routing.python_backend import (
+    PythonBackend,
+    python_backends,
+    register_python_backend,
+)
+from torch_fl.routing.route_table import (
+    ResolvedRoute,
+    RouteRule,
+    RouteTable,
+    RouteTableError,
+    parse_file,
+    parse_text,
+)
+from torch_fl.routing.validation import validate
+
+__all__ = [
+    "ActiveRoutes",
+    "PythonBackend",
+    "ResolvedRoute",
+    "RouteRule",
+    "RouteTable",
+    "RouteTableError",
+    "active_table",
+    "load_routes",
+    "parse_file",
+    "parse_text",
+    "python_backends",
+    "register_python_backend",
+    "router_available",
+    "validate",
+]
