@@ -70,12 +70,7 @@ void check_same_device(const c10::OperatorHandle& op, torch::jit::Stack::const_i
       cpu_seen = true;
     }
   });
-  if (flagos_device && cpu_seen) {
-    TORCH_CHECK(accepts_cpu_tensors(op.schema().operator_name()),
-                "Expected all tensors to be on the same device, but found at least two devices, ",
-                *flagos_device, " and cpu! (when checking arguments for ",
-                op.schema().operator_name(), ")");
-  }
+  if (flagos_device && cpu_seen) check_cpu_tensors_allowed(op, flagos_device->index());
 }
 
 std::optional<c10::DeviceIndex> first_flagos_device(torch::jit::Stack::const_iterator begin,
@@ -85,6 +80,33 @@ std::optional<c10::DeviceIndex> first_flagos_device(torch::jit::Stack::const_ite
     if (!device && t.defined() && t.device().is_privateuseone()) device = t.device().index();
   });
   return device;
+}
+
+void bridge_generator_value(const c10::FunctionSchema& schema, c10::IValue& value,
+                            std::optional<c10::DeviceIndex> device, int64_t numel) {
+  at::Generator gen;
+  if (value.isNone()) {
+    // Factory-style RNG ops (randperm.out) may have no flagos tensor input
+    // but an output on flagos; the device's default generator serves them.
+    gen = default_generator(device.value_or(-1));
+  } else {
+    gen = value.toGenerator();
+    if (gen.device().is_cpu()) return;
+    TORCH_CHECK(gen.device().is_privateuseone(), "flagos: expected a flagos or CPU generator for ",
+                schema.operator_name(), ", got one for ", gen.device());
+  }
+  uint64_t seed = 0, offset = 0;
+  {
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    std::tie(seed, offset) =
+        gen.get<FlagosGeneratorImpl>()->philox_engine_inputs(static_cast<uint64_t>(numel));
+  }
+  // splitmix64 of (seed, offset): distinct offsets give unrelated streams.
+  uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (offset + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  value = c10::IValue(at::make_generator<at::CPUGeneratorImpl>(z));
 }
 
 void bridge_generators(const c10::FunctionSchema& schema, torch::jit::Stack::iterator begin,
@@ -100,31 +122,16 @@ void bridge_generators(const c10::FunctionSchema& schema, torch::jit::Stack::ite
   const auto& args = schema.arguments();
   size_t i = 0;
   for (auto it = begin; it != end && i < args.size(); ++it, ++i) {
-    if (!is_generator_type(args[i].type())) continue;
-    at::Generator gen;
-    if (it->isNone()) {
-      // Factory-style RNG ops (randperm.out) may have no flagos tensor input
-      // but an output on flagos; the device's default generator serves them.
-      gen = default_generator(device.value_or(-1));
-    } else {
-      gen = it->toGenerator();
-      if (gen.device().is_cpu()) continue;
-      TORCH_CHECK(gen.device().is_privateuseone(), "flagos: expected a flagos or CPU generator for ",
-                  schema.operator_name(), ", got one for ", gen.device());
-    }
-    uint64_t seed = 0, offset = 0;
-    {
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      std::tie(seed, offset) =
-          gen.get<FlagosGeneratorImpl>()->philox_engine_inputs(static_cast<uint64_t>(numel));
-    }
-    // splitmix64 of (seed, offset): distinct offsets give unrelated streams.
-    uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (offset + 1);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    *it = c10::IValue(at::make_generator<at::CPUGeneratorImpl>(z));
+    if (is_generator_type(args[i].type())) bridge_generator_value(schema, *it, device, numel);
   }
+}
+
+void check_cpu_tensors_allowed(const c10::OperatorHandle& op, c10::DeviceIndex device) {
+  TORCH_CHECK(accepts_cpu_tensors(op.schema().operator_name()),
+              "Expected all tensors to be on the same device, but found at least two devices, "
+              "flagos:",
+              static_cast<int>(device), " and cpu! (when checking arguments for ",
+              op.schema().operator_name(), ")");
 }
 
 }  // namespace torch_fl

@@ -29,4 +29,13 @@ void bridge_generators(const c10::FunctionSchema& schema, torch::jit::Stack::ite
 
 bool has_generator_argument(const c10::FunctionSchema& schema);
 
+// One `Generator?` value: the bridge above for a single argument, given the
+// op's flagos device and largest flagos input numel.
+void bridge_generator_value(const c10::FunctionSchema& schema, c10::IValue& value,
+                            std::optional<c10::DeviceIndex> device, int64_t numel);
+
+// The error for a non-scalar CPU tensor beside flagos tensors, unless the op
+// accepts CPU tensors there (index tensors), as CUDA does.
+void check_cpu_tensors_allowed(const c10::OperatorHandle& op, c10::DeviceIndex device);
+
 }  // namespace torch_fl

@@ -21,6 +21,7 @@
 #include "router/box_backend.h"
 #include "router/python_backend.h"
 #include "router/router.h"
+#include "router/unboxed_registry.h"
 
 namespace nb = nanobind;
 
@@ -193,8 +194,9 @@ NB_MODULE(_C, m) {
                                 has_kernel.is_none() ? nullptr : has_kernel.ptr());
       },
       nb::arg("name"), nb::arg("trampoline"), nb::arg("has_kernel") = nb::none());
-  m.def("router_install", &router_install, nb::arg("routes"),
+  m.def("router_install", &router_install, nb::arg("routes"), nb::arg("unboxed") = true,
         nb::call_guard<nb::gil_scoped_release>());
+  m.def("unboxed_route_count", &unboxed_factory_count);
   m.def("router_routes", &router_routes);
   m.def("dispatch_counts", &dispatch_counts);
   m.def("reset_dispatch_counts", &reset_dispatch_counts);

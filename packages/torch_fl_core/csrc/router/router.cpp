@@ -9,17 +9,19 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <unordered_map>
 
 #include "aten/fallback_counter.h"
 #include "router/backend.h"
+#include "router/route_state.h"
+#include "router/unboxed_registry.h"
 
 namespace torch_fl {
 namespace {
 
 std::atomic<bool> g_dispatch_log{false};
 std::mutex g_logged_mutex;
-std::set<std::pair<std::string, std::string>>* g_logged =
-    new std::set<std::pair<std::string, std::string>>();
+auto* g_logged = new std::set<std::pair<std::string, std::string>>();
 
 c10::ScalarType parse_dtype(const std::string& name) {
   static const std::map<std::string, c10::ScalarType> table = [] {
@@ -29,14 +31,17 @@ c10::ScalarType parse_dtype(const std::string& name) {
 #undef TFL_DTYPE_ENTRY
     // Python spellings (torch.float32, ...).
     const std::pair<const char*, c10::ScalarType> py[] = {
-        {"uint8", c10::kByte},        {"int8", c10::kChar},          {"int16", c10::kShort},
-        {"int32", c10::kInt},         {"int64", c10::kLong},         {"float16", c10::kHalf},
-        {"float32", c10::kFloat},     {"float64", c10::kDouble},     {"complex32", c10::kComplexHalf},
-        {"complex64", c10::kComplexFloat}, {"complex128", c10::kComplexDouble},
-        {"bool", c10::kBool},         {"bfloat16", c10::kBFloat16},  {"half", c10::kHalf},
-        {"float", c10::kFloat},       {"double", c10::kDouble},      {"long", c10::kLong},
-        {"int", c10::kInt},           {"short", c10::kShort},        {"uint16", c10::kUInt16},
-        {"uint32", c10::kUInt32},     {"uint64", c10::kUInt64},
+        {"uint8", c10::kByte},          {"int8", c10::kChar},
+        {"int16", c10::kShort},         {"int32", c10::kInt},
+        {"int64", c10::kLong},          {"float16", c10::kHalf},
+        {"float32", c10::kFloat},       {"float64", c10::kDouble},
+        {"complex32", c10::kComplexHalf}, {"complex64", c10::kComplexFloat},
+        {"complex128", c10::kComplexDouble}, {"bool", c10::kBool},
+        {"bfloat16", c10::kBFloat16},   {"half", c10::kHalf},
+        {"float", c10::kFloat},         {"double", c10::kDouble},
+        {"long", c10::kLong},           {"int", c10::kInt},
+        {"short", c10::kShort},         {"uint16", c10::kUInt16},
+        {"uint32", c10::kUInt32},       {"uint64", c10::kUInt64},
         {"float8_e4m3fn", c10::kFloat8_e4m3fn}, {"float8_e5m2", c10::kFloat8_e5m2}};
     for (const auto& kv : py) t[kv.first] = kv.second;
     return t;
@@ -46,96 +51,57 @@ c10::ScalarType parse_dtype(const std::string& name) {
   return it->second;
 }
 
-struct Target {
-  std::shared_ptr<Backend> backend;
-  std::atomic<int64_t> calls{0};
-};
-
-// The kernel registered for one routed overload.
-class RouteKernel final : public c10::OperatorKernel {
+// Boxed entry of one backend, for unboxed kernels that box only when the
+// chosen backend needs it.
+class BackendCaller final : public c10::OperatorKernel {
  public:
-  RouteKernel(std::string op, std::shared_ptr<Backend> fallback_backend,
-              std::vector<std::pair<std::vector<c10::ScalarType>, std::shared_ptr<Backend>>> rules,
-              RouteSpec spec)
-      : op_(std::move(op)), spec_(std::move(spec)) {
-    targets_.emplace_back(std::make_unique<Target>());
-    targets_.back()->backend = std::move(fallback_backend);
-    by_dtype_.fill(0);
-    for (auto& [dtypes, backend] : rules) {
-      size_t slot = slot_for(backend);
-      for (c10::ScalarType st : dtypes) by_dtype_[static_cast<size_t>(st)] = slot;
-      has_rules_ = true;
-    }
-  }
-
-  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
-                  torch::jit::Stack* stack) {
-    Target& target = *targets_[has_rules_ ? choose(op, *stack) : 0];
-    target.calls.fetch_add(1, std::memory_order_relaxed);
-    if (C10_UNLIKELY(g_dispatch_log.load(std::memory_order_relaxed))) log(op, target);
-    target.backend->call(op, keys, stack);
-  }
-
-  const std::string& op() const { return op_; }
-  const RouteSpec& spec() const { return spec_; }
-  void collect(std::map<std::string, std::map<std::string, int64_t>>& out) const {
-    for (const auto& t : targets_) {
-      const int64_t n = t->calls.load();
-      if (n > 0) out[op_][t->backend->name()] += n;
-    }
-  }
-  void reset() {
-    for (auto& t : targets_) t->calls.store(0);
+  explicit BackendCaller(std::shared_ptr<Backend> b) : backend_(std::move(b)) {}
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* s) {
+    backend_->call(op, ks, s);
   }
 
  private:
-  size_t slot_for(const std::shared_ptr<Backend>& backend) {
-    for (size_t i = 0; i < targets_.size(); ++i) {
-      if (targets_[i]->backend == backend) return i;
-    }
-    targets_.emplace_back(std::make_unique<Target>());
-    targets_.back()->backend = backend;
-    return targets_.size() - 1;
+  std::shared_ptr<Backend> backend_;
+};
+
+// The boxed kernel registered for routed overloads without a generated
+// unboxed wrapper.
+class RouteKernel final : public c10::OperatorKernel {
+ public:
+  explicit RouteKernel(RouteState* state) : state_(state) {}
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                  torch::jit::Stack* stack) {
+    std::optional<c10::ScalarType> dtype;
+    if (state_->has_rules()) dtype = first_dtype(op, *stack);
+    state_->pick(dtype).backend->call(op, keys, stack);
   }
 
-  // The dtype of the first tensor argument (a tensor list's first element)
-  // decides; docs/routing.md documents the rule.
-  size_t choose(const c10::OperatorHandle& op, const torch::jit::Stack& stack) const {
+ private:
+  // The dtype of the first tensor argument (a tensor list's first element).
+  static std::optional<c10::ScalarType> first_dtype(const c10::OperatorHandle& op,
+                                                    const torch::jit::Stack& stack) {
     const size_t n = op.schema().arguments().size();
     for (size_t i = stack.size() - n; i < stack.size(); ++i) {
       const c10::IValue& v = stack[i];
       if (v.isTensor()) {
-        if (v.toTensor().defined()) return by_dtype_[static_cast<size_t>(v.toTensor().scalar_type())];
+        if (v.toTensor().defined()) return v.toTensor().scalar_type();
       } else if (v.isTensorList()) {
         const auto list = v.toTensorList();
-        if (!list.empty()) {
-          return by_dtype_[static_cast<size_t>(static_cast<at::Tensor>(list.get(0)).scalar_type())];
-        }
+        if (!list.empty()) return static_cast<at::Tensor>(list.get(0)).scalar_type();
       }
     }
-    return 0;
+    return std::nullopt;
   }
-
-  void log(const c10::OperatorHandle& op, const Target& target) const {
-    std::lock_guard<std::mutex> lock(g_logged_mutex);
-    if (g_logged->emplace(op_, target.backend->name()).second) {
-      std::cerr << "[flagos dispatch] " << short_name(op.operator_name()) << " -> "
-                << target.backend->name() << std::endl;
-    }
-  }
-
-  std::string op_;
-  RouteSpec spec_;
-  std::vector<std::unique_ptr<Target>> targets_;
-  std::array<size_t, static_cast<size_t>(c10::ScalarType::NumOptions)> by_dtype_{};
-  bool has_rules_ = false;
+  RouteState* state_;
 };
 
 std::mutex g_install_mutex;
 // The registrations live as long as this Library; replacing it deregisters
-// every route kernel at once.
-std::unique_ptr<torch::Library>* g_library = new std::unique_ptr<torch::Library>();
-std::vector<RouteKernel*>* g_kernels = new std::vector<RouteKernel*>();
+// every route kernel at once. States are kept for the process: a call still
+// in flight on another thread may hold one.
+auto* g_library = new std::unique_ptr<torch::Library>();
+auto* g_states = new std::vector<RouteState*>();
+auto* g_retired = new std::vector<std::unique_ptr<RouteState>>();
 
 std::shared_ptr<Backend> backend_or_throw(const std::string& name, const std::string& op) {
   auto b = find_backend(name);
@@ -148,20 +114,91 @@ std::shared_ptr<Backend> backend_or_throw(const std::string& name, const std::st
   return b;
 }
 
+std::unordered_map<std::string, UnboxedFactory>& factories() {
+  static auto* m = new std::unordered_map<std::string, UnboxedFactory>();
+  return *m;
+}
+
 }  // namespace
 
-void router_install(const std::vector<RouteSpec>& routes) {
+// ---- RouteState ----
+
+RouteState::RouteState(std::string op, c10::OperatorHandle handle, RouteSpec spec,
+                       std::shared_ptr<Backend> default_backend,
+                       std::vector<std::pair<std::vector<c10::ScalarType>, std::shared_ptr<Backend>>> rules)
+    : op_(std::move(op)), handle_(std::move(handle)), spec_(std::move(spec)) {
+  slot_for(default_backend);
+  for (auto& [dtypes, backend] : rules) {
+    const size_t slot = slot_for(backend);
+    for (c10::ScalarType st : dtypes) by_dtype_[static_cast<size_t>(st)] = static_cast<uint8_t>(slot);
+    has_rules_ = true;
+  }
+}
+
+size_t RouteState::slot_for(const std::shared_ptr<Backend>& backend) {
+  for (size_t i = 0; i < targets_.size(); ++i) {
+    if (targets_[i]->backend == backend) return i;
+  }
+  auto t = std::make_unique<RouteTarget>();
+  t->backend = backend;
+  t->boxed = c10::BoxedKernel::makeFromFunctor(std::make_unique<BackendCaller>(backend));
+  t->unboxed_box_cpu = backend->name() == "box:cpu";
+  targets_.push_back(std::move(t));
+  TORCH_CHECK(targets_.size() < 256, "flagos router: too many backends for ", op_);
+  return targets_.size() - 1;
+}
+
+void RouteState::collect(std::map<std::string, std::map<std::string, int64_t>>& out) const {
+  for (const auto& t : targets_) {
+    const int64_t n = t->calls.load();
+    if (n > 0) out[op_][t->backend->name()] += n;
+  }
+}
+
+void RouteState::reset() {
+  for (auto& t : targets_) t->calls.store(0);
+}
+
+bool RouteState::log_enabled() { return g_dispatch_log.load(std::memory_order_relaxed); }
+
+void RouteState::log(const RouteTarget& t) const {
+  std::lock_guard<std::mutex> lock(g_logged_mutex);
+  if (g_logged->emplace(op_, t.backend->name()).second) {
+    std::cerr << "[flagos dispatch] " << short_name(handle_.operator_name()) << " -> "
+              << t.backend->name() << std::endl;
+  }
+}
+
+// ---- unboxed factories ----
+
+void register_unboxed_factory(const char* op_full_name, UnboxedFactory factory) {
+  factories()[op_full_name] = factory;
+}
+
+UnboxedFactory find_unboxed_factory(const std::string& op_full_name) {
+  auto it = factories().find(op_full_name);
+  return it == factories().end() ? nullptr : it->second;
+}
+
+size_t unboxed_factory_count() { return factories().size(); }
+
+// ---- installation ----
+
+void router_install(const std::vector<RouteSpec>& routes, bool unboxed) {
   std::lock_guard<std::mutex> lock(g_install_mutex);
   const auto& native = core_native_ops();  // before any route registers
   const std::set<std::string> native_set(native.begin(), native.end());
   auto library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
                                                   c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
-  std::vector<RouteKernel*> kernels;
+  std::vector<std::unique_ptr<RouteState>> states;
+  std::vector<std::pair<std::string, torch::CppFunction>> kernels;
   for (const auto& spec : routes) {
     const auto& [op, default_backend, rules] = spec;
     TORCH_CHECK(native_set.count(op) == 0, "flagos router: ", op,
                 " is served natively by core and cannot be routed");
-    const auto dot = op.find('.', op.find("::") + 2);
+    TORCH_CHECK(op.rfind("aten::", 0) == 0, "flagos router: only aten operators are routed, got ",
+                op);
+    const auto dot = op.find('.', 6);
     c10::OperatorName name(op.substr(0, dot), dot == std::string::npos ? "" : op.substr(dot + 1));
     auto handle = c10::Dispatcher::singleton().findOp(name);
     TORCH_CHECK(handle.has_value(), "flagos router: unknown operator ", op);
@@ -177,24 +214,29 @@ void router_install(const std::vector<RouteSpec>& routes) {
       for (const auto& d : dtypes) sts.push_back(parse_dtype(d));
       parsed.emplace_back(std::move(sts), std::move(backend));
     }
-    auto kernel = std::make_unique<RouteKernel>(op, std::move(fallback), std::move(parsed), spec);
-    kernels.push_back(kernel.get());
-    // Registered by full name with overload: "add.out"; the default overload by bare name.
-    const std::string reg = name.overload_name.empty() ? name.name.substr(6)
-                                                       : name.name.substr(6) + "." + name.overload_name;
-    library->impl(reg.c_str(),
-                  torch::CppFunction::makeFromBoxedKernel(c10::BoxedKernel::makeFromFunctor(std::move(kernel))));
+    auto state = std::make_unique<RouteState>(op, *handle, spec, std::move(fallback),
+                                              std::move(parsed));
+    const std::string reg = op.substr(6);  // "add.out", "abs"
+    UnboxedFactory factory = unboxed ? find_unboxed_factory(op) : nullptr;
+    kernels.emplace_back(reg, factory ? factory(state.get())
+                                      : torch::CppFunction::makeFromBoxedKernel(
+                                            c10::BoxedKernel::makeFromFunctor(
+                                                std::make_unique<RouteKernel>(state.get()))));
+    states.push_back(std::move(state));
   }
   // Deregister the old set first: one kernel per (op, key) at a time.
   g_library->reset();
+  for (auto& [reg, fn] : kernels) library->impl(reg.c_str(), std::move(fn));
   *g_library = std::move(library);
-  *g_kernels = std::move(kernels);
+  for (RouteState* s : *g_states) g_retired->emplace_back(s);
+  g_states->clear();
+  for (auto& s : states) g_states->push_back(s.release());
 }
 
 std::vector<RouteSpec> router_routes() {
   std::lock_guard<std::mutex> lock(g_install_mutex);
   std::vector<RouteSpec> out;
-  for (const RouteKernel* k : *g_kernels) out.push_back(k->spec());
+  for (const RouteState* s : *g_states) out.push_back(s->spec());
   return out;
 }
 
@@ -202,7 +244,7 @@ std::map<std::string, std::map<std::string, int64_t>> dispatch_counts() {
   std::map<std::string, std::map<std::string, int64_t>> out;
   {
     std::lock_guard<std::mutex> lock(g_install_mutex);
-    for (const RouteKernel* k : *g_kernels) k->collect(out);
+    for (const RouteState* s : *g_states) s->collect(out);
   }
   for (const auto& [op, n] : fallback_counts()) out[op]["cpu"] += n;
   return out;
@@ -211,7 +253,7 @@ std::map<std::string, std::map<std::string, int64_t>> dispatch_counts() {
 void reset_dispatch_counts() {
   {
     std::lock_guard<std::mutex> lock(g_install_mutex);
-    for (RouteKernel* k : *g_kernels) k->reset();
+    for (RouteState* s : *g_states) s->reset();
   }
   reset_fallback_counts();
 }

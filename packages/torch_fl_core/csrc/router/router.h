@@ -17,7 +17,7 @@ using RouteSpec = std::tuple<std::string, std::string, std::vector<DtypeRule>>;
 
 // Replaces every installed route. The caller (torch_fl.routing) has validated
 // the table; this still refuses unknown ops/backends and core-native ops.
-void router_install(const std::vector<RouteSpec>& routes);
+void router_install(const std::vector<RouteSpec>& routes, bool unboxed = true);
 std::vector<RouteSpec> router_routes();
 
 // op full name -> backend -> calls since the last reset (the unrouted CPU

@@ -1,0 +1,152 @@
+#include "router/box_alias.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/TensorImpl.h>
+
+#include <array>
+#include <atomic>
+#include <cstring>
+
+#include "glue/caching_allocator.h"
+#include "glue/runtime_access.h"
+
+namespace torch_fl::box {
+namespace {
+
+void release_storage_ref(void* ctx) { delete static_cast<c10::Storage*>(ctx); }
+void release_grown(void* ctx) { delete static_cast<c10::DataPtr*>(ctx); }
+
+// The allocator of alias storages. When a boxed kernel grows an out= alias
+// (resize_ of a result), the new memory comes from the flagos pool of the
+// owning device, so the router can hand it back to the flagos tensor without
+// a copy.
+class GrowAllocator final : public c10::Allocator {
+ public:
+  GrowAllocator(c10::DeviceIndex flagos_device, c10::Device target)
+      : flagos_device_(flagos_device), target_(target) {}
+
+  c10::DataPtr allocate(size_t n) override {
+    CurrentDeviceScope scope(flagos_device_);
+    auto* inner = new c10::DataPtr(caching_allocator()->allocate(n));
+    return {inner->get(), inner, &release_grown, target_};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+
+ private:
+  c10::DeviceIndex flagos_device_;
+  c10::Device target_;
+};
+
+constexpr size_t kMaxDevices = 64;
+
+// One GrowAllocator per (flagos device, target kind), created on first use and
+// kept for the process. Lock-free lookup: this runs for every alias.
+c10::Allocator* grow_allocator(c10::DeviceIndex flagos_device, c10::Device target) {
+  static std::array<std::atomic<GrowAllocator*>, kMaxDevices * 2> table{};
+  TORCH_CHECK(flagos_device >= 0 && static_cast<size_t>(flagos_device) < kMaxDevices,
+              "flagos box: device index ", static_cast<int>(flagos_device), " out of range");
+  const size_t slot = static_cast<size_t>(flagos_device) * 2 + (target.is_cpu() ? 0 : 1);
+  GrowAllocator* a = table[slot].load(std::memory_order_acquire);
+  if (a) return a;
+  auto* fresh = new GrowAllocator(flagos_device, target);
+  if (table[slot].compare_exchange_strong(a, fresh)) return fresh;
+  delete fresh;  // another thread won
+  return a;
+}
+
+// The flagos memory of a storage grown through GrowAllocator, taken over.
+std::optional<c10::DataPtr> take_grown(const c10::Storage& s) {
+  auto* inner = s.data_ptr().cast_context<c10::DataPtr>(&release_grown);
+  if (!inner) return std::nullopt;
+  return std::move(*inner);
+}
+
+}  // namespace
+
+c10::Device target_device(c10::DeviceType type, c10::DeviceIndex flagos_index) {
+  return type == c10::DeviceType::CPU ? c10::Device(c10::DeviceType::CPU)
+                                      : c10::Device(type, flagos_index);
+}
+
+at::Tensor make_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey key) {
+  const c10::Storage& base = t.storage();
+  c10::DataPtr dp(base.mutable_data(), new c10::Storage(base), &release_storage_ref, device);
+  c10::Storage storage(c10::Storage::use_byte_size_t(), base.nbytes(), std::move(dp),
+                       grow_allocator(t.device().index(), device), /*resizable=*/true);
+  auto impl =
+      c10::make_intrusive<c10::TensorImpl>(std::move(storage), c10::DispatchKeySet(key), t.dtype());
+  impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  if (t.is_conj()) impl->_set_conj(true);
+  if (t.is_neg()) impl->_set_neg(true);
+  return at::Tensor(std::move(impl));
+}
+
+at::Tensor flagos_over(c10::Storage storage, const at::Tensor& like) {
+  auto impl = c10::make_intrusive<c10::TensorImpl>(
+      std::move(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), like.dtype());
+  impl->set_sizes_and_strides(like.sizes(), like.strides(), like.storage_offset());
+  if (like.is_conj()) impl->_set_conj(true);
+  if (like.is_neg()) impl->_set_neg(true);
+  return at::Tensor(std::move(impl));
+}
+
+void adopt_geometry(const at::Tensor& base, const at::Tensor& alias) {
+  c10::TensorImpl* impl = base.unsafeGetTensorImpl();
+  const c10::Storage& astorage = alias.storage();
+  if (astorage.data() != base.storage().data()) {
+    auto grown = take_grown(astorage);
+    TORCH_CHECK(grown.has_value(), "flagos box: a kernel replaced the storage of an output with "
+                                   "memory that is not flagos memory");
+    c10::Storage s = base.storage();
+    s.set_data_ptr_noswap(std::move(*grown));
+    s.set_nbytes(astorage.nbytes());
+  }
+  if (base.sizes() != alias.sizes() || base.strides() != alias.strides() ||
+      base.storage_offset() != alias.storage_offset()) {
+    impl->set_sizes_and_strides(alias.sizes(), alias.strides(), alias.storage_offset());
+  }
+}
+
+at::Tensor to_flagos(const at::Tensor& t, c10::DeviceIndex device, c10::DeviceType type) {
+  if (!t.defined() || t.device().is_privateuseone()) return t;
+  if (auto grown = take_grown(t.storage())) {
+    const size_t nbytes = t.storage().nbytes();
+    c10::Storage s(c10::Storage::use_byte_size_t(), nbytes, std::move(*grown), caching_allocator(),
+                   true);
+    return flagos_over(std::move(s), t);
+  }
+  at::Tensor src = t.is_non_overlapping_and_dense() ? t : t.contiguous();
+  at::Tensor out = at::empty_strided(src.sizes(), src.strides(),
+                                     src.options().device(c10::Device(c10::kPrivateUse1, device)));
+  if (type == c10::DeviceType::CPU && has_capability(TFL_CAP_HOST_ADDRESSABLE_MEMORY)) {
+    // The stream was synchronized before the host kernel ran and nothing was
+    // queued since, so a host copy into device memory is ordered.
+    if (src.numel() > 0) {
+      std::memcpy(out.data_ptr(), src.data_ptr(), src.numel() * src.element_size());
+    }
+  } else {
+    out.copy_(src);
+  }
+  if (t.is_conj()) out._set_conj(true);
+  if (t.is_neg()) out._set_neg(true);
+  return out;
+}
+
+at::Tensor view_of_input_or_fresh(const at::Tensor& result, const at::Tensor* bases, size_t n,
+                                  c10::DeviceIndex device, c10::DeviceType type) {
+  if (!result.defined() || result.device().is_privateuseone()) return result;
+  const void* data = result.storage().data();
+  for (size_t i = 0; i < n; ++i) {
+    const at::Tensor& b = bases[i];
+    if (b.defined() && b.device().is_privateuseone() && data != nullptr &&
+        b.storage().data() == data) {
+      return flagos_over(b.storage(), result);
+    }
+  }
+  return to_flagos(result, device, type);
+}
+
+}  // namespace torch_fl::box

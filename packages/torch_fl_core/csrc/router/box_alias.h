@@ -1,0 +1,34 @@
+// The pieces of boxing shared by the boxed backend and the generated unboxed
+// route kernels: alias views of flagos memory typed as another device, and the
+// way results come back as flagos tensors.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/DispatchKey.h>
+
+#include <optional>
+
+namespace torch_fl::box {
+
+c10::Device target_device(c10::DeviceType type, c10::DeviceIndex flagos_index);
+
+// A view of `t`'s memory typed as `device` with dispatch key `key` (no copy;
+// keeps t's storage alive). If a kernel grows the view's storage, the new
+// memory comes from the flagos pool of t's device (see take_grown).
+at::Tensor make_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey key);
+
+// A flagos tensor over `storage` with `like`'s geometry and bits.
+at::Tensor flagos_over(c10::Storage storage, const at::Tensor& like);
+
+// The caller's flagos tensor takes the geometry (and grown memory) the kernel
+// gave its out=/in-place alias.
+void adopt_geometry(const at::Tensor& base, const at::Tensor& alias);
+
+// A result tensor of a boxed kernel as a flagos tensor on `device`: a view of
+// one of `bases` (the caller's flagos inputs) when it aliases its memory,
+// grown flagos memory taken over, else a copy into a flagos allocation.
+at::Tensor to_flagos(const at::Tensor& result, c10::DeviceIndex device, c10::DeviceType type);
+at::Tensor view_of_input_or_fresh(const at::Tensor& result, const at::Tensor* bases, size_t n,
+                                  c10::DeviceIndex device, c10::DeviceType type);
+
+}  // namespace torch_fl::box

@@ -1,0 +1,65 @@
+// The state behind one routed overload, shared by its boxed kernel (every op)
+// and its generated unboxed kernel (ops torchgen emitted a wrapper for).
+#pragma once
+
+#include <ATen/core/boxing/BoxedKernel.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/ScalarType.h>
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "router/backend.h"
+#include "router/router.h"
+
+namespace torch_fl {
+
+struct RouteTarget {
+  std::shared_ptr<Backend> backend;
+  c10::BoxedKernel boxed;  // calls backend->call; used by unboxed kernels
+  std::atomic<int64_t> calls{0};
+  // Set for box:cpu, which unboxed kernels run without boxing.
+  bool unboxed_box_cpu = false;
+};
+
+class RouteState {
+ public:
+  RouteState(std::string op, c10::OperatorHandle handle, RouteSpec spec,
+             std::shared_ptr<Backend> default_backend,
+             std::vector<std::pair<std::vector<c10::ScalarType>, std::shared_ptr<Backend>>> rules);
+
+  const std::string& op() const { return op_; }
+  const c10::OperatorHandle& handle() const { return handle_; }
+  const RouteSpec& spec() const { return spec_; }
+  bool has_rules() const { return has_rules_; }
+
+  // The target for a call whose first tensor argument has `dtype`
+  // (std::nullopt: no tensor argument, the default route).
+  RouteTarget& pick(std::optional<c10::ScalarType> dtype) {
+    RouteTarget& t = *targets_[dtype && has_rules_ ? by_dtype_[static_cast<size_t>(*dtype)] : 0];
+    t.calls.fetch_add(1, std::memory_order_relaxed);
+    if (C10_UNLIKELY(log_enabled())) log(t);
+    return t;
+  }
+
+  void collect(std::map<std::string, std::map<std::string, int64_t>>& out) const;
+  void reset();
+
+  static bool log_enabled();
+
+ private:
+  void log(const RouteTarget& t) const;
+  size_t slot_for(const std::shared_ptr<Backend>& backend);
+
+  std::string op_;
+  c10::OperatorHandle handle_;
+  RouteSpec spec_;
+  std::vector<std::unique_ptr<RouteTarget>> targets_;
+  std::array<uint8_t, static_cast<size_t>(c10::ScalarType::NumOptions)> by_dtype_{};
+  bool has_rules_ = false;
+};
+
+}  // namespace torch_fl

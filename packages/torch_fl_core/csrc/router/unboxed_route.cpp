@@ -1,0 +1,48 @@
+#include "router/unboxed_route.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include "aten/stack_args.h"
+#include "glue/runtime_access.h"
+#include "glue/stream_pool.h"
+
+namespace torch_fl::unboxed {
+
+std::optional<at::Generator> bridge_generator(const std::optional<at::Generator>& gen,
+                                              const Observer& obs,
+                                              const c10::FunctionSchema& schema) {
+  // Reuse the boxed bridge on a one-slot stack so both paths draw identically.
+  torch::jit::Stack stack;
+  stack.emplace_back(gen);
+  bridge_generator_value(schema, stack.front(), obs.device, obs.numel);
+  if (stack.front().isNone()) return std::nullopt;
+  return stack.front().toGenerator();
+}
+
+BoxScope::BoxScope(const Observer& obs, const c10::OperatorHandle& op, c10::DeviceType type) {
+  if (obs.other_device) {
+    TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two "
+                       "devices, flagos:", static_cast<int>(*obs.device), " and flagos:",
+                static_cast<int>(*obs.other_device), "! (when checking arguments for ",
+                op.schema().operator_name(), ")");
+  }
+  if (obs.device && obs.cpu_nonscalar) check_cpu_tensors_allowed(op, *obs.device);
+  device_ = obs.device ? *obs.device : current_device();
+  int current = 0;
+  TFL_CALL(device_, get_device, &current);
+  if (current != device_) {
+    TFL_CALL(device_, set_device, device_);
+    previous_ = current;
+  }
+  if (type == c10::DeviceType::CPU) {
+    // A host kernel cannot enqueue on the flagos stream: wait for the
+    // stream's earlier work first (ARCHITECTURE.md section 4).
+    TFL_CALL(device_, stream_synchronize, native_stream(current_stream(device_)));
+  }
+}
+
+BoxScope::~BoxScope() {
+  if (previous_ >= 0) runtime().set_device(previous_);
+}
+
+}  // namespace torch_fl::unboxed

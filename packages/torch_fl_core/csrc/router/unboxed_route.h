@@ -1,0 +1,280 @@
+// The unboxed route kernel, instantiated per overload by the build-time
+// generator (tools/gen_unboxed_routes.py) from ATen's own at::_ops structs.
+//
+// Why: a boxed kernel converts every argument to IValues and back on each
+// call. For the hot path (a routed op served by box:cpu) this kernel aliases
+// the tensor arguments and redispatches to the CPU kernel with the same C++
+// signature, without boxing. Other backends are reached by boxing once.
+#pragma once
+
+#include <ATen/core/Generator.h>
+#include <ATen/core/IListRef.h>
+#include <ATen/core/List.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/core/boxing/impl/boxing.h>
+#include <torch/library.h>
+
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "router/box_alias.h"
+#include "router/route_state.h"
+#include "router/unboxed_registry.h"
+
+namespace torch_fl::unboxed {
+
+// ---- pass 1: what the arguments say (device, dtype, sizes) ----------------
+struct Observer {
+  std::optional<c10::ScalarType> first_dtype;
+  std::optional<c10::DeviceIndex> device;
+  int64_t numel = 0;
+  bool cpu_nonscalar = false;
+  std::optional<c10::DeviceIndex> other_device;  // a second flagos device
+  c10::SmallVector<at::Tensor, 4> bases;          // flagos inputs, for view results
+
+  void see(const at::Tensor& t, bool base = false) {
+    if (!t.defined()) return;
+    if (!first_dtype) first_dtype = t.scalar_type();
+    if (t.device().is_privateuseone()) {
+      const auto d = t.device().index();
+      if (!device) {
+        device = d;
+      } else if (*device != d) {
+        other_device = d;
+      }
+      numel = std::max<int64_t>(numel, t.numel());
+      if (base) bases.push_back(t);
+    } else if (t.device().is_cpu() && t.dim() > 0) {
+      cpu_nonscalar = true;
+    }
+  }
+};
+
+inline void observe(Observer& o, const at::Tensor& t) { o.see(t, true); }
+inline void observe(Observer& o, const std::optional<at::Tensor>& t) {
+  if (t) o.see(*t, true);
+}
+inline void observe(Observer& o, at::TensorList l) {
+  for (const auto& t : l) o.see(t);
+}
+inline void observe(Observer& o, const at::ITensorListRef& l) {
+  for (const auto& t : l) o.see(t);
+}
+inline void observe(Observer& o, const c10::List<std::optional<at::Tensor>>& l) {
+  for (const std::optional<at::Tensor> t : l) {
+    if (t) o.see(*t);
+  }
+}
+template <class T>
+inline void observe(Observer&, const T&) {}
+
+// ---- pass 2: arguments as the target backend sees them --------------------
+struct Converter {
+  c10::Device target;
+  c10::DispatchKey key;
+  const Observer& obs;
+  const c10::FunctionSchema& schema;
+
+  at::Tensor alias(const at::Tensor& t) const {
+    return t.defined() && t.device().is_privateuseone() ? box::make_alias(t, target, key) : t;
+  }
+};
+
+inline at::Tensor convert(const Converter& c, const at::Tensor& t) { return c.alias(t); }
+inline std::optional<at::Tensor> convert(const Converter& c, const std::optional<at::Tensor>& t) {
+  return t ? std::optional<at::Tensor>(c.alias(*t)) : t;
+}
+inline std::vector<at::Tensor> convert(const Converter& c, at::TensorList l) {
+  std::vector<at::Tensor> out;
+  out.reserve(l.size());
+  for (const auto& t : l) out.push_back(c.alias(t));
+  return out;
+}
+inline std::vector<at::Tensor> convert(const Converter& c, const at::ITensorListRef& l) {
+  std::vector<at::Tensor> out;
+  out.reserve(l.size());
+  for (const auto& t : l) out.push_back(c.alias(t));
+  return out;
+}
+inline c10::List<std::optional<at::Tensor>> convert(const Converter& c,
+                                                     const c10::List<std::optional<at::Tensor>>& l) {
+  c10::List<std::optional<at::Tensor>> out;
+  out.reserve(l.size());
+  for (const std::optional<at::Tensor> t : l) out.push_back(t ? std::optional(c.alias(*t)) : t);
+  return out;
+}
+inline c10::Device convert(const Converter& c, c10::Device d) {
+  return d.is_privateuseone() ? c.target : d;
+}
+inline std::optional<c10::Device> convert(const Converter& c, const std::optional<c10::Device>& d) {
+  return d && d->is_privateuseone() ? std::optional<c10::Device>(c.target) : d;
+}
+std::optional<at::Generator> bridge_generator(const std::optional<at::Generator>& gen,
+                                              const Observer& obs,
+                                              const c10::FunctionSchema& schema);
+inline std::optional<at::Generator> convert(const Converter& c,
+                                            const std::optional<at::Generator>& g) {
+  return bridge_generator(g, c.obs, c.schema);
+}
+template <class T>
+inline std::decay_t<T> convert(const Converter&, const T& v) {
+  return v;
+}
+
+// Waits for the stream (host kernels cannot enqueue), checks devices, and
+// makes the op's device current for the call.
+class BoxScope {
+ public:
+  BoxScope(const Observer& obs, const c10::OperatorHandle& op, c10::DeviceType type);
+  ~BoxScope();
+  c10::DeviceIndex device() const { return device_; }
+
+ private:
+  c10::DeviceIndex device_;
+  int previous_ = -1;
+};
+
+// ---- results ---------------------------------------------------------------
+template <class Conv, class Orig, size_t... I>
+at::Tensor* original_of(const at::Tensor* r, Conv& conv, Orig& orig, std::index_sequence<I...>) {
+  at::Tensor* found = nullptr;
+  auto check = [&](auto& converted, auto&& original) {
+    using O = decltype(original);
+    if constexpr (std::is_same_v<O, at::Tensor&> || std::is_same_v<O, const at::Tensor&>) {
+      if (!found && static_cast<const void*>(&converted) == static_cast<const void*>(r)) {
+        found = const_cast<at::Tensor*>(&original);
+      }
+    }
+  };
+  (check(std::get<I>(conv), std::get<I>(orig)), ...);
+  return found;
+}
+
+template <class Conv, class Orig, size_t... I>
+void adopt_outputs(Conv& conv, Orig& orig, std::index_sequence<I...>) {
+  auto adopt = [](auto& converted, auto&& original) {
+    using O = decltype(original);
+    if constexpr (std::is_same_v<O, at::Tensor&>) {
+      if (original.defined() && original.device().is_privateuseone()) {
+        box::adopt_geometry(original, converted);
+      }
+    }
+  };
+  (adopt(std::get<I>(conv), std::get<I>(orig)), ...);
+}
+
+template <class R>
+struct Result {
+  // Scalars, shapes, ...: nothing to convert.
+  template <class Conv, class Orig, size_t N>
+  static R convert(R&& r, Conv&, Orig&, const Observer&, const BoxScope&, c10::DeviceType) {
+    return std::forward<R>(r);
+  }
+};
+
+template <>
+struct Result<at::Tensor> {
+  template <class Conv, class Orig, size_t N>
+  static at::Tensor convert(at::Tensor&& r, Conv&, Orig&, const Observer& obs,
+                            const BoxScope& scope, c10::DeviceType type) {
+    return box::view_of_input_or_fresh(r, obs.bases.data(), obs.bases.size(), scope.device(), type);
+  }
+};
+
+template <class Ref>
+struct RefResult {
+  template <class Conv, class Orig, size_t N>
+  static Ref convert(Ref r, Conv& conv, Orig& orig, const Observer&, const BoxScope&,
+                     c10::DeviceType) {
+    at::Tensor* o = original_of(&r, conv, orig, std::make_index_sequence<N>{});
+    TORCH_CHECK(o != nullptr, "flagos router: an in-place/out= kernel returned a tensor that is "
+                              "not one of its arguments");
+    return *o;
+  }
+};
+template <>
+struct Result<at::Tensor&> : RefResult<at::Tensor&> {};
+template <>
+struct Result<const at::Tensor&> : RefResult<const at::Tensor&> {};
+
+template <>
+struct Result<std::vector<at::Tensor>> {
+  template <class Conv, class Orig, size_t N>
+  static std::vector<at::Tensor> convert(std::vector<at::Tensor>&& r, Conv&, Orig&,
+                                         const Observer& obs, const BoxScope& scope,
+                                         c10::DeviceType type) {
+    for (auto& t : r) {
+      t = box::view_of_input_or_fresh(t, obs.bases.data(), obs.bases.size(), scope.device(), type);
+    }
+    return std::move(r);
+  }
+};
+
+template <class... Ts>
+struct Result<std::tuple<Ts...>> {
+  template <class Conv, class Orig, size_t N>
+  static std::tuple<Ts...> convert(std::tuple<Ts...>&& r, Conv& conv, Orig& orig,
+                                   const Observer& obs, const BoxScope& scope,
+                                   c10::DeviceType type) {
+    return std::apply(
+        [&](auto&&... e) {
+          return std::tuple<Ts...>(Result<Ts>::template convert<Conv, Orig, N>(
+              std::forward<Ts>(e), conv, orig, obs, scope, type)...);
+        },
+        std::move(r));
+  }
+};
+
+// ---- the kernel ------------------------------------------------------------
+template <class Op, class Sig = typename Op::schema>
+struct UnboxedRoute;
+
+template <class Op, class R, class... Args>
+struct UnboxedRoute<Op, R(Args...)> {
+  static inline std::atomic<RouteState*> state{nullptr};
+
+  static R call(c10::DispatchKeySet ks, Args... args) {
+    RouteState* st = state.load(std::memory_order_acquire);
+    Observer obs;
+    (observe(obs, args), ...);
+    RouteTarget& target = st->pick(obs.first_dtype);
+    if (!target.unboxed_box_cpu) {
+      return c10::impl::BoxedKernelWrapper<R(Args...)>::call(target.boxed, st->handle(), ks,
+                                                              std::forward<Args>(args)...);
+    }
+    constexpr c10::DeviceType type = c10::DeviceType::CPU;
+    BoxScope scope(obs, st->handle(), type);
+    const Converter conv{box::target_device(type, scope.device()), c10::DispatchKey::CPU, obs,
+                         st->handle().schema()};
+    auto converted = std::make_tuple(convert(conv, args)...);
+    auto originals = std::forward_as_tuple(args...);
+    const c10::DispatchKeySet cpu(c10::DispatchKey::CPU);
+    constexpr size_t N = sizeof...(Args);
+    if constexpr (std::is_void_v<R>) {
+      std::apply([&](auto&... a) { Op::redispatch(cpu, a...); }, converted);
+      adopt_outputs(converted, originals, std::make_index_sequence<N>{});
+    } else {
+      R r = std::apply([&](auto&... a) -> R { return Op::redispatch(cpu, a...); }, converted);
+      adopt_outputs(converted, originals, std::make_index_sequence<N>{});
+      return Result<R>::template convert<decltype(converted), decltype(originals), N>(
+          std::forward<R>(r), converted, originals, obs, scope, type);
+    }
+  }
+
+  static torch::CppFunction make(RouteState* s) {
+    state.store(s, std::memory_order_release);
+    return torch::CppFunction(TORCH_FN(call));
+  }
+};
+
+// Generated files call this once per overload at load time.
+template <class Op>
+struct Register {
+  explicit Register(const char* full_name) {
+    register_unboxed_factory(full_name, &UnboxedRoute<Op>::make);
+  }
+};
+
+}  // namespace torch_fl::unboxed
