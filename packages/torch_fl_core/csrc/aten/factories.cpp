@@ -10,10 +10,13 @@
 namespace torch_fl {
 namespace {
 
+// An explicit index is checked; the current device is valid by construction.
 c10::DeviceIndex target_device(std::optional<c10::Device> device) {
-  const c10::DeviceIndex index = device && device->has_index() ? device->index() : current_device();
-  check_device_index(index);
-  return index;
+  if (device && device->has_index()) {
+    check_device_index(device->index());
+    return device->index();
+  }
+  return current_device();
 }
 
 void check_options(std::optional<c10::Layout> layout, std::optional<bool> pin_memory) {

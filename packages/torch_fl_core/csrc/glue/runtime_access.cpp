@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 
@@ -10,6 +11,9 @@ namespace {
 
 std::mutex g_activate_mutex;
 std::atomic<const tfl_runtime_v1*> g_runtime{nullptr};
+// A runtime's device count is fixed once it is initialised (as for CUDA);
+// cached because every factory and guard asks for it.
+std::atomic<int> g_device_count{-1};
 std::string g_runtime_path;  // guarded by g_activate_mutex
 
 const char* status_text(const tfl_runtime_v1* rt, tfl_status st) {
@@ -46,6 +50,11 @@ void activate_runtime_library(const std::string& path) {
     TORCH_CHECK(false, "flagos: runtime '", rt->name, "' failed to initialise: ",
                 status_text(rt, st), " (", rt->last_error(), ")");
   }
+  int count = 0;
+  const tfl_status cst = rt->device_count(&count);
+  TORCH_CHECK(cst == TFL_OK, "flagos: runtime '", rt->name, "' cannot count its devices: ",
+              status_text(rt, cst), " (", rt->last_error(), ")");
+  g_device_count.store(count);
   g_runtime_path = path;
   g_runtime.store(rt);
 }
@@ -71,17 +80,13 @@ bool has_capability(uint64_t cap) noexcept {
 }
 
 c10::DeviceIndex device_count_noexcept() noexcept {
-  const tfl_runtime_v1* rt = g_runtime.load();
-  if (!rt) return 0;
-  int n = 0;
-  if (rt->device_count(&n) != TFL_OK) return 0;
-  return static_cast<c10::DeviceIndex>(n);
+  if (!g_runtime.load(std::memory_order_acquire)) return 0;
+  return static_cast<c10::DeviceIndex>(std::max(0, g_device_count.load(std::memory_order_relaxed)));
 }
 
 c10::DeviceIndex device_count() {
-  int n = 0;
-  TFL_CALL(-1, device_count, &n);
-  return static_cast<c10::DeviceIndex>(n);
+  runtime();  // throws with the explanation when no runtime is active
+  return static_cast<c10::DeviceIndex>(g_device_count.load(std::memory_order_relaxed));
 }
 
 void check_device_index(c10::DeviceIndex index) {

@@ -103,7 +103,10 @@ namespace {
 struct StreamRegistry {
   std::mutex mutex;
   std::unordered_map<tfl_stream, StreamPtr> streams;  // created by stream_create
-  std::vector<StreamPtr> defaults;                     // per device, created lazily
+  // Per device, created once on first use and never replaced, so readers
+  // need no lock (every host kernel asks for its device's default stream).
+  std::vector<StreamPtr> defaults;
+  std::unique_ptr<std::once_flag[]> defaults_once;
 };
 
 // Leaked on purpose (see the file comment).
@@ -111,6 +114,7 @@ StreamRegistry& registry() {
   static StreamRegistry* r = [] {
     auto* reg = new StreamRegistry();
     reg->defaults.resize(static_cast<size_t>(config().device_count));
+    reg->defaults_once.reset(new std::once_flag[static_cast<size_t>(config().device_count)]);
     return reg;
   }();
   return *r;
@@ -118,10 +122,9 @@ StreamRegistry& registry() {
 
 StreamPtr default_stream(int device) {
   StreamRegistry& reg = registry();
-  std::lock_guard<std::mutex> lock(reg.mutex);
-  StreamPtr& s = reg.defaults[static_cast<size_t>(device)];
-  if (!s) s = std::make_shared<Stream>(device, 0);
-  return s;
+  const auto d = static_cast<size_t>(device);
+  std::call_once(reg.defaults_once[d], [&] { reg.defaults[d] = std::make_shared<Stream>(device, 0); });
+  return reg.defaults[d];
 }
 
 }  // namespace
@@ -159,11 +162,10 @@ tfl_status resolve_stream_on(const char* fn, tfl_stream handle, int device, Stre
 }
 
 void synchronize_device_streams(int device) {
-  std::vector<StreamPtr> streams;
+  std::vector<StreamPtr> streams{default_stream(device)};
   {
     StreamRegistry& reg = registry();
     std::lock_guard<std::mutex> lock(reg.mutex);
-    if (const StreamPtr& d = reg.defaults[static_cast<size_t>(device)]) streams.push_back(d);
     for (const auto& [handle, s] : reg.streams) {
       if (s->device() == device) streams.push_back(s);
     }
