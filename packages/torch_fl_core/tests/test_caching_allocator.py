@@ -9,6 +9,7 @@ the sim runtime; each test starts from an empty cache on device 0.
 
 from __future__ import annotations
 
+import gc
 import threading
 
 import pytest
@@ -35,6 +36,9 @@ def sim(flagos):
     from torch_fl.runtimes import sim
 
     sim.clear_faults()
+    # Tensors of earlier tests caught in reference cycles would otherwise pin
+    # a segment until the next garbage collection.
+    gc.collect()
     flagos.synchronize(0)
     flagos.empty_cache()
     # What is still reserved now belongs to tensors other tests keep alive; tests compare to it.

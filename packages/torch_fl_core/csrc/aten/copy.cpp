@@ -268,7 +268,8 @@ Tensor copy_from_and_resize(const Tensor& self, const Tensor& dst) {
 at::Scalar local_scalar_dense(const Tensor& self) {
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
               " elements cannot be converted to Scalar");
-  Tensor host = at::empty({}, self.options().device(at::kCPU));
+  // Same shape as self ([1], [1, 1], ...): item() of any one-element tensor.
+  Tensor host = at::empty(self.sizes(), self.options().device(at::kCPU));
   copy_device_to_host(self, host, false);
   return host.item();
 }

@@ -3,8 +3,9 @@
 A two-layer MLP learns a synthetic 4-class problem (seeded) for ``--steps`` SGD steps on
 ``flagos``, then again on the CPU from the same initial weights and the same batches. The final
 loss and parameters must match within a tolerance (exit status 1 if not). It prints what is under
-``flagos`` and where the operators ran: the ones ATen's CPU fallback served, with call counts, and
-the minimal set that runs natively.
+``flagos`` and where the operators ran (the census of :mod:`torch_fl.census`: per operator, the
+backend of the route table that served it and how often, and every operator the CPU fallback
+served), and the minimal set core runs natively.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import torch_fl
-from torch_fl.testing import fallback_counts, to_cpu
+from torch_fl import census
+from torch_fl.testing import to_cpu
 
 FEATURES, HIDDEN, CLASSES, SAMPLES, BATCH = 32, 64, 4, 1024, 64
 RTOL, ATOL = 1e-3, 1e-4
@@ -112,20 +114,9 @@ def train(
     return final, seconds
 
 
-def _fallback_report(counts: dict[str, int]) -> str:
-    lines = []
-    if counts:
-        total = sum(counts.values())
-        lines.append(
-            f"Served by ATen's CPU fallback: {len(counts)} operators, {total} calls "
-            f"(copy in, compute on CPU, copy out):"
-        )
-        width = max(len(op) for op in counts)
-        for op, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
-            lines.append(f"  {op:<{width}}  {n:>7}")
-    else:
-        lines.append("Served by ATen's CPU fallback: none")
-    lines.append(f"Ran natively on flagos (the minimal set, not counted): {NATIVE_SET}.")
+def _census_report(counts: census.Counts) -> str:
+    lines = [census.summary(counts, title="Operators on flagos")]
+    lines.append(f"Ran natively on flagos (core's own kernels, not counted): {NATIVE_SET}.")
     return "\n".join(lines)
 
 
@@ -171,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     model_cpu = copy.deepcopy(model_fl)
 
     print(f"Training a {FEATURES}-{HIDDEN}-{CLASSES} MLP for {args.steps} steps on {device}")
-    with fallback_counts() as counts:
+    with census.counting() as counts:
         loss_fl, secs_fl = train(model_fl, device, data, batches, not args.no_progress)
     print("... and the same on cpu, from the same weights and batches")
     loss_cpu, secs_cpu = train(model_cpu, torch.device("cpu"), data, batches, not args.no_progress)
@@ -181,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         f"final loss  {device}: {loss_fl:.6f} ({secs_fl:.1f} s)   cpu: {loss_cpu:.6f} ({secs_cpu:.1f} s)"
     )
     print()
-    print(_fallback_report(counts))
+    print(_census_report(counts))
     print()
     problems = _compare(model_fl, model_cpu, loss_fl, loss_cpu)
     if problems:

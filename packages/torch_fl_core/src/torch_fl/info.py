@@ -42,6 +42,20 @@ def _devices() -> list[str]:
     return lines
 
 
+def _routes() -> list[str]:
+    from torch_fl import routing
+
+    if not routing.router_available():
+        return [f"routes:     {ROUTES_NONE}"]
+    active = routing.active_table()
+    if active is None:
+        return [f"routes:     {ROUTES_NONE}"]
+    described = active.describe().splitlines()
+    lines = [f"routes:     {described[0]}", *described[1:]]
+    lines.append(f"  backends: {', '.join(sorted({*_C.router_backends(), 'none'}))}")
+    return lines
+
+
 def info() -> str:
     """Vendor (and why it was chosen), runtime, capabilities, devices, versions and routes."""
     from torch_fl import __version__
@@ -67,5 +81,5 @@ def info() -> str:
     else:
         lines.append("runtime:    none loaded")
     lines.extend(_devices())
-    lines.append(f"routes:     {ROUTES_NONE}")
+    lines.extend(_routes())
     return "\n".join(lines) + "\n"

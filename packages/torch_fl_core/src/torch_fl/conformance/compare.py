@@ -85,19 +85,15 @@ def _compare_values(
 
 
 def _compare_tensor(
-    actual: Any, expected: torch.Tensor, path: str, values: bool, accumulates: bool
+    actual: Any, expected: torch.Tensor, path: str, values: bool, accumulates: bool, devices: bool
 ) -> Mismatch | None:
     if not isinstance(actual, torch.Tensor):
         return Mismatch(path, "structure", f"expected a tensor, got {type(actual).__name__}")
     want = device_name() if expected.device.type == "cpu" else expected.device.type
-    if actual.device.type != want:
-        return Mismatch(
-            path, "device", f"result is on {actual.device}, expected a {want} tensor"
-        )
+    if devices and actual.device.type != want:
+        return Mismatch(path, "device", f"result is on {actual.device}, expected a {want} tensor")
     if actual.shape != expected.shape:
-        return Mismatch(
-            path, "metadata", f"shape {tuple(actual.shape)} != {tuple(expected.shape)}"
-        )
+        return Mismatch(path, "metadata", f"shape {tuple(actual.shape)} != {tuple(expected.shape)}")
     if actual.dtype != expected.dtype:
         return Mismatch(path, "metadata", f"dtype {actual.dtype} != {expected.dtype}")
     if actual.layout != expected.layout:
@@ -136,35 +132,32 @@ def compare(
     *,
     values: bool = True,
     accumulates: bool = False,
+    devices: bool = True,
     path: str = "",
 ) -> Mismatch | None:
     """The first difference between ``actual`` (flagos) and ``expected`` (CPU), or ``None``.
 
     ``values=False`` checks structure, devices, shapes and dtypes only (random and uninitialised
     results). ``accumulates``: scale atol for sums of many terms (see :mod:`.tolerances`).
+    ``devices=False``: do not require ``flagos`` tensors (comparing inputs, some stay on CPU).
     """
+    kw = {"values": values, "accumulates": accumulates, "devices": devices}
     if isinstance(expected, torch.Tensor):
-        return _compare_tensor(actual, expected, path or "result", values, accumulates)
+        return _compare_tensor(actual, expected, path or "result", values, accumulates, devices)
     if isinstance(expected, dict):
         if not isinstance(actual, dict) or actual.keys() != expected.keys():
             return Mismatch(path, "structure", "dict keys differ")
         for k in expected:
-            found = compare(
-                actual[k], expected[k], values=values, accumulates=accumulates, path=f"{path}[{k!r}]"
-            )
+            found = compare(actual[k], expected[k], path=f"{path}[{k!r}]", **kw)
             if found:
                 return found
         return None
     if isinstance(expected, (list, tuple)):
         if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
             got = len(actual) if isinstance(actual, (list, tuple)) else type(actual).__name__
-            return Mismatch(
-                path, "structure", f"expected a sequence of {len(expected)}, got {got}"
-            )
+            return Mismatch(path, "structure", f"expected a sequence of {len(expected)}, got {got}")
         for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
-            found = compare(
-                a, e, values=values, accumulates=accumulates, path=f"{path or 'result'}[{i}]"
-            )
+            found = compare(a, e, path=f"{path or 'result'}[{i}]", **kw)
             if found:
                 return found
         return None

@@ -114,14 +114,30 @@ def _samples(op: Any, dtype: torch.dtype, requires_grad: bool, max_samples: int)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return list(
-            itertools.islice(op.sample_inputs("cpu", dtype, requires_grad=requires_grad), max_samples)
+            itertools.islice(
+                op.sample_inputs("cpu", dtype, requires_grad=requires_grad), max_samples
+            )
         )
 
 
-def _call(fn: Callable[..., Any], inputs: tuple[Any, tuple, dict], seed: bool) -> Any:
+def _inputs(op: Any, sample: Any) -> tuple[tuple[Any, tuple, dict], tuple[Any, tuple, dict]]:
+    """Fresh (CPU, flagos) copies of ``sample``'s (input, args, kwargs)."""
+    raw = (sample.input, sample.args, sample.kwargs)
+    cpu, dev = transfer(raw, "cpu"), transfer(raw, device_name())
+    keep = traits.cpu_arguments(op)
+    if keep:
+        dev_args = list(dev[1])
+        for i in keep:
+            if i < len(dev_args):
+                dev_args[i] = transfer(sample.args[i], "cpu")
+        dev = (dev[0], tuple(dev_args), dev[2])
+    return cpu, dev
+
+
+def _call(fn: Callable[..., Any], inputs: tuple[Any, tuple, dict]) -> Any:
     inp, args, kwargs = inputs
-    if seed:
-        torch.manual_seed(SEED)
+    # Same seed for both runs: random operators may then agree, though they need not.
+    torch.manual_seed(SEED)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return fn(inp, *args, **kwargs)
@@ -149,7 +165,9 @@ def _aliases(outputs: Any, inputs: Any) -> list[bool]:
 
 
 def _alias_mismatch(cpu_out: Any, cpu_in: Any, dev_out: Any, dev_in: Any) -> str | None:
-    for i, (c, d) in enumerate(zip(_aliases(cpu_out, cpu_in), _aliases(dev_out, dev_in), strict=False)):
+    for i, (c, d) in enumerate(
+        zip(_aliases(cpu_out, cpu_in), _aliases(dev_out, dev_in), strict=False)
+    ):
         if c and not d:
             return f"result tensor {i} is a view of an input on CPU but a copy on flagos"
         if d and not c:
@@ -164,12 +182,12 @@ def _compare_run(
     dev: tuple[Any, Any],
     tally: _Tally,
     index: int,
-    *,
-    check_aliasing: bool,
 ) -> None:
     """Compare (result, inputs-after) of a CPU run and a flagos run of one sample."""
     (cpu_out, cpu_in), (dev_out, dev_in) = cpu, dev
-    values = traits.values_comparable(op)
+    values = traits.values_comparable(op, sample)
+    if not values:
+        tally.note(_structure_only(op))
     accumulates = traits.accumulates(op)
     mismatch = compare(dev_out, cpu_out, values=values, accumulates=accumulates)
     if mismatch is not None and mismatch.kind == "values" and traits.sign_ambiguous(op):
@@ -184,12 +202,13 @@ def _compare_run(
     if mismatch is not None:
         tally.mismatched(index, mismatch)
         return
-    if check_aliasing:
-        alias = _alias_mismatch(cpu_out, cpu_in, dev_out, dev_in)
-        if alias is not None:
-            tally.mismatched(index, alias)
-            return
-    mutated = compare(dev_in, cpu_in, values=values, path="input")
+    alias = _alias_mismatch(cpu_out, cpu_in, dev_out, dev_in)
+    if alias is not None:
+        tally.mismatched(index, alias)
+        return
+    mutated = None
+    for part, dev_part, cpu_part in zip(("input", "args", "kwargs"), dev_in, cpu_in, strict=True):
+        mutated = mutated or compare(dev_part, cpu_part, values=values, devices=False, path=part)
     if mutated is not None:
         tally.mismatched(index, f"inputs after the call differ: {mutated}")
         return
@@ -204,22 +223,19 @@ def _run_variant(
     *,
     inplace: bool,
 ) -> int:
-    dev = device_name()
-    seed = traits.is_random(op)
     total = 0
     for index, sample in enumerate(samples):
         if inplace and sample.broadcasts_input:
             continue
         total += 1
-        raw = (sample.input, sample.args, sample.kwargs)
-        cpu_in, dev_in = transfer(raw, "cpu"), transfer(raw, dev)
+        cpu_in, dev_in = _inputs(op, sample)
         try:
-            cpu_out = _call(fn, cpu_in, seed)
+            cpu_out = _call(fn, cpu_in)
         except Exception as exc:
             tally.cpu_raised(exc)
             continue
         try:
-            dev_out = _call(fn, dev_in, seed)
+            dev_out = _call(fn, dev_in)
             _sync()
         except Exception as exc:
             tally.raised(index, exc)
@@ -228,27 +244,29 @@ def _run_variant(
             tally.mismatched(
                 index,
                 "in-place variant returned "
-                + ("a new tensor on flagos" if cpu_out is cpu_in[0] else "its input on flagos only"),
+                + (
+                    "a new tensor on flagos" if cpu_out is cpu_in[0] else "its input on flagos only"
+                ),
             )
             continue
         try:
-            _compare_run(
-                op, sample, (cpu_out, cpu_in), (dev_out, dev_in), tally, index, check_aliasing=True
-            )
+            _compare_run(op, sample, (cpu_out, cpu_in), (dev_out, dev_in), tally, index)
         except Exception as exc:  # reading the flagos result back failed
             tally.raised(index, exc)
     return total
 
 
+def _structure_only(op: Any) -> str:
+    if traits.uninitialized(op):
+        return "uninitialised result: compared structure/shape/dtype/device only"
+    if op.full_name in traits.RANDOM:
+        return "random op: compared structure/shape/dtype/device only"
+    return "random samples: compared structure/shape/dtype/device only"
+
+
 def _forward(op: Any, dtype: torch.dtype, max_samples: int) -> CheckResult:
     tally = _Tally("forward")
     total = _run_variant(op, op.op, _samples(op, dtype, False, max_samples), tally, inplace=False)
-    if not traits.values_comparable(op):
-        tally.note(
-            "random op: compared structure/shape/dtype/device only"
-            if traits.is_random(op)
-            else "uninitialised result: compared structure/shape/dtype/device only"
-        )
     return tally.result(total)
 
 
@@ -277,7 +295,7 @@ def _weighted_sum(outputs: list[torch.Tensor], index: int, device: str) -> torch
 
 
 def _grads(op: Any, sample: Any, inputs: tuple[Any, tuple, dict], index: int, device: str):
-    out = _call(op.op, inputs, traits.is_random(op))
+    out = _call(op.op, inputs)
     processed = sample.output_process_fn_grad(out)
     outputs = [t for t in tensors_in(processed) if t.requires_grad]
     leaves = [t for t in tensors_in(inputs) if t.requires_grad]
@@ -296,12 +314,11 @@ def _backward(op: Any, dtype: torch.dtype, max_samples: int) -> CheckResult:
         )
     dev = device_name()
     tally = _Tally("backward")
-    values = traits.values_comparable(op)
     samples = _samples(op, dtype, True, max_samples)
     total = 0
     for index, sample in enumerate(samples):
-        raw = (sample.input, sample.args, sample.kwargs)
-        cpu_in, dev_in = transfer(raw, "cpu"), transfer(raw, dev)
+        values = traits.values_comparable(op, sample)
+        cpu_in, dev_in = _inputs(op, sample)
         try:
             cpu_grads = _grads(op, sample, cpu_in, index, "cpu")
         except Exception as exc:
@@ -322,8 +339,8 @@ def _backward(op: Any, dtype: torch.dtype, max_samples: int) -> CheckResult:
             tally.mismatched(index, mismatch)
         else:
             tally.passed()
-    if not values:
-        tally.note("random/uninitialised op: compared gradient shapes/dtypes/devices only")
+            if not values:
+                tally.note(_structure_only(op))
     if samples and total == 0:
         return CheckResult("backward", "skipped", "no sample has a differentiable output")
     return tally.result(total)

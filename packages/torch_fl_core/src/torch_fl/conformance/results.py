@@ -43,6 +43,12 @@ class CheckResult:
         return f"{self.check}: {self.outcome}: {self.detail}"
 
 
+def _core(detail: str) -> str:
+    """A failure's message without its sample index and sample counts."""
+    text = detail.split(": ", 1)[1] if detail.startswith("sample ") else detail
+    return text.rsplit(" [", 1)[0]
+
+
 def _note(detail: str) -> str:
     return f"; {detail}" if detail else ""
 
@@ -77,9 +83,18 @@ class OpResult:
         if outcome == "pass":
             notes = [c.detail for c in self.checks if c.outcome == "pass" and c.detail]
             return "; ".join(dict.fromkeys(notes))
-        return " | ".join(
-            c.summary() for c in self.checks if c.outcome in ("wrong", "error")
-        )
+        parts: list[str] = []
+        first_check: dict[str, str] = {}  # failure message -> the check that showed it first
+        for c in self.checks:
+            if c.outcome not in ("wrong", "error"):
+                continue
+            core = _core(c.detail)
+            if core in first_check:  # e.g. backward failing the way forward did: say so briefly
+                parts.append(f"{c.check}: {c.outcome} (same as {first_check[core]})")
+                continue
+            first_check[core] = c.check
+            parts.append(c.summary())
+        return " | ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -87,9 +87,7 @@ def run_entries(
 
     def start() -> None:
         parent, child = ctx.Pipe()
-        p = ctx.Process(
-            target=_worker, args=(child, dtype_name, max_samples, checks), daemon=True
-        )
+        p = ctx.Process(target=_worker, args=(child, dtype_name, max_samples, checks), daemon=True)
         p.start()
         child.close()
         pool.append(_Worker(p, parent))
@@ -139,7 +137,7 @@ def run_entries(
                     if pending or any(x.entry for x in pool) or len(results) < len(names):
                         start()
                 elif w.entry is not None and time.monotonic() - w.started > op_timeout:
-                    retire(w, f"timed out after {op_timeout:.0f} s")
+                    retire(w, f"timed out after {op_timeout:g} s")
                     start()
             if not pool and len(results) < len(names):
                 start()

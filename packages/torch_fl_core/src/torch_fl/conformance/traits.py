@@ -1,10 +1,13 @@
 """What kind of result an operator gives, which decides how its results are compared.
 
-- random operators (their values depend on the generator, which differs per device): only
+- random operators and random samples (their values depend on each device's generator, e.g.
+  attention with ``dropout_p > 0``, fractional max pooling without ``_random_samples``): only
   structure, shape, dtype and device are compared;
 - operators with uninitialised results (``empty*``, OpInfo's ``has_nondeterministic_output``):
   the same;
 - accumulating operators (reductions, contractions): atol scaled by the result's magnitude;
+- arguments the operator requires on the CPU whatever the device (``tensor_split``'s tensor of
+  indices): left on the CPU in the ``flagos`` run;
 - decompositions defined up to signs or phases: compared again after the sample's
   ``output_process_fn_grad`` (how PyTorch's own CPU-vs-device test handles them) if the raw results
   differ.
@@ -12,9 +15,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["accumulates", "is_random", "sign_ambiguous", "uninitialized", "values_comparable"]
+__all__ = [
+    "accumulates",
+    "cpu_arguments",
+    "is_random",
+    "random_sample",
+    "sign_ambiguous",
+    "uninitialized",
+    "values_comparable",
+]
 
 RANDOM = frozenset(
     {
@@ -93,17 +105,53 @@ _DECOMPOSITIONS = frozenset(
 )
 
 
+def _positional(sample: Any, index: int, default: Any) -> Any:
+    return sample.args[index] if len(sample.args) > index else default
+
+
+# Entries whose samples are random only with some arguments.
+_RANDOM_WHEN: dict[str, Callable[[Any], bool]] = {
+    "nn.functional.scaled_dot_product_attention": lambda s: s.kwargs.get("dropout_p", 0.0) > 0,
+    # multi_head_attention_forward(query, key, value, embed_dim, num_heads, in_proj_weight,
+    #     in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p, ...): dropout_p is args[9].
+    "nn.functional.multi_head_attention_forward": lambda s: (
+        bool(s.kwargs.get("training", True)) and _positional(s, 9, 0.0) > 0
+    ),
+    "nn.functional.fractional_max_pool2d": lambda s: s.kwargs.get("_random_samples") is None,
+    "nn.functional.fractional_max_pool3d": lambda s: s.kwargs.get("_random_samples") is None,
+}
+
+# Positional arguments (indexes into SampleInput.args) the operator requires on the CPU.
+_CPU_ARGUMENTS: dict[str, tuple[int, ...]] = {
+    "tensor_split": (0,),  # tensor_indices_or_sections must be a CPU tensor
+}
+
+
 def is_random(op: Any) -> bool:
-    return op.full_name in RANDOM
+    """Every sample of ``op`` draws from the generator (seeded before each call)."""
+    return op.full_name in RANDOM or op.full_name in _RANDOM_WHEN
+
+
+def random_sample(op: Any, sample: Any) -> bool:
+    """``op`` on ``sample`` draws from the generator, so values differ between devices."""
+    if op.full_name in RANDOM:
+        return True
+    rule = _RANDOM_WHEN.get(op.full_name)
+    return bool(rule is not None and rule(sample))
 
 
 def uninitialized(op: Any) -> bool:
     return op.full_name in UNINITIALIZED or bool(getattr(op, "has_nondeterministic_output", False))
 
 
-def values_comparable(op: Any) -> bool:
+def values_comparable(op: Any, sample: Any) -> bool:
     """False when only structure, shape, dtype and device of the results can be compared."""
-    return not (is_random(op) or uninitialized(op))
+    return not (uninitialized(op) or random_sample(op, sample))
+
+
+def cpu_arguments(op: Any) -> tuple[int, ...]:
+    """Indexes of ``SampleInput.args`` that stay on the CPU in the ``flagos`` run."""
+    return _CPU_ARGUMENTS.get(op.full_name, ())
 
 
 def accumulates(op: Any) -> bool:

@@ -5,8 +5,8 @@ copy of its whole storage, so non-contiguous, overlapping (expanded) and offset 
 operator as they are, and tensors that share a storage in the sample share one in the copy.
 A tensor that requires grad in the sample is a leaf that requires grad in the copy.
 
-Devices inside samples (factory functions' ``device=`` and ``Tensor.to(device)`` arguments) are
-rewritten from CPU to the target device.
+Devices inside samples (factory functions' ``device=`` and ``Tensor.to(device)`` arguments, as
+``torch.device`` or as the string ``"cpu"``) are rewritten from CPU to the target device.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def transfer(obj: Any, device: str | torch.device) -> Any:
             return _copy_tensor(x, device, storages)
         if isinstance(x, torch.device) and x.type == "cpu":
             return device
-        if key == "device" and isinstance(x, str) and torch.device(x).type == "cpu":
+        if isinstance(x, str) and (x == "cpu" or (key == "device" and x.startswith("cpu:"))):
             return device
         if isinstance(x, dict):
             return {k: walk(v, k) for k, v in x.items()}

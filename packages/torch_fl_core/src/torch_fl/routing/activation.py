@@ -142,6 +142,13 @@ def load_routes(
         overrides = environment.op_overrides(env)
         table.extend(overrides)
         validate(table, catalog or RuntimeCatalog())
+        if table.skipped and flags.any:
+            rule, why = table.skipped[0]
+            sys.stderr.write(
+                f"[flagos] skipped {len(table.skipped)} routes of generated tables that this "
+                f"torch cannot route (first: {rule.where}: {why}); python -m torch_fl counts them\n"
+            )
+            sys.stderr.flush()
         routes = table.resolve()
         _C.router_install([routes[op].as_spec() for op in sorted(routes)])
         _active = ActiveRoutes(table_path, source, table, tuple(overrides), dict(routes))

@@ -84,7 +84,7 @@ def config_override(environ: Mapping[str, str] | None = None) -> Path | None:
     if not value:
         return None
     path = Path(value).expanduser()
-    if not path.is_file():
+    if not path.exists() or path.is_dir():
         raise RouteTableError(
             f"{CONFIG_VAR}={value}", None, "no such file (it must name a route table)"
         )

@@ -29,8 +29,11 @@ converted from the dispatcher stack by PyTorch's own converters. The trampoline
 2. calls the kernel with the schema's positional arguments positionally and its kwarg-only
    arguments (``out``, ``alpha`` of some overloads ...) by name;
 3. converts the results: a return that aliases a mutable argument (``Tensor(a!)``: out=, in-place)
-   is the caller's original flagos tensor object, whatever the kernel returned (the kernel must
-   have written through its view). Every other tensor goes through ``from_views(tensor, device)``,
+   is the caller's original flagos tensor object. The kernel writes through the view it was given
+   and returns that view (or None); if it returns another tensor instead, its value is copied into
+   the caller's tensor, which is resized first if the shapes differ (so an out= kernel that cannot
+   resize its view may return a fresh result). Every other tensor goes through
+   ``from_views(tensor, device)``,
    ``device`` being that of the first flagos argument (else the current flagos device). The default
    returns flagos tensors unchanged and copies anything else there with ``.to(device)``.
 
@@ -190,6 +193,18 @@ class PythonBackend:
             return type(value)(self._back(v, device) for v in value)
         return value
 
+    @staticmethod
+    def _written(original: Any, view: Any, value: Any) -> Any:
+        """The caller's tensor for an out=/in-place return; a kernel that returned another
+        tensor than the view it was given (a fresh result) has its value copied in."""
+        if value is None or value is view or value is original:
+            return original
+        if isinstance(original, torch.Tensor) and isinstance(value, torch.Tensor):
+            if original.shape != value.shape:
+                original.resize_(value.shape)
+            original.copy_(value)
+        return original
+
     def trampoline(self, op_name: str, args: tuple) -> Any:
         """Called by the router (GIL held) with every schema argument in schema order."""
         kernel = self.kernels.get(op_name)
@@ -213,7 +228,7 @@ class PythonBackend:
         out = []
         for value, alias in zip(results, plan.write_alias, strict=True):
             if alias is not None:
-                out.append(args[alias])  # the caller's own tensor, written through its view
+                out.append(self._written(args[alias], views[alias], value))
                 continue
             if device is None:
                 device = _first_flagos_device(args)

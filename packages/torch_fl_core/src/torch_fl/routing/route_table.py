@@ -42,9 +42,13 @@ __all__ = [
 GENERATED_PRAGMA = "generated-for"
 _MAX_SHOWN = 25
 
-_OP_RE = re.compile(r"^(?:(?P<ns>[A-Za-z_][A-Za-z0-9_]*)::)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
-                    r"(?:\.(?P<overload>[A-Za-z_][A-Za-z0-9_]*))?$")
-_RULE_RE = re.compile(r"^(?P<op>[^\s\[=]+)\s*(?:\[(?P<dtypes>[^\]]*)\])?\s*=\s*(?P<backend>\S*)\s*$")
+_OP_RE = re.compile(
+    r"^(?:(?P<ns>[A-Za-z_][A-Za-z0-9_]*)::)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
+    r"(?:\.(?P<overload>[A-Za-z_][A-Za-z0-9_]*))?$"
+)
+_RULE_RE = re.compile(
+    r"^(?P<op>[^\s\[=]+)\s*(?:\[(?P<dtypes>[^\]]*)\])?\s*=\s*(?P<backend>\S*)\s*$"
+)
 _BACKEND_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(?::[A-Za-z0-9_\-]+)?$")
 _PRAGMA_RE = re.compile(r"^#\s*generated-for:\s*torch\s+(?P<version>\d+\.\d+)\s*$")
 
@@ -280,7 +284,9 @@ def _parse_rule(text: str, path: str, lineno: int) -> RouteRule:
             dtype = canonical_dtype(name)
             if dtype is None:
                 raise RouteTableError(
-                    path, lineno, f"unknown dtype {name!r} (use torch dtype names: int64, float32 ...)"
+                    path,
+                    lineno,
+                    f"unknown dtype {name!r} (use torch dtype names: int64, float32 ...)",
                 )
             if dtype not in canon:
                 canon.append(dtype)
@@ -322,7 +328,9 @@ def _parse_into(
                 included = include.read_text(encoding="utf-8")
             except OSError as exc:
                 errors.append(
-                    RouteTableError(shown, lineno, f"cannot include {target}: {exc.strerror or exc}")
+                    RouteTableError(
+                        shown, lineno, f"cannot include {target}: {exc.strerror or exc}"
+                    )
                 )
                 continue
             if include not in table.files:

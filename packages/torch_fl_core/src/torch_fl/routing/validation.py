@@ -12,12 +12,15 @@ Each rule is checked when the table loads, never at the first call:
 4. the backend is known (``torch_fl._C.router_backends()``, plus ``none``);
 5. the backend has a kernel for that overload (``torch_fl._C.backend_has_kernel``).
 
-A table carrying the pragma ``# generated-for: torch X.Y`` and loaded on another torch minor is
-validated tolerantly: a rule of that file failing 1, 2, 3 or 5 (all of which depend on the torch
-version the table was generated for) is skipped and recorded in ``RouteTable.skipped`` (``info()``
-counts them) instead of failing. On the torch minor it was generated for, a generated table is as
-strict as any other. An unknown backend is always an error, and so is every rule of a file without
-the pragma and every ``FLAGOS_OP_*`` override.
+A file carrying the pragma ``# generated-for: torch X.Y`` is a generated table: its generator's
+``--check`` (run by the test suite on the torch minor it names) is what keeps it exact, and the
+loader is tolerant of it so that ``import torch`` keeps working on other torch minors and while a
+table awaits regeneration: a rule of that file failing 1, 2, 3 or 5 (all of which depend on the
+torch and core the table was generated against) is skipped and recorded in
+``RouteTable.skipped`` (``torch_fl.info()`` counts and lists them; ``FLAGOS_LOG`` announces them)
+instead of failing. An unknown backend is always an error, and so is any problem in a file without
+the pragma (a hand-written table that includes a generated one stays strict for its own lines) and
+in every ``FLAGOS_OP_*`` override.
 """
 
 from __future__ import annotations
@@ -70,9 +73,7 @@ def describe_unknown_op(op: str, known: Iterable[str] | None = None) -> str:
     """'unknown operator ... (did you mean ...)' with the closest names or the overloads."""
     names = list(known) if known is not None else _all_aten_ops()
     name, overload = _split(op)
-    overloads = sorted(
-        short_op_name(n) for n in names if n == name or n.startswith(f"{name}.")
-    )
+    overloads = sorted(short_op_name(n) for n in names if n == name or n.startswith(f"{name}."))
     if overloads:
         return (
             f"unknown overload {short_op_name(op)!r}: {short_op_name(name)} has "
@@ -163,34 +164,29 @@ def validate_rule(rule: RouteRule, catalog: Catalog) -> tuple[str, str] | None:
     return None
 
 
-def validate(
-    table: RouteTable,
-    catalog: Catalog | None = None,
-    *,
-    running_minor: str | None = None,
-) -> RouteTable:
+def validate(table: RouteTable, catalog: Catalog | None = None) -> RouteTable:
     """Check every rule (see the module docstring); raise one RouteTableError listing them all.
 
-    Rules tolerated in generated tables on another torch minor are moved from ``table.rules`` to
+    Rules of generated files that this process cannot route are moved from ``table.rules`` to
     ``table.skipped`` as (rule, reason). Returns ``table``.
     """
     catalog = catalog or RuntimeCatalog()
-    running = running_minor or torch_minor()
     errors: list[RouteTableError] = []
     kept: list[RouteRule] = []
+    skipped: list[tuple[RouteRule, str]] = []
     for rule in table.rules:
         problem = validate_rule(rule, catalog)
         if problem is None:
             kept.append(rule)
             continue
         kind, message = problem
-        generated = table.generated_for.get(rule.file)
-        if kind != "backend" and generated is not None and generated != running:
-            table.skipped.append((rule, message))
+        if kind != "backend" and rule.file in table.generated_for:
+            skipped.append((rule, message))
             continue
         errors.append(rule.error(message))
     if errors:
         raise RouteTableError.merge(errors)
     table.rules = kept
+    table.skipped.extend(skipped)
     table.resolve()  # dtype rules without a plain rule
     return table

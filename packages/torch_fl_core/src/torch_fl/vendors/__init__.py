@@ -16,6 +16,7 @@ the same way as any other.
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 __all__ = ["Vendor", "Selection", "activate", "active", "active_vendor"]
 
@@ -54,8 +55,18 @@ class Vendor:
         """Why :meth:`is_present` returned False, for error messages (driver, SDK, device nodes)."""
         return "the vendor reported that no device is present"
 
+    def route_table(self) -> Path | None:
+        """This vendor's route table (``<vendor>.conf``, shipped in its package), or None.
+
+        Loaded and validated when the vendor activates, after :meth:`activate` (which is where a
+        vendor registers its Python backends); ``FLAGOS_BACKEND_CONFIG`` replaces it. See
+        docs/routing.md.
+        """
+        legacy = self.routes()
+        return Path(legacy) if legacy else None
+
     def routes(self) -> str | None:
-        """Path of this vendor's route table (``<vendor>.conf``), or None for none."""
+        """Deprecated spelling of :meth:`route_table` (still honoured)."""
         return None
 
     def __repr__(self) -> str:
@@ -86,7 +97,8 @@ _active: Selection | None = None
 
 
 def activate(selection: Selection) -> None:
-    """Make ``selection`` the process's vendor: load its runtime, then run its activate() hook.
+    """Make ``selection`` the process's vendor: load its runtime, run its activate() hook, then
+    load its route table (:mod:`torch_fl.routing`; a RouteTableError propagates unwrapped).
 
     A vendor whose device is absent is recorded but not loaded (its SDK is often missing too):
     ``flagos`` then has 0 devices and its first use raises an error naming the vendor and why.
@@ -113,6 +125,10 @@ def activate(selection: Selection) -> None:
             selection.vendor.activate()
         except Exception as exc:
             raise RuntimeError(f"torch_fl: the activate() hook of {where} failed: {exc}") from exc
+        # The route table: validated now (errors name file:line), installed in the router.
+        from torch_fl import routing
+
+        routing.activation.activate(selection.vendor)
     _active = selection
 
 

@@ -1,0 +1,66 @@
+// ATen's _convolution sends devices it has no backend path for (anything but
+// CPU/CUDA/MKLDNN/...) to convolution_overrideable / its backward, whose
+// default kernels raise. flagos answers them by running the public
+// convolution ops on the host route: box:cpu where the runtime's memory is
+// host addressable (zero copies), else ATen's CPU fallback. A vendor with
+// native convolutions routes aten::convolution itself, which is reached first.
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/library.h>
+
+#include "router/backend.h"
+
+namespace torch_fl {
+namespace {
+
+std::shared_ptr<Backend> host_route() {
+  auto b = find_backend("box:cpu");
+  return b ? b : find_backend("cpu");
+}
+
+torch::jit::Stack run_on_host(const char* name, torch::jit::Stack stack) {
+  const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
+  host_route()->call(op, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), &stack);
+  return stack;
+}
+
+at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
+                                    const std::optional<at::Tensor>& bias,
+                                    c10::SymIntArrayRef stride, c10::SymIntArrayRef padding,
+                                    c10::SymIntArrayRef dilation, bool transposed,
+                                    c10::SymIntArrayRef output_padding, c10::SymInt groups) {
+  torch::jit::Stack stack;
+  torch::jit::push(stack, input, weight, bias, stride, padding, dilation, transposed,
+                   output_padding, groups);
+  return run_on_host("aten::convolution", std::move(stack)).at(0).toTensor();
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable(
+    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
+    c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation,
+    bool transposed, c10::SymIntArrayRef output_padding, c10::SymInt groups,
+    std::array<bool, 3> output_mask) {
+  // convolution_backward wants the bias size only to know a bias exists: it
+  // is the number of output channels.
+  std::optional<std::vector<c10::SymInt>> bias_sizes;
+  if (output_mask[2]) {
+    bias_sizes = std::vector<c10::SymInt>{transposed ? weight.sym_size(1) * groups
+                                                     : weight.sym_size(0)};
+  }
+  torch::jit::Stack stack;
+  torch::jit::push(stack, grad_output, input, weight,
+                   bias_sizes ? c10::IValue(c10::SymIntArrayRef(*bias_sizes)) : c10::IValue(),
+                   stride, padding, dilation, transposed, output_padding, groups,
+                   c10::List<bool>({output_mask[0], output_mask[1], output_mask[2]}));
+  auto out = run_on_host("aten::convolution_backward", std::move(stack));
+  auto tensor = [](const c10::IValue& v) { return v.isTensor() ? v.toTensor() : at::Tensor(); };
+  return {tensor(out.at(0)), tensor(out.at(1)), tensor(out.at(2))};
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("convolution_overrideable", TORCH_FN(convolution_overrideable));
+  m.impl("convolution_backward_overrideable", TORCH_FN(convolution_backward_overrideable));
+}
+
+}  // namespace
+}  // namespace torch_fl

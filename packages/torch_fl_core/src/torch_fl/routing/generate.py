@@ -1,0 +1,282 @@
+"""Generator of the built-in ``sim`` vendor's route table, ``torch_fl/routes/sim.conf``.
+
+::
+
+    python -m torch_fl.routing.generate --vendor sim              # rewrite the table
+    python -m torch_fl.routing.generate --vendor sim --check      # exit 1 if it is not up to date
+    python -m torch_fl.routing.generate --vendor sim --output -   # print it
+
+The table routes to ``box:cpu`` every ``aten`` overload that
+
+1. has a kernel of its own for the CPU dispatch key (``_dispatch_has_kernel_for_dispatch_key``;
+   CompositeImplicit/Explicit kernels are not the CPU key's own),
+2. core does not serve natively (``torch_fl._C.core_native_ops()``: allocation, copies, views,
+   ``resize_``, ``set_``, ``_local_scalar_dense`` ...),
+3. is not a view (a result aliasing an argument must share the flagos storage; core makes views),
+4. has no ``Device`` argument (factories such as ``empty``, ``tril_indices``, ``from_file``: a
+   boxed kernel would create its result on the CPU; their ``out=`` forms have none and are routed),
+5. has no ``structured_delegate`` in torchgen's packaged ``native_functions.yaml`` (the functional
+   and in-place variants of structured operators, ``add.Tensor``, ``add_.Tensor``): on flagos their
+   CompositeExplicitAutogradNonFunctional kernel allocates the result on flagos and calls the
+   routed ``.out`` overload, which boxes with zero copies,
+6. is not in :data:`EXCLUDED` (operators that must never be boxed, with the reason).
+
+The output is sorted and byte-identical on every run with the same torch minor and core. The
+banner names the torch minor (``# generated-for: torch X.Y``); ``--check`` regenerates and
+compares, and on another torch minor it reports that the table cannot be checked there and exits
+0 (the table is generated for one minor; the loader skips what another minor lacks, see
+:mod:`torch_fl.routing.validation`). If the checked-in table does not load any more (``import
+torch`` fails on it), regenerate with ``FLAGOS_BACKEND_CONFIG=/dev/null`` set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import re
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+import torch
+
+from torch_fl.routing.route_table import short_op_name
+from torch_fl.routing.validation import torch_minor
+
+__all__ = ["EXCLUDED", "Generated", "default_output", "generate", "main", "structured_delegates"]
+
+BACKEND = "box:cpu"
+
+#: Operator base names never routed (every overload), with the reason; in the banner.
+EXCLUDED: dict[str, str] = {
+    "_to_copy": "device and dtype conversions are core's copies",
+    "copy_": "copies are core's (_copy_from)",
+    "_copy_from": "core's copy kernel",
+    "_copy_from_and_resize": "core's copy kernel",
+    "to": "device and dtype conversions are core's copies",
+    "_local_scalar_dense": ".item() is core's device-to-host read",
+    "record_stream": "stream bookkeeping of the flagos caching allocator",
+    "set_": "storage surgery is core's",
+    "resize_": "storage growth is core's (flagos allocator)",
+    "_pin_memory": "pinned host memory is core's host allocator",
+    "is_pinned": "pinned host memory is core's host allocator",
+    "is_set_to": "compares storage identity, which alias views do not keep (needs a core kernel)",
+}
+
+
+def _yaml_path() -> Path:
+    import torchgen
+
+    return Path(torchgen.__file__).parent / "packaged" / "ATen" / "native" / "native_functions.yaml"
+
+
+def structured_delegates(path: Path | None = None) -> dict[str, str]:
+    """Full overload name -> its ``structured_delegate``, from ``native_functions.yaml``.
+
+    A line scan (PyYAML is not a torch dependency): entries start ``- func: name.overload(``.
+    """
+    text = (path or _yaml_path()).read_text(encoding="utf-8")
+    out: dict[str, str] = {}
+    current = None
+    for line in text.splitlines():
+        m = re.match(r"^- func:\s*([A-Za-z0-9_.]+)\(", line)
+        if m:
+            current = m.group(1)
+            continue
+        m = re.match(r"^\s+structured_delegate:\s*(\S+)", line)
+        if m and current:
+            out[f"aten::{current}"] = m.group(1)
+    return out
+
+
+def _schema(op: str):
+    name, _, overload = op.partition(".")
+    return torch._C._get_schema(name, overload)
+
+
+def _core_native() -> frozenset[str]:
+    from torch_fl import _C
+
+    native = getattr(_C, "core_native_ops", None)
+    if native is not None:
+        return frozenset(n if "::" in n else f"aten::{n}" for n in native())
+    # A build without the router: no routes exist, so every PrivateUse1 kernel is core's.
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    return frozenset(
+        n
+        for n in torch._C._dispatch_get_all_op_names()
+        if n.startswith("aten::") and has(n, "PrivateUse1")
+    )
+
+
+class Generated:
+    """The routed overloads and, per exclusion rule, the overloads it excluded."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.with_cpu = 0
+        self.routed: list[str] = []
+        self.excluded: dict[str, list[str]] = {
+            "core-native": [],
+            "view": [],
+            "device argument": [],
+            "structured delegate": [],
+            "excluded by name": [],
+        }
+
+    def text(self, vendor: str) -> str:
+        minor = torch_minor()
+        ex = self.excluded
+        lines = [
+            f"# {vendor}.conf: route table of the built-in {vendor} vendor.",
+            f"# GENERATED by `python -m torch_fl.routing.generate --vendor {vendor}`; do not edit.",
+            f"# `python -m torch_fl.routing.generate --vendor {vendor} --check` verifies it "
+            f"(the test suite runs it).",
+            "#",
+            f"# generated-for: torch {minor}",
+            "#",
+            f"# Of the {self.total} aten overloads in the dispatcher, {self.with_cpu} have a kernel "
+            f"of their own for the CPU key;",
+            f"# {len(self.routed)} of those are routed to {BACKEND} (the CPU kernel runs on alias "
+            f"views of the flagos memory). Left out:",
+            f"#   {len(ex['core-native']):4d} served natively by core (allocation, copies, views, "
+            f"resize_, set_, .item())",
+            f"#   {len(ex['view']):4d} views (their result must share the flagos storage)",
+            f"#   {len(ex['device argument']):4d} with a Device argument (factories would create "
+            f"their result on the CPU)",
+            f"#   {len(ex['structured delegate']):4d} structured delegates (add.Tensor, add_.Tensor "
+            f"...): flagos allocates and calls the routed .out",
+            f"#   {len(ex['excluded by name']):4d} excluded by name (all overloads of these; the "
+            f"count is those with a CPU kernel):",
+        ]
+        for name, why in sorted(EXCLUDED.items()):
+            lines.append(f"#          {name}: {why}")
+        lines += [
+            "# Everything else (no CPU kernel of its own: composite operators decompose into routed",
+            "# ones; CUDA-only operators) keeps its default: composite kernels, else ATen's CPU "
+            "fallback.",
+            "",
+        ]
+        lines += [f"{short_op_name(op)} = {BACKEND}" for op in self.routed]
+        return "\n".join(lines) + "\n"
+
+
+def generate_sim() -> Generated:
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    native = _core_native()
+    delegates = structured_delegates()
+    gen = Generated()
+    ops = sorted({n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")})
+    gen.total = len(ops)
+    for op in ops:
+        if not has(op, "CPU"):
+            continue
+        gen.with_cpu += 1
+        base = op.removeprefix("aten::").partition(".")[0]
+        schema = _schema(op)
+        if base in EXCLUDED:
+            gen.excluded["excluded by name"].append(op)
+        elif op in native:
+            gen.excluded["core-native"].append(op)
+        elif any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns):
+            gen.excluded["view"].append(op)
+        elif any("Device" in str(a.type) for a in schema.arguments):
+            gen.excluded["device argument"].append(op)
+        elif op in delegates and has(op, "CompositeExplicitAutogradNonFunctional"):
+            gen.excluded["structured delegate"].append(op)
+        else:
+            gen.routed.append(op)
+    return gen
+
+
+VENDORS = {"sim": generate_sim}
+
+
+def generate(vendor: str = "sim") -> str:
+    """The table text for ``vendor``."""
+    return VENDORS[vendor]().text(vendor)
+
+
+def default_output(vendor: str = "sim") -> Path:
+    """The table next to this package (the checked-in file in a source checkout)."""
+    return Path(__file__).resolve().parent.parent / "routes" / f"{vendor}.conf"
+
+
+def _generated_minor(text: str) -> str | None:
+    m = re.search(r"^#\s*generated-for:\s*torch\s+(\d+\.\d+)\s*$", text, re.M)
+    return m.group(1) if m else None
+
+
+def _diff_summary(old: str, new: str, path: Path) -> str:
+    def rules(text: str) -> set[str]:
+        return {ln for ln in text.splitlines() if ln and not ln.startswith("#")}
+
+    gone, added = sorted(rules(old) - rules(new)), sorted(rules(new) - rules(old))
+    lines = [f"{path} is out of date: {len(added)} routes to add, {len(gone)} to remove"]
+    lines += [f"  + {r}" for r in added[:20]] + (
+        [f"  ... {len(added) - 20} more"] if len(added) > 20 else []
+    )
+    lines += [f"  - {r}" for r in gone[:20]] + (
+        [f"  ... {len(gone) - 20} more"] if len(gone) > 20 else []
+    )
+    if not added and not gone:
+        diff = difflib.unified_diff(
+            old.splitlines(), new.splitlines(), "checked in", "generated", lineterm="", n=0
+        )
+        lines += ["  (comments differ)", *("  " + d for d in list(diff)[:20])]
+    return "\n".join(lines)
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m torch_fl.routing.generate",
+        description="Generate (or --check) a vendor's route table.",
+    )
+    parser.add_argument("--vendor", default="sim", choices=sorted(VENDORS))
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if the table is not up to date"
+    )
+    parser.add_argument(
+        "--output",
+        default=None,
+        help="the table file (default: the package's routes/<vendor>.conf; - for stdout)",
+    )
+    args = parser.parse_args(None if argv is None else list(argv))
+    text = generate(args.vendor)
+    if args.output == "-":
+        sys.stdout.write(text)
+        return 0
+    path = Path(args.output) if args.output else default_output(args.vendor)
+    if args.check:
+        try:
+            current = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            print(f"{path}: cannot read: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+        minor = _generated_minor(current)
+        if minor is not None and minor != torch_minor():
+            print(
+                f"{path}: generated for torch {minor}, this is torch {torch_minor()}: not checked "
+                f"(regenerate it on torch {minor}, or generate a table for {torch_minor()})"
+            )
+            return 0
+        if current == text:
+            print(f"{path}: up to date")
+            return 0
+        print(_diff_summary(current, text, path), file=sys.stderr)
+        print(
+            f"regenerate: python -m torch_fl.routing.generate --vendor {args.vendor} --output {path}",
+            file=sys.stderr,
+        )
+        return 1
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    print(f"wrote {path}: {text.count(f' = {BACKEND}')} routes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,573 @@
+"""Routing contract: route tables load, validate and route as docs/routing.md says, on any vendor.
+
+Environment variables are read when torch_fl activates, so those tests run a child Python with the
+variables set; the child uses the same vendor (FLAGOS_VENDOR is inherited). Tables are built on top
+of the vendor's own table, so nothing here assumes which backends a vendor has beyond `cpu`; tests
+that need a `box:<key>` backend or host-addressable memory skip (naming the vendor) without one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+pytestmark = [pytest.mark.routing, pytest.mark.usefixtures("flagos")]
+
+ROUTING_VARS = ("FLAGOS_BACKEND_CONFIG", "FLAGOS_LOG")
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def _child_env(**env: str) -> dict[str, str]:
+    out = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ROUTING_VARS and not k.startswith("FLAGOS_OP_")
+    }
+    out.update(env)
+    return out
+
+
+def run_child(code: str, timeout: float = 240, **env: str) -> subprocess.CompletedProcess:
+    """python -c code with the routing variables given (and no others from this process)."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=_child_env(**env),
+        timeout=timeout,
+    )
+
+
+def _vendor_name() -> str:
+    import torch_fl
+
+    return torch_fl.vendor().name
+
+
+@pytest.fixture(scope="module")
+def vendor_table() -> Path | None:
+    """The table the vendor loads when no variable overrides it."""
+    import torch_fl
+
+    return torch_fl.vendor().route_table()
+
+
+def _include_vendor(vendor_table: Path | None) -> str:
+    return f"include {vendor_table}\n" if vendor_table else ""
+
+
+@pytest.fixture
+def box_backend() -> str:
+    """A box:<key> backend of this vendor (box:cpu on sim); skips when there is none."""
+    from torch_fl import _C
+
+    boxes = sorted(b for b in _C.router_backends() if b.startswith("box:"))
+    if not boxes:
+        pytest.skip(f"vendor {_vendor_name()!r} has no box:<key> backend")
+    return "box:cpu" if "box:cpu" in boxes else boxes[0]
+
+
+@pytest.fixture
+def restore_routes():
+    """Tests that load other tables in this process get the process's own routes back."""
+    from torch_fl import _C, routing
+
+    before = _C.router_routes()
+    yield
+    routing.load_routes()
+    assert _C.router_routes() == before
+
+
+def _counts_for(op: str) -> dict[str, int]:
+    from torch_fl import _C
+
+    return dict(_C.dispatch_counts().get(op, {}))
+
+
+# ---------------------------------------------------------------------------------------------
+# loading and validation
+# ---------------------------------------------------------------------------------------------
+
+
+def test_vendor_table_loads_cleanly(vendor_table):
+    from torch_fl import _C, routing
+    from torch_fl.routing.validation import torch_minor
+
+    active = routing.active_table()
+    assert active is not None, "no route table was loaded when the vendor activated"
+    installed = {op for op, _, _ in _C.router_routes()}
+    assert installed == set(active.routes)
+    if vendor_table is not None and torch_minor() in active.table.generated_for.values():
+        # On the torch minor the table was generated for, nothing may be skipped.
+        assert active.skipped == [], active.skipped[:5]
+    import torch_fl
+
+    assert f"routes:     {active.path}" in torch_fl.info()
+
+
+def _box_lacks(box: str) -> str | None:
+    """An overload that backend `box` has no kernel for (and that is otherwise routable)."""
+    from torch_fl import _C
+    from torch_fl.routing.validation import Catalog
+
+    catalog = Catalog()
+    for op in (
+        "aten::cudnn_convolution",
+        "aten::_cudnn_rnn",
+        "aten::miopen_convolution",
+        "aten::mkldnn_rnn_layer",
+        "aten::_fft_c2c_mkl",
+        "aten::mkldnn_convolution",
+    ):
+        if catalog.op_exists(op) and not catalog.is_composite_implicit(op):
+            if not _C.backend_has_kernel(box, op):
+                return op
+    return None
+
+
+@pytest.mark.parametrize("case", ["unknown backend", "misspelled op", "no kernel"])
+def test_bad_table_fails_at_load_naming_file_and_line(
+    tmp_path, vendor_table, box_backend, restore_routes, case
+):
+    from torch_fl import _C, routing
+
+    if case == "unknown backend":
+        line, message = "abs = warp_drive", "unknown backend 'warp_drive' for abs (valid backends: "
+    elif case == "misspelled op":
+        line, message = f"abss = {box_backend}", "unknown operator 'abss' (did you mean 'abs'"
+    else:
+        op = _box_lacks(box_backend)
+        if op is None:
+            pytest.skip(f"found no operator {box_backend} lacks")
+        short = op.removeprefix("aten::")
+        line, message = (
+            f"{short} = {box_backend}",
+            f"backend '{box_backend}' has no kernel for {short}",
+        )
+    conf = tmp_path / "bad.conf"
+    conf.write_text(f"{_include_vendor(vendor_table)}# a comment\n{line}\n")
+    lineno = 3 if vendor_table else 2
+    before = _C.router_routes()
+    with pytest.raises(routing.RouteTableError) as err:
+        routing.load_routes(path=conf)
+    assert str(err.value).startswith(f"{conf.resolve()}:{lineno}: {message}"), str(err.value)
+    assert _C.router_routes() == before, "a failed load changed the installed routes"
+
+
+def test_bad_table_fails_import(tmp_path):
+    conf = tmp_path / "bad.conf"
+    conf.write_text("abs = cpu\nmul.out = warp_drive\n")
+    proc = run_child("import torch, torch_fl", FLAGOS_BACKEND_CONFIG=str(conf))
+    assert proc.returncode != 0
+    assert f"{conf.resolve()}:2: unknown backend 'warp_drive' for mul.out" in proc.stderr
+
+
+def test_flagos_op_nonsense_lists_valid_backends():
+    from torch_fl import _C
+
+    proc = run_child("import torch, torch_fl", FLAGOS_OP_abs="nonsense")
+    assert proc.returncode != 0
+    assert "FLAGOS_OP_abs=nonsense: unknown backend 'nonsense' for abs (valid backends: " in (
+        proc.stderr
+    )
+    listed = proc.stderr.split("valid backends: ", 1)[1].split(")", 1)[0].split(", ")
+    assert set(listed) == {*_C.router_backends(), "none"}
+
+
+def test_flagos_op_routes_any_overload():
+    # sum.dim_IntList is in no generated table (its structured kernel reaches sum.IntList_out).
+    proc = run_child(
+        """
+        import torch, torch_fl
+        from torch_fl import _C
+        x = torch.arange(12.0).reshape(3, 4).to("flagos")
+        print(torch.sum(x, dim=1).cpu().tolist())
+        print(_C.dispatch_counts()["aten::sum.dim_IntList"])
+        """,
+        FLAGOS_OP_sum__dim_IntList="cpu",
+        FLAGOS_LOG="dispatch",
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    assert out[0] == "[6.0, 22.0, 38.0]"
+    assert json.loads(out[1].replace("'", '"')) == {"cpu": 1}
+    assert "[flagos dispatch] sum.dim_IntList -> cpu" in proc.stderr.splitlines()
+
+
+def test_loading_line_once_per_process(tmp_path, vendor_table):
+    conf = tmp_path / "t.conf"
+    conf.write_text(_include_vendor(vendor_table))
+    proc = run_child(
+        """
+        import importlib, torch, torch_fl
+        torch_fl.routing.load_routes()
+        torch_fl.routing.load_routes()
+        """,
+        FLAGOS_BACKEND_CONFIG=str(conf),
+        FLAGOS_LOG="fallback",
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("[flagos] loading")]
+    assert lines == [f"[flagos] loading backend config from {conf.resolve()}"]
+
+
+def test_no_loading_line_without_flagos_log(tmp_path):
+    proc = run_child("import torch, torch_fl")
+    assert proc.returncode == 0, proc.stderr
+    assert "[flagos]" not in proc.stderr
+
+
+def test_dtype_rule_splits_one_overload(tmp_path, vendor_table, box_backend):
+    conf = tmp_path / "dtype.conf"
+    conf.write_text(f"{_include_vendor(vendor_table)}abs = {box_backend}\nabs[int64] = cpu\n")
+    proc = run_child(
+        """
+        import torch, torch_fl
+        from torch_fl import _C
+        _C.reset_dispatch_counts()
+        i = torch.tensor([-3, 0, 2], device="flagos")
+        f = torch.tensor([-1.5, 0.0, 2.5], device="flagos")
+        print(torch.abs(i).cpu().tolist(), torch.abs(f).cpu().tolist())
+        print(sorted(_C.dispatch_counts()["aten::abs"].items()))
+        """,
+        FLAGOS_BACKEND_CONFIG=str(conf),
+        FLAGOS_LOG="dispatch",
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    assert out[0] == "[3, 0, 2] [1.5, 0.0, 2.5]"
+    assert out[1] == str(sorted([(box_backend, 1), ("cpu", 1)]))
+    log = proc.stderr.splitlines()
+    assert "[flagos dispatch] abs -> cpu" in log
+    assert f"[flagos dispatch] abs -> {box_backend}" in log
+    assert log.index("[flagos dispatch] abs -> cpu") < log.index(
+        f"[flagos dispatch] abs -> {box_backend}"
+    ), "int64 ran first: it must be the call that went to cpu"
+
+
+# ---------------------------------------------------------------------------------------------
+# routing changes the route, not the numbers
+# ---------------------------------------------------------------------------------------------
+
+MODEL_SCRIPT = """
+import sys, torch, torch_fl
+import torch.nn.functional as F
+from torch import nn
+from torch_fl import _C
+
+torch.manual_seed(0)
+model = nn.Sequential(
+    nn.Linear(16, 32), nn.LayerNorm(32), nn.Tanh(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 4)
+)
+g = torch.Generator().manual_seed(1)
+x = torch.randn(64, 16, generator=g)
+y = torch.randint(0, 4, (64,), generator=g)
+dev = torch.device("flagos")
+model.to(dev)
+opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+_C.reset_dispatch_counts()
+for step in range(5):
+    loss = F.cross_entropy(model(x.to(dev)), y.to(dev))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+state = {k: v.cpu() for k, v in model.state_dict().items()}
+state["loss"] = loss.detach().cpu()
+torch.save(state, sys.argv[1])
+torch.save(_C.dispatch_counts(), sys.argv[1] + ".counts")
+"""
+
+
+def test_same_numbers_under_two_route_tables(tmp_path, vendor_table):
+    from torch_fl import routing
+
+    active = routing.active_table()
+    routed = sorted(active.routes) if active else []
+    if len(routed) < 4:
+        pytest.skip(f"vendor {_vendor_name()!r} routes fewer than 4 overloads")
+    table_a = tmp_path / "a.conf"
+    table_a.write_text(_include_vendor(vendor_table))
+    # Every other routed overload forced to the CPU fallback.
+    forced = [op.removeprefix("aten::") for op in routed[::2]]
+    table_b = tmp_path / "b.conf"
+    table_b.write_text(_include_vendor(vendor_table) + "".join(f"{op} = cpu\n" for op in forced))
+    script = tmp_path / "model.py"
+    script.write_text(MODEL_SCRIPT)
+
+    results = {}
+    for name, table in (("a", table_a), ("b", table_b)):
+        out = tmp_path / f"{name}.pt"
+        proc = subprocess.run(
+            [sys.executable, str(script), str(out)],
+            capture_output=True,
+            text=True,
+            env=_child_env(FLAGOS_BACKEND_CONFIG=str(table)),
+            timeout=240,
+        )
+        assert proc.returncode == 0, proc.stderr
+        results[name] = (torch.load(out), torch.load(str(out) + ".counts"))
+
+    (state_a, counts_a), (state_b, counts_b) = results["a"], results["b"]
+
+    def via_cpu(counts):
+        return {op for op, per in counts.items() if per.get("cpu")}
+
+    moved = via_cpu(counts_b) - via_cpu(counts_a)
+    assert len(moved) >= 3, f"table b moved too few of the model's ops to cpu: {sorted(moved)}"
+    assert state_a.keys() == state_b.keys()
+    for key in state_a:
+        a, b = state_a[key], state_b[key]
+        assert a.dtype == b.dtype and a.shape == b.shape, key
+        assert torch.equal(a.view(-1).view(torch.uint8), b.view(-1).view(torch.uint8)), (
+            f"{key} differs between the two route tables"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# threads
+# ---------------------------------------------------------------------------------------------
+
+
+def test_two_threads_on_shared_tensors(box_backend):
+    g = torch.Generator().manual_seed(0)
+    a_cpu, b_cpu = torch.randn(64, 64, generator=g), torch.randn(64, 64, generator=g)
+    a, b = a_cpu.to("flagos"), b_cpu.to("flagos")
+    expected = {
+        "add": a_cpu + b_cpu,
+        "mul": a_cpu * b_cpu,
+        "mm": a_cpu @ b_cpu,
+        "tanh": torch.tanh(a_cpu),
+        "sum": a_cpu.sum(dim=0),
+    }
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(2)
+
+    def work(tid: int) -> None:
+        try:
+            out = torch.empty_like(a)
+            barrier.wait(timeout=30)
+            for _ in range(100):
+                got = {
+                    "add": a + b,
+                    "mul": torch.mul(a, b, out=out),
+                    "mm": a @ b,
+                    "tanh": torch.tanh(a),
+                    "sum": a.sum(dim=0),
+                }
+                for key, value in got.items():
+                    torch.testing.assert_close(value.cpu(), expected[key], rtol=0, atol=0)
+        except BaseException as exc:  # noqa: BLE001 - reported to the main thread
+            errors.append(exc)
+
+    before = _counts_for("aten::mm.out").get(box_backend, 0)
+    threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "threads still running (deadlock?)"
+    if errors:
+        raise errors[0]
+    # Still the same tensors, untouched.
+    assert torch.equal(a.cpu(), a_cpu) and torch.equal(b.cpu(), b_cpu)
+    from torch_fl import routing
+
+    active = routing.active_table()
+    if (
+        active
+        and active.routes.get("aten::mm.out")
+        and active.routes["aten::mm.out"].backend == box_backend
+    ):
+        assert _counts_for("aten::mm.out").get(box_backend, 0) - before == 200
+
+
+# ---------------------------------------------------------------------------------------------
+# census
+# ---------------------------------------------------------------------------------------------
+
+TINY_SCRIPT = """
+import sys, torch, torch_fl
+from torch import nn
+model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 2)).to("flagos")
+x = torch.randn(4, 8).to("flagos")
+loss = model(x).square().mean() * float(sys.argv[1])
+loss.backward()
+print("loss", loss.item())
+"""
+
+
+def test_census_json(tmp_path):
+    script = tmp_path / "tiny.py"
+    script.write_text(TINY_SCRIPT)
+    report = tmp_path / "census.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch_fl.census",
+            "--json",
+            "--output",
+            str(report),
+            "--",
+            str(script),
+            "2.0",
+        ],
+        capture_output=True,
+        text=True,
+        env=_child_env(),
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("loss ")  # the workload's own output, its argv passed through
+    doc = json.loads(report.read_text())
+    assert doc["exit_code"] == 0
+    assert doc["vendor"] == _vendor_name()
+    assert doc["calls"] == sum(n for per in doc["ops"].values() for n in per.values()) > 0
+    assert "aten::addmm.out" in doc["ops"] or "aten::mm.out" in doc["ops"]
+    if _vendor_name() == "sim":
+        assert doc["fallback"] == {}, f"CPU fallbacks on sim: {doc['fallback']}"
+        assert set(doc["by_backend"]) == {"box:cpu"}
+
+
+def test_census_text_lists_fallbacks(tmp_path):
+    script = tmp_path / "tiny.py"
+    script.write_text(TINY_SCRIPT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch_fl.census", "--", str(script), "1.0"],
+        capture_output=True,
+        text=True,
+        env=_child_env(FLAGOS_OP_tanh__out="cpu"),
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "Operator census: " in out
+    assert "CPU fallback (copy in, compute on CPU, copy out): " in out
+    assert "  tanh.out  1  (routed to cpu)" in out
+
+
+def test_census_exit_status_is_the_workload_s(tmp_path):
+    script = tmp_path / "fails.py"
+    script.write_text("import sys\nsys.exit(3)\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch_fl.census", "--json", "--", str(script)],
+        capture_output=True,
+        text=True,
+        env=_child_env(),
+        timeout=240,
+    )
+    assert proc.returncode == 3
+    assert json.loads(proc.stdout)["exit_code"] == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# Python-kernel backends (how FlagGems plugs in), with a test-only kernel set on CPU views
+# ---------------------------------------------------------------------------------------------
+
+
+def cpu_view(t: torch.Tensor) -> torch.Tensor:
+    """A CPU tensor over the same (host-addressable) memory as flagos tensor ``t``."""
+    if t.device.type != "flagos":
+        return t
+    torch.flagos.synchronize(t.device)  # host kernels run after the stream's queued work
+    storage = t.untyped_storage()
+    nbytes = storage.nbytes()
+    if nbytes == 0:
+        flat = torch.empty(0, dtype=torch.uint8)
+    else:
+        flat = torch.frombuffer(
+            (ctypes.c_char * nbytes).from_address(storage.data_ptr()), dtype=torch.uint8
+        )
+    return flat.view(t.dtype).as_strided(t.shape, t.stride(), t.storage_offset())
+
+
+@pytest.fixture
+def testpy(require_cap, restore_routes):
+    require_cap("HOST_ADDRESSABLE_MEMORY")
+    from torch_fl import routing
+
+    calls: list[tuple[str, object]] = []
+
+    def abs_kernel(self):
+        calls.append(("abs", self.device.type))
+        return torch.abs(self)  # a CPU result: the default from_views copies it to flagos
+
+    def add_kernel(self, other, *, alpha):
+        calls.append(("add.Tensor", alpha))
+        return torch.add(self, other, alpha=alpha)
+
+    def mul_out_kernel(self, other, *, out):
+        calls.append(("mul.out", out.device.type))
+        torch.mul(self, other, out=out)  # writes through the view
+        return out
+
+    backend = routing.register_python_backend(
+        "testpy",
+        {"abs": abs_kernel, "add.Tensor": add_kernel, "mul.out": mul_out_kernel},
+        to_views=cpu_view,
+    )
+    return backend, calls
+
+
+def test_python_backend_kernels(tmp_path, vendor_table, testpy):
+    from torch_fl import _C, routing
+
+    backend, calls = testpy
+    assert "testpy" in _C.router_backends()
+    assert _C.backend_has_kernel("testpy", "aten::mul.out")
+    assert not _C.backend_has_kernel("testpy", "aten::sub.out")
+    conf = tmp_path / "py.conf"
+    conf.write_text(
+        f"{_include_vendor(vendor_table)}abs = testpy\nadd.Tensor = testpy\nmul.out = testpy\n"
+    )
+    routing.load_routes(path=conf)
+
+    x_cpu = torch.tensor([[-1.0, 2.0], [3.0, -4.0]])
+    y_cpu = torch.tensor([[0.5, 0.5], [2.0, 1.0]])
+    x, y = x_cpu.to("flagos"), y_cpu.to("flagos")
+
+    r = torch.abs(x)
+    assert r.device.type == "flagos" and torch.equal(r.cpu(), x_cpu.abs())
+    assert calls[-1] == ("abs", "cpu")
+
+    r = torch.add(x, y, alpha=2)
+    assert r.device.type == "flagos" and torch.equal(r.cpu(), x_cpu + 2 * y_cpu)
+    assert calls[-1] == ("add.Tensor", 2)
+
+    out = torch.empty(2, 2, device="flagos")
+    r = torch.mul(x, y, out=out)
+    assert r is out  # the caller's own tensor, written through the kernel's view
+    assert torch.equal(out.cpu(), x_cpu * y_cpu)
+    assert calls[-1] == ("mul.out", "cpu")
+
+    r = x * y  # mul.Tensor: flagos allocates the result, then calls the routed mul.out
+    assert torch.equal(r.cpu(), x_cpu * y_cpu)
+    assert calls[-1] == ("mul.out", "cpu")
+
+    counts = _C.dispatch_counts()
+    assert counts["aten::abs"].get("testpy") == 1
+    assert counts["aten::add.Tensor"].get("testpy") == 1
+    assert counts["aten::mul.out"].get("testpy", 0) >= 2
+
+
+def test_route_to_python_backend_without_the_kernel(tmp_path, testpy, restore_routes):
+    from torch_fl import routing
+
+    conf = tmp_path / "py.conf"
+    conf.write_text("abs = testpy\nsub.out = testpy\n")
+    with pytest.raises(routing.RouteTableError) as err:
+        routing.load_routes(path=conf)
+    assert str(err.value) == f"{conf.resolve()}:2: backend 'testpy' has no kernel for sub.out"
