@@ -44,9 +44,7 @@ def _install_core(session: nox.Session, *extras: str) -> None:
 
 
 def _pytest(session: nox.Session, *args: str, env: dict[str, str] | None = None) -> None:
-    code = session.run(
-        "python", "-m", "pytest", *args, env=env, success_codes=[0, 5], silent=False
-    )
+    code = session.run("python", "-m", "pytest", *args, env=env, success_codes=[0, 5], silent=False)
     # Exit code 5 is "no tests collected": fine for an optional suite, but say so.
     if code == 5:
         session.warn(f"pytest collected no tests for {' '.join(args)}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import re
 import os
 import subprocess
 import sys
@@ -372,7 +373,7 @@ def test_two_threads_on_shared_tensors(box_backend):
         except BaseException as exc:  # noqa: BLE001 - reported to the main thread
             errors.append(exc)
 
-    before = _counts_for("aten::mm.out").get(box_backend, 0)
+    before = _counts_for("aten::mm").get(box_backend, 0)
     threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(2)]
     for t in threads:
         t.start()
@@ -388,10 +389,10 @@ def test_two_threads_on_shared_tensors(box_backend):
     active = routing.active_table()
     if (
         active
-        and active.routes.get("aten::mm.out")
-        and active.routes["aten::mm.out"].backend == box_backend
+        and active.routes.get("aten::mm")
+        and active.routes["aten::mm"].backend == box_backend
     ):
-        assert _counts_for("aten::mm.out").get(box_backend, 0) - before == 200
+        assert _counts_for("aten::mm").get(box_backend, 0) - before == 200
 
 
 # ---------------------------------------------------------------------------------------------
@@ -436,7 +437,7 @@ def test_census_json(tmp_path):
     assert doc["exit_code"] == 0
     assert doc["vendor"] == _vendor_name()
     assert doc["calls"] == sum(n for per in doc["ops"].values() for n in per.values()) > 0
-    assert "aten::addmm.out" in doc["ops"] or "aten::mm.out" in doc["ops"]
+    assert {"aten::addmm", "aten::addmm.out", "aten::mm", "aten::mm.out"} & set(doc["ops"])
     if _vendor_name() == "sim":
         assert doc["fallback"] == {}, f"CPU fallbacks on sim: {doc['fallback']}"
         assert set(doc["by_backend"]) == {"box:cpu"}
@@ -449,14 +450,14 @@ def test_census_text_lists_fallbacks(tmp_path):
         [sys.executable, "-m", "torch_fl.census", "--", str(script), "1.0"],
         capture_output=True,
         text=True,
-        env=_child_env(FLAGOS_OP_tanh__out="cpu"),
+        env=_child_env(FLAGOS_OP_tanh="cpu"),
         timeout=240,
     )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "Operator census: " in out
     assert "CPU fallback (copy in, compute on CPU, copy out): " in out
-    assert "  tanh.out  1  (routed to cpu)" in out
+    assert re.search(r"^  tanh\s+1\s+\(routed to cpu\)$", out, re.M), out
 
 
 def test_census_exit_status_is_the_workload_s(tmp_path):
@@ -553,14 +554,10 @@ def test_python_backend_kernels(tmp_path, vendor_table, testpy):
     assert torch.equal(out.cpu(), x_cpu * y_cpu)
     assert calls[-1] == ("mul.out", "cpu")
 
-    r = x * y  # mul.Tensor: flagos allocates the result, then calls the routed mul.out
-    assert torch.equal(r.cpu(), x_cpu * y_cpu)
-    assert calls[-1] == ("mul.out", "cpu")
-
     counts = _C.dispatch_counts()
     assert counts["aten::abs"].get("testpy") == 1
     assert counts["aten::add.Tensor"].get("testpy") == 1
-    assert counts["aten::mul.out"].get("testpy", 0) >= 2
+    assert counts["aten::mul.out"].get("testpy") == 1
 
 
 def test_route_to_python_backend_without_the_kernel(tmp_path, testpy, restore_routes):

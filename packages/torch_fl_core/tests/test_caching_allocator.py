@@ -27,7 +27,9 @@ def flagos():
     if mod is None or not mod.is_available():
         pytest.skip("no flagos device")
     if torch_fl._C.runtime_name() != "sim":
-        pytest.skip(f"needs the sim runtime's test controls; runtime is {torch_fl._C.runtime_name()!r}")
+        pytest.skip(
+            f"needs the sim runtime's test controls; runtime is {torch_fl._C.runtime_name()!r}"
+        )
     return mod
 
 
@@ -128,7 +130,10 @@ def test_large_segments_round_to_2mib(flagos, sim):
     t = empty(3 * MiB + 1)
     s = stats(flagos)
     assert s["segment.large_pool.current"] == before["segment.large_pool.current"] + 1
-    assert s["reserved_bytes.large_pool.current"] == before["reserved_bytes.large_pool.current"] + 4 * MiB
+    assert (
+        s["reserved_bytes.large_pool.current"]
+        == before["reserved_bytes.large_pool.current"] + 4 * MiB
+    )
     del t
 
 
@@ -214,7 +219,10 @@ def test_transient_oom_is_retried_after_flushing_the_cache(flagos, sim):
     assert after["num_alloc_retries"] == before["num_alloc_retries"] + 1
     assert after["num_ooms"] == before["num_ooms"]
     assert after["num_device_free"] == before["num_device_free"] + 1  # the flushed 8 MiB segment
-    assert after["reserved_bytes.all.current"] == before["reserved_bytes.all.current"] - 8 * MiB + 10 * MiB
+    assert (
+        after["reserved_bytes.all.current"]
+        == before["reserved_bytes.all.current"] - 8 * MiB + 10 * MiB
+    )
     del t
 
 

@@ -36,10 +36,19 @@ def has_cpu_kernel(entry: dict) -> bool:
 
 
 def routable() -> list[tuple[str, str, str]]:
-    """(full name 'aten::add.out', at::_ops struct, header root) per overload."""
+    """(full name 'aten::add.out', at::_ops struct, header root) per overload.
+
+    Overloads with a CPU kernel of their own, and the functional/in-place
+    forms of structured ops (`structured_delegate`), whose CPU kernels are
+    generated from the delegate's: routing those directly avoids running the
+    structured meta function twice (once on flagos, once on the CPU aliases).
+    """
+    entries = native_functions()
+    with_cpu = {e["func"].split("(")[0] for e in entries if has_cpu_kernel(e)}
     out = []
-    for entry in native_functions():
-        if not has_cpu_kernel(entry):
+    for entry in entries:
+        delegate = entry.get("structured_delegate")
+        if not has_cpu_kernel(entry) and not (delegate and delegate in with_cpu):
             continue
         schema = FunctionSchema.parse(entry["func"])
         if any(t in str(a.type) for a in schema.arguments.flat_all for t in SKIP_ARG_TYPES):

@@ -93,7 +93,16 @@ at::Tensor& set_empty(at::Tensor& self) {
   return set_storage(self, std::move(storage), 0, {0}, {});
 }
 
+// Storage identity and geometry, as ATen's CPU kernel compares them; it must
+// run here: a boxed kernel would see alias views with storages of their own.
+bool is_set_to(const at::Tensor& self, const at::Tensor& other) {
+  return self.storage().unsafeGetStorageImpl() == other.storage().unsafeGetStorageImpl() &&
+         self.storage_offset() == other.storage_offset() && self.sizes() == other.sizes() &&
+         self.strides() == other.strides();
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("is_set_to", TORCH_FN(is_set_to));
   m.impl("resize_", TORCH_FN(resize_));
   m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage));
   m.impl("set_.source_Storage", TORCH_FN(set_source_storage));
