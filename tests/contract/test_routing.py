@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import ctypes
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 import textwrap
