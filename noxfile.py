@@ -20,7 +20,7 @@ import nox
 ROOT = Path(__file__).parent
 CORE = ROOT / "packages" / "torch_fl_core"
 BUILD_DEPS = ["scikit-build-core>=0.10", "nanobind>=2.0", "cmake>=3.26", "ninja", "pyyaml"]
-TEST_DEPS = ["pytest>=8", "pytest-timeout", "numpy", "expecttest"]
+TEST_DEPS = ["pytest>=8", "pytest-timeout", "numpy", "expecttest", "transformers>=4.40"]
 SYSTEM_TORCH = os.environ.get("TORCH_FL_SYSTEM_TORCH") == "1"
 TORCH_REQ = os.environ.get("TORCH_FL_TORCH", "torch==2.13.0")
 

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "glue/generator.h"
+#include "glue/runtime_access.h"
 
 namespace torch_fl {
 namespace {
@@ -91,9 +92,14 @@ void bridge_generator_value(const c10::FunctionSchema& schema, c10::IValue& valu
     gen = default_generator(device.value_or(-1));
   } else {
     gen = value.toGenerator();
-    if (gen.device().is_cpu()) return;
-    TORCH_CHECK(gen.device().is_privateuseone(), "flagos: expected a flagos or CPU generator for ",
-                schema.operator_name(), ", got one for ", gen.device());
+    // As on CUDA: a draw for flagos tensors needs a flagos generator, and a
+    // flagos generator cannot serve a draw on another device.
+    TORCH_CHECK(!device || gen.device().is_privateuseone(),
+                "Expected a 'flagos' device type for generator but found '", gen.device().type(),
+                "' (", schema.operator_name(), ")");
+    TORCH_CHECK(device || !gen.device().is_privateuseone(),
+                "Expected a 'cpu' device type for generator but found 'flagos' (",
+                schema.operator_name(), ")");
   }
   uint64_t seed = 0, offset = 0;
   {
@@ -119,6 +125,12 @@ void bridge_generators(const c10::FunctionSchema& schema, torch::jit::Stack::ite
       numel = std::max<int64_t>(numel, t.numel());
     }
   });
+  for (auto it = begin; it != end && !device; ++it) {
+    // Factories (normal.float_float(..., device=flagos)) name the device.
+    if (it->isDevice() && it->toDevice().is_privateuseone()) {
+      device = it->toDevice().has_index() ? it->toDevice().index() : current_device();
+    }
+  }
   const auto& args = schema.arguments();
   size_t i = 0;
   for (auto it = begin; it != end && i < args.size(); ++it, ++i) {

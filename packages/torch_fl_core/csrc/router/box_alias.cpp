@@ -84,6 +84,61 @@ at::Tensor make_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey 
   return at::Tensor(std::move(impl));
 }
 
+namespace {
+
+// Per-thread cache of call-scoped aliases. Building an alias (a StorageImpl
+// and a TensorImpl) is most of the router's own cost per call on tiny
+// tensors, and the same tensors come back call after call (weights, the
+// output of the previous op), so an alias whose memory, size and dtype match
+// is re-pointed at the new geometry instead of rebuilt. Only aliases nobody
+// else holds (use_count 1: the cache's own reference) are reused.
+struct AliasSlot {
+  at::Tensor alias;
+  const void* data = nullptr;
+  size_t nbytes = 0;
+};
+constexpr size_t kAliasSlots = 16;
+thread_local std::array<AliasSlot, kAliasSlots> t_slots;
+thread_local size_t t_next_slot = 0;
+
+}  // namespace
+
+at::Tensor call_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey key) {
+  const c10::Storage& base = t.storage();
+  void* data = base.mutable_data();
+  const size_t nbytes = base.nbytes();
+  for (AliasSlot& slot : t_slots) {
+    if (slot.data != data || slot.nbytes != nbytes || !slot.alias.defined()) continue;
+    at::Tensor& a = slot.alias;
+    if (a.use_count() != 1 || a.dtype() != t.dtype() || a.device() != device ||
+        a.storage().data() != data || a.storage().nbytes() != nbytes ||
+        !a.key_set().has(key)) {
+      continue;
+    }
+    c10::TensorImpl* impl = a.unsafeGetTensorImpl();
+    impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+    impl->_set_conj(t.is_conj());
+    impl->_set_neg(t.is_neg());
+    return a;
+  }
+  // Non-owning: the caller's flagos tensor keeps the memory alive for the
+  // call, and a result that aliases it is re-wrapped over the flagos storage.
+  c10::DataPtr dp(data, device);
+  c10::Storage storage(c10::Storage::use_byte_size_t(), nbytes, std::move(dp),
+                       grow_allocator(t.device().index(), device), /*resizable=*/true);
+  auto impl =
+      c10::make_intrusive<c10::TensorImpl>(std::move(storage), c10::DispatchKeySet(key), t.dtype());
+  impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  if (t.is_conj()) impl->_set_conj(true);
+  if (t.is_neg()) impl->_set_neg(true);
+  at::Tensor alias(std::move(impl));
+  AliasSlot& slot = t_slots[t_next_slot++ % kAliasSlots];
+  slot.alias = alias;
+  slot.data = data;
+  slot.nbytes = nbytes;
+  return alias;
+}
+
 at::Tensor flagos_over(c10::Storage storage, const at::Tensor& like) {
   auto impl = c10::make_intrusive<c10::TensorImpl>(
       std::move(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), like.dtype());

@@ -17,6 +17,11 @@ c10::Device target_device(c10::DeviceType type, c10::DeviceIndex flagos_index);
 // memory comes from the flagos pool of t's device (see take_grown).
 at::Tensor make_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey key);
 
+// The same for the duration of one boxed call: non-owning (the caller holds
+// t), and taken from a per-thread cache when an unused alias of the same
+// memory exists. Kernels must not keep it past the call.
+at::Tensor call_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey key);
+
 // A flagos tensor over `storage` with `like`'s geometry and bits.
 at::Tensor flagos_over(c10::Storage storage, const at::Tensor& like);
 

@@ -69,7 +69,7 @@ class BoxBackend final : public Backend {
  private:
   c10::IValue to_target(const c10::IValue& v, c10::Device target) const {
     auto alias = [&](const at::Tensor& t) {
-      return t.defined() && t.device().is_privateuseone() ? box::make_alias(t, target, key_) : t;
+      return t.defined() && t.device().is_privateuseone() ? box::call_alias(t, target, key_) : t;
     };
     if (v.isTensor()) return alias(v.toTensor());
     if (v.isTensorList()) {

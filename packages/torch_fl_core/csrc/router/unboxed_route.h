@@ -67,6 +67,13 @@ inline void observe(Observer& o, const c10::List<std::optional<at::Tensor>>& l) 
     if (t) o.see(*t);
   }
 }
+// Factories name their device instead of passing a flagos tensor.
+inline void observe(Observer& o, c10::Device d) {
+  if (d.is_privateuseone() && !o.device && d.has_index()) o.device = d.index();
+}
+inline void observe(Observer& o, const std::optional<c10::Device>& d) {
+  if (d) observe(o, *d);
+}
 template <class T>
 inline void observe(Observer&, const T&) {}
 
@@ -78,7 +85,7 @@ struct Converter {
   const c10::FunctionSchema& schema;
 
   at::Tensor alias(const at::Tensor& t) const {
-    return t.defined() && t.device().is_privateuseone() ? box::make_alias(t, target, key) : t;
+    return t.defined() && t.device().is_privateuseone() ? box::call_alias(t, target, key) : t;
   }
 };
 

@@ -96,6 +96,9 @@ def _setup() -> None:
     _register_device_module(device)
     _generate_methods()
     vendors.activate(selection)
+    from torch_fl import _shutdown
+
+    _shutdown.register()
 
 
 def _torch_is_importing() -> bool:

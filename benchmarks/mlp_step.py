@@ -1,0 +1,284 @@
+"""Training-step time of a 3-layer MLP on flagos against the same step on CPU.
+
+The model is Linear-ReLU-Linear-ReLU-Linear (in = out = width, hidden = width), the loss is the
+cross entropy against random class labels, and one step is ``zero_grad(set_to_none=True)``,
+forward, loss, backward and the optimizer step. Both copies start from the same weights and
+see the same batch. Configurations: width x batch x optimizer (SGD with momentum, Adam), each
+run with PyTorch's default optimizer implementation for the device (on ``flagos`` that is the
+``foreach`` one, on CPU the per-tensor loop; ``--impl`` forces one on both sides).
+
+Method: each configuration is warmed up, then for each of ``--reps`` repetitions a block of
+``--steps`` steps is timed on flagos and right after it the same number on CPU (interleaved).
+The figure per side is the **minimum** over the repetitions of the per-step time of a block
+(the median is in the JSON too). Every step ends with the loss read back on the host
+(``loss.item()``), so queued device work is inside the timed region on every vendor.
+
+Also reports the calls served by ATen's CPU fallback during the flagos steps
+(``torch_fl._C.fallback_counts()``): on the sim vendor every operator of this step is routed, so
+it should be empty.
+
+    python benchmarks/mlp_step.py [--reps 7] [--steps 5] [--impl default] [--json out.json]
+
+Prints ratios; asserts nothing about timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import gc
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+import torch
+import torch_fl
+from torch import nn
+
+C = torch_fl._C
+CONFIGS = [  # (width, batch)
+    (256, 64),
+    (256, 256),
+    (1024, 64),
+    (1024, 256),
+]
+OPTIMIZERS = ("sgd", "adam")
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def build_id() -> str:
+    """The source tree's commit (and whether it was dirty), for the record."""
+    import subprocess
+
+    try:
+        return subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=os.path.dirname(os.path.abspath(__file__)),
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def load_avg() -> float:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+
+
+def mlp(width: int) -> nn.Module:
+    return nn.Sequential(
+        nn.Linear(width, width),
+        nn.ReLU(),
+        nn.Linear(width, width),
+        nn.ReLU(),
+        nn.Linear(width, width),
+    )
+
+
+def make_opt(name: str, params, impl: str) -> torch.optim.Optimizer:
+    kw = {} if impl == "default" else {"foreach": impl == "foreach"}
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, **kw)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=1e-4, **kw)
+    raise ValueError(name)
+
+
+class Trainer:
+    def __init__(
+        self, model: nn.Module, opt_name: str, impl: str, x: torch.Tensor, y: torch.Tensor
+    ):
+        self.model = model
+        self.impl = impl
+        self.opt = make_opt(opt_name, model.parameters(), impl)
+        self.x = x
+        self.y = y
+        self.loss_fn = nn.CrossEntropyLoss()
+
+    def step(self) -> float:
+        self.opt.zero_grad(set_to_none=True)
+        loss = self.loss_fn(self.model(self.x), self.y)
+        loss.backward()
+        self.opt.step()
+        return loss.item()
+
+    def block(self, steps: int) -> float:
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            self.step()
+        return (time.perf_counter() - t0) / steps
+
+
+def opt_impl(t: Trainer) -> str:
+    """Which implementation the optimizer runs (foreach or per-tensor loop)."""
+    if t.impl != "default":
+        return t.impl
+    from torch.optim.optimizer import _default_to_fused_or_foreach
+
+    opt = t.opt
+    params = [p for g in opt.param_groups for p in g["params"]]
+    fused, foreach = _default_to_fused_or_foreach(params, differentiable=False, use_fused=False)
+    return "fused" if fused else ("foreach" if foreach else "for-loop")
+
+
+def run_config(width: int, batch: int, opt_name: str, impl: str, reps: int, steps: int) -> dict:
+    torch.manual_seed(0)
+    base = mlp(width)
+    x = torch.randn(batch, width)
+    y = torch.randint(0, width, (batch,))
+    dev = torch.device("flagos", 0)
+    cpu_t = Trainer(copy.deepcopy(base), opt_name, impl, x, y)
+    fl_t = Trainer(copy.deepcopy(base).to(dev), opt_name, impl, x.to(dev), y.to(dev))
+
+    # Warm up (optimizer state allocation, allocator caches, first-call dispatch).
+    for _ in range(3):
+        cpu_t.step()
+        fl_t.step()
+
+    C.reset_fallback_counts()
+    fl_s: list[float] = []
+    cpu_s: list[float] = []
+    for _ in range(reps):
+        fl_s.append(fl_t.block(steps))
+        cpu_s.append(cpu_t.block(steps))
+    fallbacks = dict(C.fallback_counts())
+    # Same start, same data: the losses agree closely (a sanity check, not a timing).
+    loss_gap = abs(fl_t.step() - cpu_t.step())
+    return {
+        "width": width,
+        "batch": batch,
+        "optimizer": opt_name,
+        "impl_flagos": opt_impl(fl_t),
+        "impl_cpu": opt_impl(cpu_t),
+        "cpu_ms": min(cpu_s) * 1e3,
+        "flagos_ms": min(fl_s) * 1e3,
+        "ratio": min(fl_s) / min(cpu_s),
+        "cpu_median_ms": statistics.median(cpu_s) * 1e3,
+        "flagos_median_ms": statistics.median(fl_s) * 1e3,
+        "median_ratio": statistics.median(fl_s) / statistics.median(cpu_s),
+        "fallback_calls": sum(fallbacks.values()),
+        "fallback_ops": fallbacks,
+        "loss_gap": loss_gap,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--reps", type=int, default=7, help="repetitions per configuration")
+    p.add_argument("--steps", type=int, default=5, help="steps per timed block")
+    p.add_argument(
+        "--impl",
+        choices=("default", "foreach", "for-loop"),
+        default="default",
+        help="optimizer implementation on both sides (default: each device's PyTorch default)",
+    )
+    p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    args = p.parse_args(argv)
+
+    load0 = load_avg()
+    env = {
+        "torch": torch.__version__,
+        "torch_fl": torch_fl.__version__,
+        "vendor": torch_fl.vendor().name,
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "source": build_id(),
+        "loadavg_start": load0,
+    }
+    print(
+        f"torch {env['torch']}, torch_fl {env['torch_fl']}, vendor {env['vendor']}, "
+        f"{env['cpu']} ({env['cores']} cores, {env['threads']} torch threads)"
+    )
+    print(f"load average at start: {load0:.2f}")
+    if load0 > 1.5:
+        print("WARNING: the machine is busy (load > 1.5); figures will be noisy", file=sys.stderr)
+    print(
+        f"method: min over {args.reps} repetitions of {args.steps} steps, flagos and CPU blocks "
+        f"interleaved; ratio = flagos step time / CPU step time\n"
+    )
+
+    t0 = time.perf_counter()
+    rows = []
+    head = (
+        f"{'width':>6}{'batch':>6}  {'optim':<5}{'cpu ms':>9}{'flagos ms':>11}{'ratio':>7}"
+        f"{'median':>8}{'fallbacks':>11}  impl (flagos/cpu)"
+    )
+    print(head)
+    print("-" * len(head))
+    gc.collect()
+    for width, batch in CONFIGS:
+        for opt_name in OPTIMIZERS:
+            r = run_config(width, batch, opt_name, args.impl, args.reps, args.steps)
+            rows.append(r)
+            print(
+                f"{width:>6}{batch:>6}  {opt_name:<5}{r['cpu_ms']:>9.3f}{r['flagos_ms']:>11.3f}"
+                f"{r['ratio']:>7.2f}{r['median_ratio']:>8.2f}{r['fallback_calls']:>11}  "
+                f"{r['impl_flagos']}/{r['impl_cpu']}",
+                flush=True,
+            )
+    elapsed = time.perf_counter() - t0
+    ratios = [r["ratio"] for r in rows]
+    worst = max(rows, key=lambda r: r["ratio"])
+    summary = {
+        "median_ratio": statistics.median(ratios),
+        "max_ratio": worst["ratio"],
+        "max_ratio_config": f"{worst['width']}x{worst['batch']} {worst['optimizer']}",
+        "configs_within_1_1": sum(r <= 1.1 for r in ratios),
+        "configs": len(rows),
+        "fallback_calls": sum(r["fallback_calls"] for r in rows),
+    }
+    print(
+        f"\nmedian ratio {summary['median_ratio']:.2f}, worst {summary['max_ratio']:.2f} "
+        f"({summary['max_ratio_config']}); {summary['configs_within_1_1']}/{summary['configs']} "
+        f"configurations within 1.1x of CPU (target, issue: within 1.1x)"
+    )
+    print(f"CPU fallback calls during the flagos steps: {summary['fallback_calls']}")
+    for r in rows:
+        if r["fallback_ops"]:
+            print(f"  {r['width']}x{r['batch']} {r['optimizer']}: {r['fallback_ops']}")
+    load1 = load_avg()
+    env["loadavg_end"] = load1
+    print(f"load average at end: {load1:.2f}; run took {elapsed:.1f} s")
+    if load1 > 1.5:
+        print("WARNING: load > 1.5 during the run; re-measure on a quiet machine", file=sys.stderr)
+
+    if args.json:
+        doc = {
+            "benchmark": "mlp_step",
+            "env": env,
+            "method": {
+                "statistic": "min over repetitions of per-step time of a block",
+                "reps": args.reps,
+                "steps": args.steps,
+                "impl": args.impl,
+            },
+            "rows": rows,
+            "summary": summary,
+        }
+        with open(args.json, "w") as fh:
+            json.dump(doc, fh, indent=2)
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
