@@ -71,10 +71,12 @@ c10::Device target_device(c10::DeviceType type, c10::DeviceIndex flagos_index) {
                                       : c10::Device(type, flagos_index);
 }
 
-at::Tensor make_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey key) {
-  const c10::Storage& base = t.storage();
-  c10::DataPtr dp(base.mutable_data(), new c10::Storage(base), &release_storage_ref, device);
-  c10::Storage storage(c10::Storage::use_byte_size_t(), base.nbytes(), std::move(dp),
+namespace {
+
+// An alias TensorImpl of t's geometry over `dp` (t's memory typed as `device`).
+at::Tensor build_alias(const at::Tensor& t, c10::DataPtr dp, c10::Device device,
+                       c10::DispatchKey key) {
+  c10::Storage storage(c10::Storage::use_byte_size_t(), t.storage().nbytes(), std::move(dp),
                        grow_allocator(t.device().index(), device), /*resizable=*/true);
   auto impl =
       c10::make_intrusive<c10::TensorImpl>(std::move(storage), c10::DispatchKeySet(key), t.dtype());
@@ -82,6 +84,15 @@ at::Tensor make_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey 
   if (t.is_conj()) impl->_set_conj(true);
   if (t.is_neg()) impl->_set_neg(true);
   return at::Tensor(std::move(impl));
+}
+
+}  // namespace
+
+at::Tensor make_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey key) {
+  const c10::Storage& base = t.storage();
+  return build_alias(
+      t, c10::DataPtr(base.mutable_data(), new c10::Storage(base), &release_storage_ref, device),
+      device, key);
 }
 
 namespace {
@@ -123,15 +134,7 @@ at::Tensor call_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey 
   }
   // Non-owning: the caller's flagos tensor keeps the memory alive for the
   // call, and a result that aliases it is re-wrapped over the flagos storage.
-  c10::DataPtr dp(data, device);
-  c10::Storage storage(c10::Storage::use_byte_size_t(), nbytes, std::move(dp),
-                       grow_allocator(t.device().index(), device), /*resizable=*/true);
-  auto impl =
-      c10::make_intrusive<c10::TensorImpl>(std::move(storage), c10::DispatchKeySet(key), t.dtype());
-  impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
-  if (t.is_conj()) impl->_set_conj(true);
-  if (t.is_neg()) impl->_set_neg(true);
-  at::Tensor alias(std::move(impl));
+  at::Tensor alias = build_alias(t, c10::DataPtr(data, device), device, key);
   AliasSlot& slot = t_slots[t_next_slot++ % kAliasSlots];
   slot.alias = alias;
   slot.data = data;

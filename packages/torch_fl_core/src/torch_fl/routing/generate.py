@@ -48,9 +48,16 @@ import torch
 from torch_fl.routing.route_table import short_op_name
 from torch_fl.routing.validation import torch_minor
 
-__all__ = ["EXCLUDED", "Generated", "default_output", "generate", "main"]
+__all__ = ["EXCLUDED", "STUB_COMPOSITES", "Generated", "default_output", "generate", "main"]
 
 BACKEND = "box:cpu"
+
+#: CompositeExplicitAutograd overloads (no CPU kernel of their own) whose composite kernel calls
+#: a DispatchStub for the tensor's device directly, which has no flagos entry: they are routed
+#: so the composite runs on the CPU alias views instead. Found by tests/contract/test_math_bits.py.
+STUB_COMPOSITES: dict[str, str] = {
+    "aten::conj_physical_": "calls conj_physical_stub for the tensor's device",
+}
 
 #: Operator base names never routed (every overload), with the reason; in the banner.
 EXCLUDED: dict[str, str] = {
@@ -129,6 +136,11 @@ class Generated:
         ]
         for name, why in sorted(EXCLUDED.items()):
             lines.append(f"#          {name}: {why}")
+        lines.append(
+            "# Also routed: composite overloads that call a DispatchStub for the device directly:"
+        )
+        for name, why in sorted(STUB_COMPOSITES.items()):
+            lines.append(f"#          {name.removeprefix('aten::')}: {why}")
         lines += [
             "# Everything else (no CPU kernel of its own: composite operators decompose into routed",
             "# ones; CUDA-only operators) keeps its default: composite kernels, else ATen's CPU "
@@ -146,6 +158,9 @@ def generate_sim() -> Generated:
     ops = sorted({n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")})
     gen.total = len(ops)
     for op in ops:
+        if op in STUB_COMPOSITES:
+            gen.routed.append(op)
+            continue
         if not has(op, "CPU"):
             continue
         gen.with_cpu += 1
