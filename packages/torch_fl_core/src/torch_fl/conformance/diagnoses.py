@@ -41,13 +41,6 @@ SPARSE = (
     "(a missing feature rather than a wrong result)"
 )
 
-TO_SPARSE = (
-    "box:cpu route for aten::_to_sparse runs the CPU kernel, then tries to alias its sparse "
-    "result's storage: NotImplementedError 'Cannot access storage of SparseTensorImpl'. Sparse "
-    "layouts are unsupported anyway (nothing is registered for SparsePrivateUse1); the route "
-    "table should leave operators that return sparse tensors unrouted, so they fail with the "
-    "dispatcher's clear 'Could not run ... Sparseflagos backend' error"
-)
 
 LINEAR_CROSS_ENTROPY = (
     "(bfloat16/float16 only) not a torch-fl bug: PyTorch picks the chunked path's accumulation "
@@ -73,7 +66,7 @@ DIAGNOSES: dict[str, str] = {
     "nn.functional.linear_cross_entropy.chunked_none": LINEAR_CROSS_ENTROPY,
     "sparse.mm.reduce": SPARSE,
     "sparse.sampled_addmm": SPARSE,
-    "to_sparse": TO_SPARSE,
+    "to_sparse": SPARSE,
 }
 
 
