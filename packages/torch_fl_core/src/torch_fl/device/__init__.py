@@ -133,4 +133,10 @@ def __getattr__(name: str) -> Any:
         from torch_fl.device import random
 
         return random.default_generators()
+    if name == "_initialized":
+        # torch.utils.checkpoint (and other torch code written for torch.cuda) reads this flag
+        # to decide whether to save and restore the device RNG state.
+        from torch_fl.device import lazy
+
+        return lazy.is_initialized()
     raise AttributeError(f"module 'torch.flagos' has no attribute {name!r}")
