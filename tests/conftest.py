@@ -318,3 +318,26 @@ def allocated(flagos_mod) -> list[int]:
 def mem_snapshot(flagos):
     """mem_snapshot() -> memory_allocated of each device (synchronized first)."""
     return lambda: allocated(flagos)
+
+
+@pytest.fixture
+def flagos_owns_pinned_memory(flagos):
+    """Skip where another accelerator in the process (CUDA on a GPU machine running sim) is
+    torch's current accelerator: `pin_memory=True` and `is_pinned()` then mean its pinned memory,
+    not flagos's, as PyTorch resolves the device from the current accelerator."""
+    acc = getattr(torch, "accelerator", None)
+    current = acc.current_accelerator() if acc is not None else None
+    if current is not None and current.type != "flagos":
+        pytest.skip(
+            f"torch's current accelerator is {current.type!r}, which owns pin_memory=True in this "
+            f"process (vendor {_vendor_name_for_skip()!r})"
+        )
+
+
+def _vendor_name_for_skip() -> str:
+    try:
+        import torch_fl
+
+        return str(torch_fl.vendor().name)
+    except Exception:  # noqa: BLE001
+        return "unknown"

@@ -286,7 +286,7 @@ def test_non_blocking_h2d_from_pinned(dtype, flagos, bits, require_cap):
 
 @pytest.mark.pinned
 @pytest.mark.parametrize("dtype", NB_DTYPES, ids=str)
-def test_non_blocking_d2h_into_pinned(dtype, flagos, bits, require_cap):
+def test_non_blocking_d2h_into_pinned(dtype, flagos, bits, require_cap, flagos_owns_pinned_memory):
     require_cap("PINNED_HOST_MEMORY")
     x = bits.random((129, 65), dtype, seed=12)
     fx = x.to("flagos")

@@ -184,6 +184,11 @@ OPS: dict[str, tuple[Callable, bool]] = {
     "conj_physical_": (lambda L, x: _mutated(lambda o: L(o).conj_physical_(), x["c"]), True),
 }
 
+#: BLAS-backed operators: bit-exact only when they see the caller's operands in place.
+BLAS_OPS = frozenset(
+    {"mm", "matmul", "addmm", "bmm", "baddbmm", "mv", "dot", "vdot", "linear", "einsum", "inner"}
+)
+
 #: Operators core serves itself (never routed): their results keep CPU's conj/neg bits exactly.
 CORE_OPS = frozenset({"clone", "clone_strided", "contiguous", "resolve", "reshape_copy"})
 
@@ -299,6 +304,19 @@ def test_lazy_view_through_op_bit_exact(lazy, op, route_mode, bits):
                 f"{where}: conj/neg bits {(g.is_conj(), g.is_neg())}, "
                 f"CPU has {(e.is_conj(), e.is_neg())}"
             )
+        if route_mode == "cpu_fallback" and op.split("_")[0] in BLAS_OPS:
+            # The fallback copies operands into fresh buffers, and MKL's complex GEMM/GEMV
+            # results depend on operand alignment in the last bit (CPU against itself too), so
+            # these compare to the last few ulps; the routed (zero-copy) mode stays bit-exact.
+            eps = torch.finfo(g.dtype).eps if g.is_floating_point() or g.is_complex() else 0
+            torch.testing.assert_close(
+                g.cpu().resolve_conj().resolve_neg(),
+                e.resolve_conj().resolve_neg(),
+                rtol=8 * eps,
+                atol=8 * eps,
+                msg=lambda m, where=where: f"{where}: {m}",
+            )
+            continue
         try:
             bits.equal(g, e)
         except AssertionError as exc:

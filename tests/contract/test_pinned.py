@@ -30,7 +30,7 @@ def test_pin_memory_gives_pinned_copy(bits):
 @pytest.mark.parametrize(
     "dtype", [torch.uint8, torch.bfloat16, torch.complex128, torch.bool], ids=str
 )
-def test_pinned_factories(dtype):
+def test_pinned_factories(dtype, flagos_owns_pinned_memory):
     t = torch.empty(100, dtype=dtype, pin_memory=True)
     assert t.is_pinned()
     z = torch.zeros(10, 10, dtype=dtype, pin_memory=True)
