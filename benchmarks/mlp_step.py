@@ -37,6 +37,7 @@ import time
 
 import torch
 import torch_fl
+from _bench_env import build_id, cpu_model, load_avg
 from torch import nn
 
 C = torch_fl._C
@@ -47,40 +48,6 @@ CONFIGS = [  # (width, batch)
     (1024, 256),
 ]
 OPTIMIZERS = ("sgd", "adam")
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def build_id() -> str:
-    """The source tree's commit (and whether it was dirty), for the record."""
-    import subprocess
-
-    try:
-        return subprocess.run(
-            ["git", "describe", "--always", "--dirty"],
-            cwd=os.path.dirname(os.path.abspath(__file__)),
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ""
-
-
-def load_avg() -> float:
-    try:
-        return os.getloadavg()[0]
-    except OSError:
-        return float("nan")
 
 
 def mlp(width: int) -> nn.Module:
