@@ -38,3 +38,31 @@ def load_avg() -> float:
         return os.getloadavg()[0]
     except OSError:
         return float("nan")
+
+
+def describe(load0: float) -> dict:
+    """The machine and software a run measured, printed and returned for the JSON record."""
+    import sys
+
+    import torch
+    import torch_fl
+
+    env = {
+        "torch": torch.__version__,
+        "torch_fl": torch_fl.__version__,
+        "vendor": str(torch_fl.vendor().name),
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "source": build_id(),
+        "loadavg_start": load0,
+    }
+    print(
+        f"torch {env['torch']}, torch_fl {env['torch_fl']}, vendor {env['vendor']}, "
+        f"{env['cpu']} ({env['cores']} cores, {env['threads']} torch threads)"
+    )
+    print(f"load average at start: {load0:.2f}")
+    if load0 > 1.5:
+        print("WARNING: the machine is busy (load > 1.5); figures will be noisy", file=sys.stderr)
+    return env

@@ -33,8 +33,6 @@ import argparse
 import gc
 import itertools
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -42,7 +40,7 @@ from collections.abc import Callable
 
 import torch
 import torch_fl
-from _bench_env import build_id, cpu_model, load_avg
+from _bench_env import describe, load_avg
 
 C = torch_fl._C
 SIZES = (8, 4096)
@@ -195,26 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     if "routed" not in modes:
         modes = ("routed", *modes)
 
-    vendor = torch_fl.vendor().name
     load0 = load_avg()
-    env = {
-        "torch": torch.__version__,
-        "torch_fl": torch_fl.__version__,
-        "vendor": str(vendor),
-        "cpu": cpu_model(),
-        "cores": os.cpu_count(),
-        "threads": torch.get_num_threads(),
-        "python": platform.python_version(),
-        "source": build_id(),
-        "loadavg_start": load0,
-    }
-    print(
-        f"torch {env['torch']}, torch_fl {env['torch_fl']}, vendor {env['vendor']}, "
-        f"{env['cpu']} ({env['cores']} cores, {env['threads']} torch threads)"
-    )
-    print(f"load average at start: {load0:.2f}")
-    if load0 > 1.5:
-        print("WARNING: the machine is busy (load > 1.5); figures will be noisy", file=sys.stderr)
+    env = describe(load0)
     f = lambda: None  # noqa: E731
     per_call(f, 100_000)
     loop_us = min(per_call(f, 100_000) for _ in range(5)) * 1e6

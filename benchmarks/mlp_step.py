@@ -29,15 +29,13 @@ import argparse
 import copy
 import gc
 import json
-import os
-import platform
 import statistics
 import sys
 import time
 
 import torch
 import torch_fl
-from _bench_env import build_id, cpu_model, load_avg
+from _bench_env import describe, load_avg
 from torch import nn
 
 C = torch_fl._C
@@ -175,24 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
 
     load0 = load_avg()
-    env = {
-        "torch": torch.__version__,
-        "torch_fl": torch_fl.__version__,
-        "vendor": torch_fl.vendor().name,
-        "cpu": cpu_model(),
-        "cores": os.cpu_count(),
-        "threads": torch.get_num_threads(),
-        "python": platform.python_version(),
-        "source": build_id(),
-        "loadavg_start": load0,
-    }
-    print(
-        f"torch {env['torch']}, torch_fl {env['torch_fl']}, vendor {env['vendor']}, "
-        f"{env['cpu']} ({env['cores']} cores, {env['threads']} torch threads)"
-    )
-    print(f"load average at start: {load0:.2f}")
-    if load0 > 1.5:
-        print("WARNING: the machine is busy (load > 1.5); figures will be noisy", file=sys.stderr)
+    env = describe(load0)
     print(
         "method: single steps, flagos and CPU alternating (about "
         f"{args.seconds:g} s per configuration);\n"

@@ -31,6 +31,9 @@ def native_functions() -> list[dict]:
 
 
 def has_cpu_kernel(entry: dict) -> bool:
+    # ufunc operators (add.out, ...) get their CPU kernel from `ufunc_inner_loop`, not `dispatch`.
+    if entry.get("ufunc_inner_loop"):
+        return True
     dispatch = entry.get("dispatch") or {}
     return any("CPU" in [k.strip() for k in keys.split(",")] for keys in dispatch)
 

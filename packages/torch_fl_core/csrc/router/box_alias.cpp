@@ -193,12 +193,12 @@ at::Tensor to_flagos(const at::Tensor& t, c10::DeviceIndex device, c10::DeviceTy
   return out;
 }
 
-at::Tensor view_of_input_or_fresh(const at::Tensor& result, const at::Tensor* bases, size_t n,
+at::Tensor view_of_input_or_fresh(const at::Tensor& result, const at::Tensor* const* bases, size_t n,
                                   c10::DeviceIndex device, c10::DeviceType type) {
   if (!result.defined() || result.device().is_privateuseone()) return result;
   const void* data = result.storage().data();
   for (size_t i = 0; i < n; ++i) {
-    const at::Tensor& b = bases[i];
+    const at::Tensor& b = *bases[i];
     if (b.defined() && b.device().is_privateuseone() && data != nullptr &&
         b.storage().data() == data) {
       return flagos_over(b.storage(), result);

@@ -55,9 +55,9 @@ class BoxBackend final : public Backend {
     const size_t num_returns = schema.returns().size();
     TORCH_INTERNAL_ASSERT(stack->size() >= num_returns);
     adopt_mutated_arguments(schema, originals, aliases);
-    std::vector<at::Tensor> bases;
+    std::vector<const at::Tensor*> bases;
     for (const auto& v : originals) {
-      if (v.isTensor()) bases.push_back(v.toTensor());
+      if (v.isTensor()) bases.push_back(&v.toTensor());
     }
     const auto ret_begin = stack->end() - static_cast<std::ptrdiff_t>(num_returns);
     for (size_t i = 0; i < num_returns; ++i) {
@@ -113,7 +113,7 @@ class BoxBackend final : public Backend {
 
   c10::IValue from_target(const c10::FunctionSchema& schema, const c10::Argument& ret,
                           const c10::IValue& v, const std::vector<c10::IValue>& originals,
-                          const std::vector<at::Tensor>& bases, c10::DeviceIndex device) const {
+                          const std::vector<const at::Tensor*>& bases, c10::DeviceIndex device) const {
     auto convert = [&](const at::Tensor& t) -> at::Tensor {
       if (!t.defined() || t.device().is_privateuseone()) return t;
       if (const auto* info = ret.alias_info(); info && info->isWrite()) {

@@ -32,7 +32,9 @@ struct Observer {
   int64_t numel = 0;
   bool cpu_nonscalar = false;
   std::optional<c10::DeviceIndex> other_device;  // a second flagos device
-  c10::SmallVector<at::Tensor, 4> bases;          // flagos inputs, for view results
+  // Flagos inputs, for view results. Pointers, not copies: the arguments outlive the call, and
+  // copying a tensor only its Python object owns takes the GIL (torch 2.13).
+  c10::SmallVector<const at::Tensor*, 4> bases;
 
   void see(const at::Tensor& t, bool base = false) {
     if (!t.defined()) return;
@@ -45,7 +47,7 @@ struct Observer {
         other_device = d;
       }
       numel = std::max<int64_t>(numel, t.numel());
-      if (base) bases.push_back(t);
+      if (base) bases.push_back(&t);
     } else if (t.device().is_cpu() && t.dim() > 0) {
       cpu_nonscalar = true;
     }
