@@ -14,6 +14,7 @@
 #include "glue/host_allocator.h"
 #include "glue/runtime_access.h"
 #include "glue/stream_pool.h"
+#include "router/box_alias.h"
 
 namespace torch_fl {
 namespace {
@@ -233,6 +234,15 @@ void copy_between_devices(const Tensor& src, const Tensor& dst, bool non_blockin
   copy_same_device(on_dst, dst);
 }
 
+// Mirror mode (delegate runtime): flagos memory is the mirrored backend's
+// memory and the flagos stream its stream, so the mirrored copy_ does it all
+// (casts, strides, conj/neg, pinned non_blocking, peer) on alias views.
+Tensor mirror_view(const Tensor& t, c10::DeviceType type) {
+  if (!is_flagos(t)) return t;
+  const c10::Device device(type, t.device().index());
+  return box::call_alias(t, device, c10::computeDispatchKey(std::nullopt, std::nullopt, device));
+}
+
 }  // namespace
 
 Tensor copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
@@ -242,6 +252,10 @@ Tensor copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
               " to ", dst.device());
   TORCH_CHECK(is_flagos(dst) || dst.device().is_cpu(), "flagos: cannot copy from ", self.device(),
               " to ", dst.device());
+  if (const auto type = mirror_device_type()) {
+    mirror_view(dst, *type).copy_(mirror_view(self, *type), non_blocking);
+    return dst;
+  }
   // copy_ broadcasts src to dst; do it up front so every path sees one shape.
   const Tensor src = self.sizes() == dst.sizes() ? self : self.expand(dst.sizes());
   if (is_flagos(src) && is_flagos(dst)) {
@@ -268,6 +282,7 @@ Tensor copy_from_and_resize(const Tensor& self, const Tensor& dst) {
 at::Scalar local_scalar_dense(const Tensor& self) {
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
               " elements cannot be converted to Scalar");
+  if (const auto type = mirror_device_type()) return mirror_view(self, *type).item();
   // Same shape as self ([1], [1, 1], ...): item() of any one-element tensor.
   Tensor host = at::empty(self.sizes(), self.options().device(at::kCPU));
   copy_device_to_host(self, host, false);

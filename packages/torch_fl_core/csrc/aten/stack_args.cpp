@@ -138,6 +138,25 @@ void bridge_generators(const c10::FunctionSchema& schema, torch::jit::Stack::ite
   }
 }
 
+void mirror_generator_value(c10::IValue& value) {
+  if (value.isNone()) return;
+  at::Generator gen = value.toGenerator();
+  if (!gen.device().is_privateuseone()) return;  // the kernel's own device check reports it
+  const at::Generator& mirror = gen.get<FlagosGeneratorImpl>()->mirror();
+  TORCH_CHECK(mirror.defined(), "flagos: generator of ", gen.device(),
+              " has no mirrored generator (the runtime is not a delegate runtime)");
+  value = c10::IValue(mirror);
+}
+
+void mirror_generators(const c10::FunctionSchema& schema, torch::jit::Stack::iterator begin,
+                       torch::jit::Stack::iterator end) {
+  const auto& args = schema.arguments();
+  size_t i = 0;
+  for (auto it = begin; it != end && i < args.size(); ++it, ++i) {
+    if (is_generator_type(args[i].type())) mirror_generator_value(*it);
+  }
+}
+
 void check_cpu_tensors_allowed(const c10::OperatorHandle& op, c10::DeviceIndex device) {
   TORCH_CHECK(accepts_cpu_tensors(op.schema().operator_name()),
               "Expected all tensors to be on the same device, but found at least two devices, "

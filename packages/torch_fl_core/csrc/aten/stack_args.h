@@ -29,6 +29,14 @@ void bridge_generators(const c10::FunctionSchema& schema, torch::jit::Stack::ite
 
 bool has_generator_argument(const c10::FunctionSchema& schema);
 
+// Mirror mode (box:<mirrored key>): each flagos generator argument becomes the
+// mirrored generator it wraps (its state is that generator's), and an absent
+// one stays absent, so the mirrored kernel draws from the mirrored default
+// generator, which is the flagos default generator's state.
+void mirror_generators(const c10::FunctionSchema& schema, torch::jit::Stack::iterator begin,
+                       torch::jit::Stack::iterator end);
+void mirror_generator_value(c10::IValue& value);
+
 // One `Generator?` value: the bridge above for a single argument, given the
 // op's flagos device and largest flagos input numel.
 void bridge_generator_value(const c10::FunctionSchema& schema, c10::IValue& value,

@@ -9,6 +9,8 @@
 // the allocator never holds up a stream. No GIL, no Python, anywhere here.
 #include "glue/caching_allocator.h"
 
+#include "glue/mirror_allocator.h"
+
 #include "glue/runtime_access.h"
 #include "glue/stream_pool.h"
 
@@ -697,29 +699,36 @@ void raw_delete(void* ptr) { instance()->free(ptr); }
 
 }  // namespace
 
-c10::DeviceAllocator* caching_allocator() { return instance(); }
+c10::DeviceAllocator* caching_allocator() {
+  // Mirror mode: the mirrored backend's pool (glue/mirror_allocator.h).
+  if (C10_UNLIKELY(mirror_device_type().has_value())) return mirror_allocator();
+  return instance();
+}
 
-void empty_cache_all() { instance()->emptyCache({0, 0}); }
+void empty_cache_all() { caching_allocator()->emptyCache({0, 0}); }
 
 void empty_cache(c10::DeviceIndex device) {
+  // c10's DeviceAllocator empties every device at once.
+  if (mirror_device_type()) return empty_cache_all();
   instance()->empty_device_cache(device < 0 ? current_device() : device);
 }
 
 c10::CachingDeviceAllocator::DeviceStats device_stats(c10::DeviceIndex device) {
-  return instance()->getDeviceStats(device);
+  return caching_allocator()->getDeviceStats(device);
 }
 
-void reset_peak_stats(c10::DeviceIndex device) { instance()->resetPeakStats(device); }
+void reset_peak_stats(c10::DeviceIndex device) { caching_allocator()->resetPeakStats(device); }
 
 void reset_accumulated_stats(c10::DeviceIndex device) {
-  instance()->resetAccumulatedStats(device);
+  caching_allocator()->resetAccumulatedStats(device);
 }
 
 std::pair<size_t, size_t> device_memory_info(c10::DeviceIndex device) {
-  return instance()->getMemoryInfo(device);
+  return caching_allocator()->getMemoryInfo(device);
 }
 
 bool allocator_owns(const void* ptr, c10::DeviceIndex* device) {
+  if (mirror_device_type()) return false;  // the mirrored pool has no device-generic query
   return instance()->owns(ptr, device);
 }
 

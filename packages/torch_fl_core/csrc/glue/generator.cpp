@@ -1,5 +1,6 @@
 #include "glue/generator.h"
 
+#include <ATen/Context.h>
 #include <ATen/Utils.h>
 #include <c10/core/TensorImpl.h>
 #include <c10/util/CallOnce.h>
@@ -17,22 +18,47 @@ FlagosGeneratorImpl::FlagosGeneratorImpl(c10::DeviceIndex device, uint64_t seed)
                          c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)),
       seed_(seed) {}
 
+FlagosGeneratorImpl::FlagosGeneratorImpl(c10::DeviceIndex device, at::Generator mirror)
+    : FlagosGeneratorImpl(device, kDefaultSeed) {
+  mirror_ = std::move(mirror);
+}
+
+// In mirror mode every accessor reads the mirrored generator under its lock
+// (its own kernels take that lock, not ours).
+#define TFL_MIRRORED(expr)                              \
+  if (mirror_.defined()) {                              \
+    std::lock_guard<std::mutex> lock(mirror_.mutex());  \
+    return mirror_.unsafeGetGeneratorImpl()->expr;      \
+  }
+
 void FlagosGeneratorImpl::set_current_seed(uint64_t seed) {
+  TFL_MIRRORED(set_current_seed(seed));
   seed_ = seed;
   offset_ = 0;
 }
 
-void FlagosGeneratorImpl::set_offset(uint64_t offset) { offset_ = offset; }
-uint64_t FlagosGeneratorImpl::get_offset() const { return offset_; }
-uint64_t FlagosGeneratorImpl::current_seed() const { return seed_; }
+void FlagosGeneratorImpl::set_offset(uint64_t offset) {
+  TFL_MIRRORED(set_offset(offset));
+  offset_ = offset;
+}
+uint64_t FlagosGeneratorImpl::get_offset() const {
+  TFL_MIRRORED(get_offset());
+  return offset_;
+}
+uint64_t FlagosGeneratorImpl::current_seed() const {
+  TFL_MIRRORED(current_seed());
+  return seed_;
+}
 
 uint64_t FlagosGeneratorImpl::seed() {
+  TFL_MIRRORED(seed());
   const uint64_t s = c10::detail::getNonDeterministicRandom(true);
   set_current_seed(s);
   return s;
 }
 
 void FlagosGeneratorImpl::set_state(const c10::TensorImpl& new_state) {
+  TFL_MIRRORED(set_state(new_state));
   TORCH_CHECK_TYPE(new_state.dtype() == caffe2::TypeMeta::Make<uint8_t>(),
                    "flagos: RNG state must be a torch.ByteTensor");
   TORCH_CHECK(new_state.device().is_cpu(), "flagos: RNG state must be a CPU tensor");
@@ -46,6 +72,7 @@ void FlagosGeneratorImpl::set_state(const c10::TensorImpl& new_state) {
 }
 
 c10::intrusive_ptr<c10::TensorImpl> FlagosGeneratorImpl::get_state() const {
+  TFL_MIRRORED(get_state());
   auto state = at::detail::empty_cpu({static_cast<int64_t>(kStateBytes)}, at::kByte, std::nullopt,
                                      std::nullopt, std::nullopt, std::nullopt);
   const uint64_t words[2] = {seed_, offset_};
@@ -54,6 +81,7 @@ c10::intrusive_ptr<c10::TensorImpl> FlagosGeneratorImpl::get_state() const {
 }
 
 std::pair<uint64_t, uint64_t> FlagosGeneratorImpl::philox_engine_inputs(uint64_t increment) {
+  TORCH_CHECK(!mirror_.defined(), "flagos: a mirrored generator is advanced by its own kernels");
   increment = ((increment + 3) / 4) * 4;
   const uint64_t offset = offset_;
   offset_ += increment;
@@ -61,6 +89,10 @@ std::pair<uint64_t, uint64_t> FlagosGeneratorImpl::philox_engine_inputs(uint64_t
 }
 
 FlagosGeneratorImpl* FlagosGeneratorImpl::clone_impl() const {
+  if (mirror_.defined()) {
+    std::lock_guard<std::mutex> lock(mirror_.mutex());
+    return new FlagosGeneratorImpl(device().index(), mirror_.clone());
+  }
   auto* gen = new FlagosGeneratorImpl(device().index(), seed_);
   gen->offset_ = offset_;
   return gen;
@@ -75,14 +107,23 @@ const at::Generator& default_generator(c10::DeviceIndex device) {
   check_device_index(device);
   std::lock_guard<std::mutex> lock(mutex);
   while (generators->size() <= static_cast<size_t>(device)) {
-    generators->push_back(at::make_generator<FlagosGeneratorImpl>(
-        static_cast<c10::DeviceIndex>(generators->size())));
+    const auto index = static_cast<c10::DeviceIndex>(generators->size());
+    if (const auto type = mirror_device_type()) {
+      generators->push_back(at::make_generator<FlagosGeneratorImpl>(
+          index, at::globalContext().defaultGenerator(c10::Device(*type, index))));
+    } else {
+      generators->push_back(at::make_generator<FlagosGeneratorImpl>(index));
+    }
   }
   return (*generators)[device];
 }
 
 at::Generator new_generator(c10::DeviceIndex device) {
   if (device < 0) device = current_device();
+  if (const auto type = mirror_device_type()) {
+    return at::make_generator<FlagosGeneratorImpl>(
+        device, at::globalContext().getAcceleratorHooksInterface(*type).getNewGenerator(device));
+  }
   return at::make_generator<FlagosGeneratorImpl>(device);
 }
 

@@ -11,6 +11,13 @@ namespace torch_fl {
 
 struct FlagosGeneratorImpl : public c10::GeneratorImpl {
   explicit FlagosGeneratorImpl(c10::DeviceIndex device, uint64_t seed = kDefaultSeed);
+  // Mirror mode: a flagos generator over the mirrored backend's generator
+  // (CUDA's Philox generator), whose state it reads and advances. FlagGems and
+  // boxed CUDA kernels draw from that generator, so every producer on the
+  // device advances one seed/offset stream.
+  FlagosGeneratorImpl(c10::DeviceIndex device, at::Generator mirror);
+  // The mirrored generator (undefined outside mirror mode).
+  const at::Generator& mirror() const { return mirror_; }
 
   static constexpr uint64_t kDefaultSeed = 67280421310721ULL;  // PyTorch's default_rng_seed_val
   static constexpr size_t kStateBytes = 16;
@@ -33,6 +40,7 @@ struct FlagosGeneratorImpl : public c10::GeneratorImpl {
   FlagosGeneratorImpl* clone_impl() const override;
   uint64_t seed_;
   uint64_t offset_ = 0;
+  mutable at::Generator mirror_;  // mutable: locking it is not a change of state
 };
 
 const at::Generator& default_generator(c10::DeviceIndex device);

@@ -1,4 +1,5 @@
 // PrivateUse1HooksInterface: what ATen asks of a device it does not know.
+#include <ATen/Context.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 
 #include "aten/resize.h"
@@ -40,6 +41,10 @@ struct FlagosHooks final : public at::PrivateUse1HooksInterface {
   }
 
   at::Device getDeviceFromPtr(void* data) const override {
+    if (const auto type = mirror_device_type()) {
+      const auto d = at::globalContext().getAcceleratorHooksInterface(*type).getDeviceFromPtr(data);
+      return {c10::DeviceType::PrivateUse1, d.index()};
+    }
     tfl_pointer_kind kind = TFL_POINTER_UNKNOWN;
     int device = -1;
     TFL_CALL(-1, pointer_info, data, &kind, &device);

@@ -1,10 +1,13 @@
 #include "glue/runtime_access.h"
 
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+
+#include "runtime/delegate/delegate_runtime.h"
 
 namespace torch_fl {
 namespace {
@@ -15,6 +18,10 @@ std::atomic<const tfl_runtime_v1*> g_runtime{nullptr};
 // cached because every factory and guard asks for it.
 std::atomic<int> g_device_count{-1};
 std::string g_runtime_path;  // guarded by g_activate_mutex
+// Mirror mode (delegate runtime): written once before g_runtime is published.
+std::optional<c10::DeviceType> g_mirror_type;
+const c10::impl::DeviceGuardImplInterface* g_mirror_guard = nullptr;
+constexpr const char* kDelegatePrefix = "delegate:";
 
 const char* status_text(const tfl_runtime_v1* rt, tfl_status st) {
   const char* s = rt && rt->status_name ? rt->status_name(st) : nullptr;
@@ -29,6 +36,32 @@ void activate_runtime_library(const std::string& path) {
     TORCH_CHECK(path == g_runtime_path, "flagos: runtime '", g_runtime.load()->name,
                 "' is already active (", g_runtime_path, "); cannot switch to ", path,
                 " in the same process");
+    return;
+  }
+  if (path.rfind(kDelegatePrefix, 0) == 0) {
+    const std::string type_name = path.substr(std::char_traits<char>::length(kDelegatePrefix));
+    c10::DeviceType type = c10::DeviceType::CPU;
+    try {
+      type = c10::Device(type_name).type();
+    } catch (const c10::Error&) {
+      TORCH_CHECK(false, "flagos: runtime '", path, "' names an unknown device type '", type_name,
+                  "'");
+    }
+    TORCH_CHECK(type != c10::DeviceType::CPU && type != c10::DeviceType::PrivateUse1,
+                "flagos: the delegate runtime cannot mirror ", c10::DeviceTypeName(type, true));
+    TORCH_CHECK(c10::impl::hasDeviceGuardImpl(type), "flagos: runtime '", path,
+                "': this torch build has no ", c10::DeviceTypeName(type, true),
+                " backend to mirror");
+    const tfl_runtime_v1* rt = delegate::runtime_table(type);
+    g_mirror_type = type;
+    g_mirror_guard = c10::impl::getDeviceGuardImpl(type);
+    int count = 0;
+    const tfl_status cst = rt->device_count(&count);
+    TORCH_CHECK(cst == TFL_OK && count > 0, "flagos: runtime '", rt->name, "' found no ",
+                c10::DeviceTypeName(type, true), " device: ", rt->last_error());
+    g_device_count.store(count);
+    g_runtime_path = path;
+    g_runtime.store(rt);
     return;
   }
   // RTLD_GLOBAL is not needed: core resolves only the entry point, and a
@@ -77,6 +110,14 @@ std::string runtime_name() {
 bool has_capability(uint64_t cap) noexcept {
   const tfl_runtime_v1* rt = g_runtime.load();
   return rt && (rt->capabilities & cap) == cap;
+}
+
+std::optional<c10::DeviceType> mirror_device_type() noexcept {
+  return g_runtime.load(std::memory_order_acquire) ? g_mirror_type : std::nullopt;
+}
+
+const c10::impl::DeviceGuardImplInterface* mirror_guard() noexcept {
+  return g_runtime.load(std::memory_order_acquire) ? g_mirror_guard : nullptr;
 }
 
 c10::DeviceIndex device_count_noexcept() noexcept {

@@ -5,19 +5,39 @@
 #include <c10/util/Exception.h>
 #include <torch_fl/runtime.h>
 
+#include <optional>
 #include <string>
+
+namespace c10::impl {
+struct DeviceGuardImplInterface;
+}
 
 namespace torch_fl {
 
 // Loads a runtime shared library (dlopen + tfl_runtime_get) and makes it the
 // active runtime. Only one runtime may be active per process; activating the
 // same library twice is a no-op, a different one is an error.
-void activate_runtime_library(const std::string& path);
+//
+// `spec` is either the path of such a library or "delegate:<device type>"
+// (e.g. "delegate:cuda"): the delegate runtime, which mirrors an in-process
+// torch backend through c10's device-generic interfaces (runtime/delegate).
+void activate_runtime_library(const std::string& spec);
 bool runtime_active() noexcept;
 // The active table; throws a clear error when no vendor runtime was activated.
 const tfl_runtime_v1& runtime();
 std::string runtime_name();
 bool has_capability(uint64_t cap) noexcept;
+
+// The device type the delegate runtime mirrors (CUDA for "delegate:cuda"), or
+// nullopt for a library runtime. In mirror mode flagos streams, events, memory,
+// pinned memory and generators ARE the mirrored backend's (glue forwards to
+// it), so every producer on a device shares one stream order and one pool.
+std::optional<c10::DeviceType> mirror_device_type() noexcept;
+// The mirrored backend's guard implementation (nullptr outside mirror mode).
+const c10::impl::DeviceGuardImplInterface* mirror_guard() noexcept;
+inline c10::Device mirror_device(c10::DeviceIndex index) {
+  return c10::Device(*mirror_device_type(), index);
+}
 
 // Device count that never throws (0 when no runtime is active or it fails):
 // DeviceGuardImpl::deviceCount and hooks' isAvailable must not throw.

@@ -1,5 +1,7 @@
 #include "glue/stream_pool.h"
 
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
 #include <array>
 #include <atomic>
 #include <memory>
@@ -58,20 +60,37 @@ c10::DeviceIndex resolve(c10::DeviceIndex device) {
   return device < 0 ? current_device() : device;
 }
 
+// Mirror mode: a flagos stream is the mirrored backend's stream with the same
+// id (the delegate runtime's handle is that id), and the current flagos stream
+// is the mirrored current stream, so setting one sets the other.
+c10::Stream from_mirror(const c10::Stream& s) { return make_stream(s.device_index(), s.id()); }
+c10::Stream to_mirror(const c10::Stream& s) {
+  return c10::Stream(c10::Stream::UNSAFE, mirror_device(s.device_index()), s.id());
+}
+
 }  // namespace
 
 tfl_stream native_stream(const c10::Stream& stream) {
   const c10::StreamId id = stream.id();
   if (id == 0) return nullptr;
+  if (mirror_guard()) return reinterpret_cast<tfl_stream>(static_cast<intptr_t>(id));
   TORCH_CHECK(id > 0 && id <= kStreamPoolSize, "flagos: unknown stream id ", id, " on ",
               stream.device());
   return pool_for(stream.device_index()).streams[id - 1];
 }
 
-c10::Stream default_stream(c10::DeviceIndex device) { return make_stream(resolve(device), 0); }
+c10::Stream default_stream(c10::DeviceIndex device) {
+  if (const auto* m = mirror_guard()) {
+    return from_mirror(m->getDefaultStream(mirror_device(resolve(device))));
+  }
+  return make_stream(resolve(device), 0);
+}
 
-c10::Stream stream_from_pool(c10::DeviceIndex device, bool /*high_priority*/) {
+c10::Stream stream_from_pool(c10::DeviceIndex device, bool high_priority) {
   device = resolve(device);
+  if (const auto* m = mirror_guard()) {
+    return from_mirror(m->getStreamFromGlobalPool(mirror_device(device), high_priority));
+  }
   DevicePool& p = pool_for(device);
   const uint32_t slot = p.next.fetch_add(1) % kStreamPoolSize;
   return make_stream(device, static_cast<c10::StreamId>(slot + 1));
@@ -79,6 +98,7 @@ c10::Stream stream_from_pool(c10::DeviceIndex device, bool /*high_priority*/) {
 
 c10::Stream current_stream(c10::DeviceIndex device) {
   device = resolve(device);
+  if (const auto* m = mirror_guard()) return from_mirror(m->getStream(mirror_device(device)));
   auto& ids = thread_current_ids();
   TORCH_CHECK(device >= 0 && static_cast<size_t>(device) < ids.size(),
               "flagos: invalid device ordinal ", static_cast<int>(device));
@@ -88,6 +108,10 @@ c10::Stream current_stream(c10::DeviceIndex device) {
 void set_current_stream(const c10::Stream& stream) {
   TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1,
               "flagos: cannot make a ", stream.device(), " stream current");
+  if (const auto* m = mirror_guard()) {
+    m->exchangeStream(to_mirror(stream));
+    return;
+  }
   auto& ids = thread_current_ids();
   const auto device = stream.device_index();
   TORCH_CHECK(device >= 0 && static_cast<size_t>(device) < ids.size(),

@@ -103,6 +103,18 @@ NB_MODULE(_C, m) {
         if (has_capability(TFL_CAP_HOST_ADDRESSABLE_MEMORY) && !find_backend("box:cpu")) {
           register_backend(make_box_backend(c10::DispatchKey::CPU, c10::DeviceType::CPU));
         }
+        if (const auto type = mirror_device_type()) {
+          // The delegate runtime: the mirrored backend's kernels run on flagos
+          // memory as it is (box:cuda), and its allocators become flagos's.
+          const c10::Device device(*type, 0);
+          const std::string name = "box:" + c10::DeviceTypeName(*type, true);
+          if (!find_backend(name)) {
+            register_backend(make_box_backend(
+                c10::computeDispatchKey(std::nullopt, std::nullopt, device), *type));
+          }
+          caching_allocator();
+          pinned_host_allocator();
+        }
       },
       nb::arg("path"), nb::call_guard<nb::gil_scoped_release>());
   m.def("runtime_active", &runtime_active);

@@ -7,7 +7,9 @@
 #include <ATen/core/stack.h>
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace torch_fl {
@@ -21,6 +23,11 @@ class Backend {
   virtual bool has_kernel(const c10::OperatorHandle& op) const = 0;
   virtual void call(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
                     torch::jit::Stack* stack) = 0;
+  // For box:<key> backends, the key and alias device type: generated unboxed
+  // route kernels then redispatch there without boxing.
+  virtual std::optional<std::pair<c10::DispatchKey, c10::DeviceType>> box_target() const {
+    return std::nullopt;
+  }
 };
 
 // Registry. Names are unique; "none" is an alias of "cpu".

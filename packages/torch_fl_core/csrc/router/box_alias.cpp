@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "glue/caching_allocator.h"
+#include "glue/mirror_allocator.h"
 #include "glue/runtime_access.h"
 
 namespace torch_fl::box {
@@ -174,6 +175,14 @@ at::Tensor to_flagos(const at::Tensor& t, c10::DeviceIndex device, c10::DeviceTy
     const size_t nbytes = t.storage().nbytes();
     c10::Storage s(c10::Storage::use_byte_size_t(), nbytes, std::move(*grown), caching_allocator(),
                    true);
+    return flagos_over(std::move(s), t);
+  }
+  if (mirror_device_type() == t.device().type() && t.device().index() == device) {
+    // Mirror mode: the result came from the pool flagos allocates from, so it
+    // joins flagos as it is (zero-copy), keeping its storage alive.
+    const c10::Storage& src = t.storage();
+    c10::Storage s(c10::Storage::use_byte_size_t(), src.nbytes(), adopt_mirror_storage(src, device),
+                   caching_allocator(), src.resizable());
     return flagos_over(std::move(s), t);
   }
   at::Tensor src = t.is_non_overlapping_and_dense() ? t : t.contiguous();

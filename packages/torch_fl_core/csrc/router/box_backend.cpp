@@ -14,6 +14,10 @@ using torch::jit::Stack;
 
 class BoxBackend final : public Backend {
  public:
+  std::optional<std::pair<c10::DispatchKey, c10::DeviceType>> box_target() const override {
+    return std::make_pair(key_, type_);
+  }
+
   BoxBackend(c10::DispatchKey key, c10::DeviceType type)
       : key_(key), type_(type), name_("box:" + std::string(c10::DeviceTypeName(type, true))) {}
 
@@ -39,7 +43,13 @@ class BoxBackend final : public Backend {
       // stream's earlier work first (ARCHITECTURE.md section 4).
       TFL_CALL(device, stream_synchronize, native_stream(current_stream(device)));
     }
-    if (has_generator_argument(schema)) bridge_generators(schema, args_begin, stack->end());
+    if (has_generator_argument(schema)) {
+      if (type_ == c10::DeviceType::CPU) {
+        bridge_generators(schema, args_begin, stack->end());
+      } else {
+        mirror_generators(schema, args_begin, stack->end());
+      }
+    }
 
     // Originals are kept for the return mapping; the stack gets alias views.
     std::vector<c10::IValue> originals(args_begin, stack->end());
@@ -145,12 +155,6 @@ class BoxBackend final : public Backend {
 
 std::shared_ptr<Backend> make_box_backend(c10::DispatchKey target, c10::DeviceType type) {
   return std::make_shared<BoxBackend>(target, type);
-}
-
-at::Tensor alias_as(const at::Tensor& t, c10::Device device) {
-  TORCH_CHECK(t.device().is_privateuseone(), "alias_as: expected a flagos tensor, got ", t.device());
-  const c10::DispatchKey key = c10::computeDispatchKey(std::nullopt, std::nullopt, device);
-  return box::make_alias(t, box::target_device(device.type(), t.device().index()), key);
 }
 
 }  // namespace torch_fl

@@ -17,7 +17,4 @@ namespace torch_fl {
 std::shared_ptr<Backend> make_box_backend(c10::DispatchKey target,
                                           c10::DeviceType target_device_type);
 
-// A view of `t`'s memory typed as `device` (no copy; keeps t's storage alive).
-at::Tensor alias_as(const at::Tensor& t, c10::Device device);
-
 }  // namespace torch_fl

@@ -21,8 +21,10 @@ struct RouteTarget {
   std::shared_ptr<Backend> backend;
   c10::BoxedKernel boxed;  // calls backend->call; used by unboxed kernels
   std::atomic<int64_t> calls{0};
-  // Set for box:cpu, which unboxed kernels run without boxing.
-  bool unboxed_box_cpu = false;
+  // Set for box:<key> backends, which unboxed kernels run without boxing
+  // (Undefined: call `boxed`).
+  c10::DispatchKey box_key = c10::DispatchKey::Undefined;
+  c10::DeviceType box_type = c10::DeviceType::CPU;
 };
 
 class RouteState {

@@ -142,7 +142,10 @@ size_t RouteState::slot_for(const std::shared_ptr<Backend>& backend) {
   auto t = std::make_unique<RouteTarget>();
   t->backend = backend;
   t->boxed = c10::BoxedKernel::makeFromFunctor(std::make_unique<BackendCaller>(backend));
-  t->unboxed_box_cpu = backend->name() == "box:cpu";
+  if (const auto box = backend->box_target()) {
+    t->box_key = box->first;
+    t->box_type = box->second;
+  }
   targets_.push_back(std::move(t));
   TORCH_CHECK(targets_.size() < 256, "flagos router: too many backends for ", op_);
   return targets_.size() - 1;

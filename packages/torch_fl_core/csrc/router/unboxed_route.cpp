@@ -10,11 +10,16 @@ namespace torch_fl::unboxed {
 
 std::optional<at::Generator> bridge_generator(const std::optional<at::Generator>& gen,
                                               const Observer& obs,
-                                              const c10::FunctionSchema& schema) {
+                                              const c10::FunctionSchema& schema,
+                                              c10::DeviceType type) {
   // Reuse the boxed bridge on a one-slot stack so both paths draw identically.
   torch::jit::Stack stack;
   stack.emplace_back(gen);
-  bridge_generator_value(schema, stack.front(), obs.device, obs.numel);
+  if (type == c10::DeviceType::CPU) {
+    bridge_generator_value(schema, stack.front(), obs.device, obs.numel);
+  } else {
+    mirror_generator_value(stack.front());
+  }
   if (stack.front().isNone()) return std::nullopt;
   return stack.front().toGenerator();
 }

@@ -122,10 +122,11 @@ inline std::optional<c10::Device> convert(const Converter& c, const std::optiona
 }
 std::optional<at::Generator> bridge_generator(const std::optional<at::Generator>& gen,
                                               const Observer& obs,
-                                              const c10::FunctionSchema& schema);
+                                              const c10::FunctionSchema& schema,
+                                              c10::DeviceType type);
 inline std::optional<at::Generator> convert(const Converter& c,
                                             const std::optional<at::Generator>& g) {
-  return bridge_generator(g, c.obs, c.schema);
+  return bridge_generator(g, c.obs, c.schema, c.target.type());
 }
 template <class T>
 inline std::decay_t<T> convert(const Converter&, const T& v) {
@@ -249,23 +250,23 @@ struct UnboxedRoute<Op, R(Args...)> {
     Observer obs;
     (observe(obs, args), ...);
     RouteTarget& target = st->pick(obs.first_dtype);
-    if (!target.unboxed_box_cpu) {
+    if (target.box_key == c10::DispatchKey::Undefined) {
       return c10::impl::BoxedKernelWrapper<R(Args...)>::call(target.boxed, st->handle(), ks,
                                                               std::forward<Args>(args)...);
     }
-    constexpr c10::DeviceType type = c10::DeviceType::CPU;
+    const c10::DeviceType type = target.box_type;
     BoxScope scope(obs, st->handle(), type);
-    const Converter conv{box::target_device(type, scope.device()), c10::DispatchKey::CPU, obs,
+    const Converter conv{box::target_device(type, scope.device()), target.box_key, obs,
                          st->handle().schema()};
     auto converted = std::make_tuple(convert(conv, args)...);
     auto originals = std::forward_as_tuple(args...);
-    const c10::DispatchKeySet cpu(c10::DispatchKey::CPU);
+    const c10::DispatchKeySet keys(target.box_key);
     constexpr size_t N = sizeof...(Args);
     if constexpr (std::is_void_v<R>) {
-      std::apply([&](auto&... a) { Op::redispatch(cpu, a...); }, converted);
+      std::apply([&](auto&... a) { Op::redispatch(keys, a...); }, converted);
       adopt_outputs(converted, originals, std::make_index_sequence<N>{});
     } else {
-      R r = std::apply([&](auto&... a) -> R { return Op::redispatch(cpu, a...); }, converted);
+      R r = std::apply([&](auto&... a) -> R { return Op::redispatch(keys, a...); }, converted);
       adopt_outputs(converted, originals, std::make_index_sequence<N>{});
       return Result<R>::template convert<decltype(converted), decltype(originals), N>(
           std::forward<R>(r), converted, originals, obs, scope, type);

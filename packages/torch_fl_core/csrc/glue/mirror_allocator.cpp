@@ -1,0 +1,87 @@
+#include "glue/mirror_allocator.h"
+
+#include "glue/runtime_access.h"
+
+namespace torch_fl {
+namespace {
+
+void release_inner(void* ctx) { delete static_cast<c10::DataPtr*>(ctx); }
+void release_storage(void* ctx) { delete static_cast<c10::Storage*>(ctx); }
+
+c10::Stream to_mirror(const c10::Stream& s) {
+  return c10::Stream(c10::Stream::UNSAFE, mirror_device(s.device_index()), s.id());
+}
+
+class MirrorAllocator final : public c10::DeviceAllocator {
+ public:
+  explicit MirrorAllocator(c10::DeviceType type) : type_(type) {}
+
+  c10::DataPtr allocate(size_t n) override {
+    // The mirrored current device is the flagos current device.
+    c10::DataPtr inner = this->inner()->allocate(n);
+    void* data = inner.get();
+    const c10::DeviceIndex device = inner.device().index();
+    return {data, new c10::DataPtr(std::move(inner)), &release_inner,
+            c10::Device(c10::DeviceType::PrivateUse1, device)};
+  }
+
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    TFL_CALL(-1, memcpy, dest, src, count, TFL_MEMCPY_DEVICE_TO_DEVICE);
+  }
+
+  bool initialized() override { return inner()->initialized(); }
+
+  void emptyCache(c10::MempoolId_t mempool_id) override { inner()->emptyCache(mempool_id); }
+
+  void recordStream(const c10::DataPtr& ptr, c10::Stream stream) override {
+    if (auto* inner_ptr = ptr.cast_context<c10::DataPtr>(&release_inner)) {
+      inner()->recordStream(*inner_ptr, to_mirror(stream));
+    } else if (auto* storage = ptr.cast_context<c10::Storage>(&release_storage)) {
+      inner()->recordStream(storage->data_ptr(), to_mirror(stream));
+    }
+    // Anything else (views of user memory) was not allocated by a pool.
+  }
+
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    return inner()->getDeviceStats(device < 0 ? current_device() : device);
+  }
+
+  void resetAccumulatedStats(c10::DeviceIndex device) override {
+    inner()->resetAccumulatedStats(device < 0 ? current_device() : device);
+  }
+
+  void resetPeakStats(c10::DeviceIndex device) override {
+    inner()->resetPeakStats(device < 0 ? current_device() : device);
+  }
+
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+    return inner()->getMemoryInfo(device < 0 ? current_device() : device);
+  }
+
+ private:
+  c10::DeviceAllocator* inner() const { return c10::getDeviceAllocator(type_); }
+  c10::DeviceType type_;
+};
+
+}  // namespace
+
+c10::DeviceAllocator* mirror_allocator() {
+  static MirrorAllocator* alloc = [] {
+    const auto type = mirror_device_type();
+    TORCH_CHECK(type.has_value(), "flagos: the mirror allocator needs the delegate runtime");
+    auto* a = new MirrorAllocator(*type);  // never destroyed, like every torch allocator
+    // Code that asks c10 for the PrivateUse1 allocator gets this one too.
+    c10::SetAllocator(c10::DeviceType::PrivateUse1, a, /*priority=*/1);
+    return a;
+  }();
+  return alloc;
+}
+
+c10::DataPtr adopt_mirror_storage(const c10::Storage& storage, c10::DeviceIndex device) {
+  return {storage.mutable_data(), new c10::Storage(storage), &release_storage,
+          c10::Device(c10::DeviceType::PrivateUse1, device)};
+}
+
+}  // namespace torch_fl
