@@ -4,6 +4,8 @@
     nox -s tests         build core and run its unit tests plus the contract suites (sim vendor)
     nox -s lint          ruff format --check + ruff check
     nox -s bench         benchmarks that run on this machine
+    nox -s build-cuda    build core and install the cuda vendor (GPU machines: uses their torch)
+    nox -s test-cuda     the cuda vendor's tests and the contract suites with FLAGOS_VENDOR=cuda
 
 Environment knobs:
     TORCH_FL_TORCH      pip requirement for torch (default: torch==2.13.0, the CPU CI wheel)
@@ -19,6 +21,7 @@ import nox
 
 ROOT = Path(__file__).parent
 CORE = ROOT / "packages" / "torch_fl_core"
+CUDA = ROOT / "packages" / "torch_fl_cuda"
 BUILD_DEPS = ["scikit-build-core>=0.10", "nanobind>=2.0", "cmake>=3.26", "ninja", "pyyaml"]
 TEST_DEPS = ["pytest>=8", "pytest-timeout", "numpy", "expecttest", "transformers>=4.40"]
 SYSTEM_TORCH = os.environ.get("TORCH_FL_SYSTEM_TORCH") == "1"
@@ -61,9 +64,32 @@ def demo(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Build core; run its unit tests and the vendor contract suites on the sim vendor."""
     _install_core(session, *TEST_DEPS)
+    # The cuda vendor package too: its generator, FlagGems discovery and vendor logic are tested
+    # here; its GPU tests skip with the reason (nox -s test-cuda runs them on a GPU machine).
+    session.install("--no-build-isolation", "--no-deps", str(CUDA))
     env = {"FLAGOS_VENDOR": os.environ.get("FLAGOS_VENDOR", "sim")}
     args = session.posargs or []
     _pytest(session, str(CORE / "tests"), *args, env=env)
+    _pytest(session, str(CUDA / "tests"), *args, env=env)
+    _pytest(session, str(ROOT / "tests"), *args, env=env)
+
+
+# GPU machines ship their own CUDA torch: the cuda sessions always reuse the interpreter's.
+@nox.session(name="build-cuda", venv_params=["--system-site-packages"])
+def build_cuda(session: nox.Session) -> None:
+    """Build core against the interpreter's (CUDA) torch and install the cuda vendor."""
+    session.install(*BUILD_DEPS)
+    session.install("--no-build-isolation", "--no-deps", str(CORE))
+    session.install("--no-build-isolation", "--no-deps", str(CUDA))
+
+
+@nox.session(name="test-cuda", venv_params=["--system-site-packages"])
+def test_cuda(session: nox.Session) -> None:
+    """The cuda vendor's tests and every contract suite with FLAGOS_VENDOR=cuda (needs a GPU)."""
+    build_cuda(session)
+    env = {"FLAGOS_VENDOR": "cuda"}
+    args = session.posargs or []
+    _pytest(session, str(CUDA / "tests"), *args, env=env)
     _pytest(session, str(ROOT / "tests"), *args, env=env)
 
 

@@ -18,7 +18,15 @@ class MirrorAllocator final : public c10::DeviceAllocator {
 
   c10::DataPtr allocate(size_t n) override {
     // The mirrored current device is the flagos current device.
-    c10::DataPtr inner = this->inner()->allocate(n);
+    c10::DataPtr inner;
+    try {
+      inner = this->inner()->allocate(n);
+    } catch (const c10::OutOfMemoryError& e) {
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "flagos out of memory on flagos:",
+                       static_cast<int>(current_device()), " (runtime '", runtime_name(),
+                       "', the ", c10::DeviceTypeName(type_, true),
+                       " caching allocator): ", e.what_without_backtrace());
+    }
     void* data = inner.get();
     const c10::DeviceIndex device = inner.device().index();
     return {data, new c10::DataPtr(std::move(inner)), &release_inner,

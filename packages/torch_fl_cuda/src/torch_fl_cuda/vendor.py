@@ -1,0 +1,73 @@
+"""The ``cuda`` vendor object core discovers through the ``torch_fl.vendors`` entry point."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from torch_fl.vendors import Vendor
+
+__all__ = ["CudaVendor", "FLAGGEMS_ROUTE_TABLE", "ROUTE_TABLE"]
+
+#: The generated route tables (``python -m torch_fl_cuda.generate_routes``): box:cuda only, and the
+#: one with the surveyed FlagGems routes that includes it.
+ROUTE_TABLE = Path(__file__).resolve().parent / "routes" / "cuda.conf"
+FLAGGEMS_ROUTE_TABLE = ROUTE_TABLE.with_name("cuda-flaggems.conf")
+
+
+class CudaVendor(Vendor):
+    name = "cuda"
+    description = "NVIDIA GPUs through torch's CUDA backend (delegate runtime, box:cuda, FlagGems)"
+    #: How torch.distributed reaches the devices: CUDA tensors over the same memory (NCCL).
+    distributed_profile = "cuda-abi"
+    #: torch.compile: Inductor's Triton scheduling, launched on the flagos (= CUDA) stream.
+    compile_scheduling = "triton"
+
+    def _torch_cuda(self):
+        import torch
+
+        return torch
+
+    def is_present(self) -> bool:
+        torch = self._torch_cuda()
+        # DTK's hipified torch also answers torch.cuda: that is the dcu vendor's platform.
+        if torch.version.cuda is None or getattr(torch.version, "hip", None):
+            return False
+        try:
+            return torch.cuda.device_count() > 0
+        except Exception:
+            return False
+
+    def why_absent(self) -> str:
+        torch = self._torch_cuda()
+        if getattr(torch.version, "hip", None):
+            return (
+                f"this torch is a ROCm/DTK build (torch.version.hip={torch.version.hip}); "
+                "install torch-fl-dcu for Hygon DCUs"
+            )
+        if torch.version.cuda is None:
+            return (
+                f"the installed torch {torch.__version__} is a CPU-only build; the cuda vendor needs "
+                "a CUDA build of torch (pip install torch --index-url "
+                "https://download.pytorch.org/whl/cu130)"
+            )
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        hint = f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""
+        return f"torch {torch.__version__} (CUDA {torch.version.cuda}) sees no CUDA device{hint}"
+
+    def runtime_library(self) -> str:
+        # Not a shared library: core's delegate runtime mirroring torch's CUDA backend.
+        return "delegate:cuda"
+
+    _flaggems_on = False
+
+    def activate(self) -> None:
+        from torch_fl_cuda import flaggems
+
+        self._flaggems_on = flaggems.register_backend()
+
+    def route_table(self) -> Path:
+        # FlagGems routes only when the backend they name exists in this process.
+        if self._flaggems_on and FLAGGEMS_ROUTE_TABLE.exists():
+            return FLAGGEMS_ROUTE_TABLE
+        return ROUTE_TABLE

@@ -1,0 +1,187 @@
+"""The cuda vendor object, FlagGems discovery and the route generator, on any machine."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import torch_fl_cuda
+from torch_fl_cuda import flaggems, generate_routes
+
+
+def test_entry_point_names_the_vendor():
+    from importlib.metadata import entry_points
+
+    eps = {ep.name: ep for ep in entry_points(group="torch_fl.vendors")}
+    assert "cuda" in eps
+    assert eps["cuda"].load() is torch_fl_cuda.vendor
+
+
+def test_runtime_is_the_delegate_runtime():
+    assert torch_fl_cuda.vendor.runtime_library() == "delegate:cuda"
+    assert torch_fl_cuda.vendor.name == "cuda"
+
+
+@pytest.mark.skipif(torch.version.cuda is not None, reason="checks the CPU-build explanation")
+def test_absent_on_cpu_torch_with_a_reason():
+    v = torch_fl_cuda.vendor
+    assert v.is_present() is False
+    assert "CPU-only build" in v.why_absent()
+
+
+def test_cuda_vendor_chosen_without_device_reports_zero_devices_and_why():
+    if torch.version.cuda is not None and torch.cuda.device_count() > 0:
+        pytest.skip("this machine has a GPU")
+    code = textwrap.dedent(
+        """
+        import torch
+        print(torch.flagos.device_count())
+        try:
+            torch.empty(1, device="flagos")
+        except Exception as e:
+            print("ERR", str(e).splitlines()[0])
+        """
+    )
+    env = {"FLAGOS_VENDOR": "cuda", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "0"
+    assert "cuda" in lines[1] and "ERR" in lines[1]
+
+
+def _fake_flag_gems(tmp_path, body):
+    pkg = tmp_path / "flag_gems"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(textwrap.dedent(body))
+    return tmp_path
+
+
+def test_claimed_overloads_read_without_import(tmp_path, monkeypatch):
+    root = _fake_flag_gems(
+        tmp_path,
+        """
+        raise RuntimeError("must not be imported")
+        _FULL_CONFIG = (
+            ("abs", abs),
+            ("add.Tensor", abs),
+            ("_to_copy", abs, lambda: True),
+            ("abs", abs),
+        )
+        """,
+    )
+    monkeypatch.syspath_prepend(str(root))
+    assert flaggems.claimed_overloads() == ["_to_copy", "abs", "add.Tensor"]
+
+
+def test_table_honours_conditions(tmp_path, monkeypatch):
+    root = _fake_flag_gems(
+        tmp_path,
+        """
+        def k(*a): return "k"
+        _FULL_CONFIG = (("abs", k), ("neg", k, lambda: False), ("sin", k, lambda: True))
+        """,
+    )
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.setattr(flaggems, "_table", None)
+    monkeypatch.delenv("GEMS_VENDOR", raising=False)
+    sys.modules.pop("flag_gems", None)
+    try:
+        t = flaggems.table()
+        assert sorted(t) == ["abs", "sin"]
+        import os
+
+        assert os.environ["GEMS_VENDOR"] == "nvidia"
+        assert os.environ["FLAGGEMS_CACHE_DIR"].endswith("torch_fl/flaggems")
+    finally:
+        sys.modules.pop("flag_gems", None)
+        monkeypatch.setattr(flaggems, "_table", None)
+
+
+def test_switch_off(monkeypatch):
+    monkeypatch.setenv("FLAGOS_FLAGGEMS", "0")
+    assert flaggems.register_backend() is False
+    assert flaggems.status() == "off: FLAGOS_FLAGGEMS=0"
+
+
+def test_lazy_kernel_error_when_flaggems_lacks_the_kernel(monkeypatch):
+    import types
+
+    fake = types.ModuleType("flag_gems")
+    fake.__version__ = "0.0-test"
+    monkeypatch.setitem(sys.modules, "flag_gems", fake)
+    monkeypatch.setattr(flaggems, "_table", {"abs": lambda x: x})
+    k = flaggems._LazyKernel("neg")
+    with pytest.raises(RuntimeError, match=r"neg.*flaggems.*vendor 'cuda'.*0.0-test"):
+        k(torch.ones(1))
+    assert flaggems._LazyKernel("abs")(5) == 5
+
+
+def test_flaggems_rules_per_dtype():
+    survey = {
+        "overloads": {
+            "abs": {"verdict": "flaggems", "flaggems_dtypes": ["float32", "float16"]},
+            "mm": {"verdict": "slower", "flaggems_dtypes": []},
+            "neg": {"verdict": "wrong"},
+        }
+    }
+    lines, counts = generate_routes.flaggems_rules(survey)
+    assert counts == {"flaggems": 1, "slower": 1, "wrong": 1}
+    assert lines[0] == "abs = flaggems"
+    rule = lines[1]
+    assert rule.startswith("abs[") and rule.endswith("] = box:cuda")
+    dtypes = rule[4 : rule.index("]")].split(",")
+    assert "float32" not in dtypes and "float16" not in dtypes
+    assert {"bfloat16", "int64", "bool", "float64"} <= set(dtypes)
+    assert len(lines) == 2
+
+
+def test_generator_check_on_this_machine():
+    # On a CPU build the tables cannot be checked (they list CUDA kernels) and it says so;
+    # on a CUDA build the checked-in tables must be current.
+    out = subprocess.run(
+        [sys.executable, "-m", "torch_fl_cuda.generate_routes", "--check"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    if torch.version.cuda is None:
+        assert "generated and checked on a CUDA build of torch only" in out.stdout
+
+
+def test_checked_in_tables_parse():
+    from torch_fl.routing.route_table import parse_file
+
+    for path in (generate_routes.TABLE, generate_routes.FLAGGEMS_TABLE):
+        if not path.exists():
+            pytest.fail(f"{path} is missing: generate it on a GPU machine")
+        table = parse_file(path)
+        assert len(table.rules) > 0 or path == generate_routes.FLAGGEMS_TABLE
+
+
+def test_survey_json_well_formed():
+    path = generate_routes.SURVEY
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run python -m torch_fl_cuda.survey on a GPU")
+    doc = json.loads(path.read_text())
+    assert doc["meta"]["flag_gems"]
+    verdicts = {e["verdict"] for e in doc["overloads"].values()}
+    assert verdicts <= {
+        "flaggems",
+        "slower",
+        "wrong",
+        "error",
+        "timeout",
+        "no-profile",
+        "unsurveyed",
+    }
+    for op, e in doc["overloads"].items():
+        if e["verdict"] == "flaggems":
+            assert e["flaggems_dtypes"], op
