@@ -9,8 +9,10 @@ slower, to ``flaggems`` (FlagGems Triton kernels). See README.md.
 
 from __future__ import annotations
 
-from torch_fl_cuda.vendor import CudaVendor
+# torch_fl first: it discovers vendors through the entry point torch_fl_cuda.vendor:vendor, and
+# that module must be importable completely while this package is still initialising.
+import torch_fl  # noqa: F401
+
+from torch_fl_cuda.vendor import CudaVendor, vendor
 
 __all__ = ["CudaVendor", "vendor"]
-
-vendor = CudaVendor()

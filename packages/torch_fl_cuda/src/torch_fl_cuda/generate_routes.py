@@ -71,7 +71,14 @@ def generate_box() -> tuple[list[str], dict[str, int]]:
     has = torch._C._dispatch_has_kernel_for_dispatch_key
     native = _core_native()
     routed: list[str] = []
-    left = {"core-native": 0, "view": 0, "device argument": 0, "sparse layout": 0, "by name": 0}
+    left = {
+        "core-native": 0,
+        "composite": 0,
+        "view": 0,
+        "device argument": 0,
+        "sparse layout": 0,
+        "by name": 0,
+    }
     ops = sorted({n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")})
     for op in ops:
         if op in STUB_COMPOSITES:
@@ -83,6 +90,9 @@ def generate_box() -> tuple[list[str], dict[str, int]]:
         schema = _schema(op)
         if base in EXCLUDED:
             left["by name"] += 1
+        elif has(op, "CompositeImplicitAutograd"):
+            # Also decomposes on flagos; a flagos kernel would bypass the decomposition's autograd.
+            left["composite"] += 1
         elif op in native:
             left["core-native"] += 1
         elif any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns):
@@ -108,6 +118,7 @@ def box_text() -> str:
         f"# {len(routed)} overloads with a CUDA kernel of their own go to {BOX} (that kernel runs on",
         "# alias views of the flagos memory, on the flagos = CUDA current stream). Left out:",
         f"#   {left['core-native']:4d} served natively by core (allocation, copies, views, .item())",
+        f"#   {left['composite']:4d} CompositeImplicitAutograd (they decompose into routed operators)",
         f"#   {left['view']:4d} views (their result must share the flagos storage)",
         f"#   {left['device argument']:4d} with a Device argument (factories)",
         f"#   {left['sparse layout']:4d} sparse-layout operators",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from torch_fl.vendors import Vendor
 
-__all__ = ["CudaVendor", "FLAGGEMS_ROUTE_TABLE", "ROUTE_TABLE"]
+__all__ = ["CudaVendor", "FLAGGEMS_ROUTE_TABLE", "ROUTE_TABLE", "vendor"]
 
 #: The generated route tables (``python -m torch_fl_cuda.generate_routes``): box:cuda only, and the
 #: one with the surveyed FlagGems routes that includes it.
@@ -71,3 +71,6 @@ class CudaVendor(Vendor):
         if self._flaggems_on and FLAGGEMS_ROUTE_TABLE.exists():
             return FLAGGEMS_ROUTE_TABLE
         return ROUTE_TABLE
+
+
+vendor = CudaVendor()
