@@ -275,6 +275,26 @@ def vendor_caps(_flagos_session) -> frozenset[str]:
     return frozenset(str(c).upper().removeprefix("CAP_").removeprefix("TFL_CAP_") for c in caps)
 
 
+@pytest.fixture(scope="session")
+def exact_kernels(vendor_caps) -> bool:
+    """Whether the vendor's kernels are the CPU's own on host memory (sim's box:cpu), so results
+    are bit-identical to CPU ones. Other vendors run their own kernels (CUDA, FlagGems, native SDK
+    kernels), whose rounding differs from the CPU's by a few ulps: contracts that demand bit
+    equality with CPU hold there within the per-dtype tolerance instead."""
+    return "HOST_ADDRESSABLE_MEMORY" in vendor_caps
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _full_fp32_precision():
+    """Contracts compare fp32 results with the CPU's: no TF32 in matmuls/convolutions (the cuda
+    vendor's box:cuda kernels are torch's CUDA kernels, which honour these switches)."""
+    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    yield
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+
 @pytest.fixture
 def require_cap(vendor_caps):
     """require_cap("EVENT_TIMING") skips, naming the vendor and runtime, unless it is declared."""

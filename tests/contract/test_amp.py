@@ -47,10 +47,18 @@ def _id(d: torch.dtype) -> str:
     return str(d).removeprefix("torch.")
 
 
-def values_tol(dtype: torch.dtype, tol=None) -> dict[str, float]:
+# Vendors whose kernels are not the CPU's accumulate low-precision results differently (CUDA's
+# fp16/bf16 kernels compute in fp32 and round once; CPU kernels may round per step).
+DEVICE_LOW_TOL = {
+    torch.float16: {"rtol": 1e-2, "atol": 1e-2},
+    torch.bfloat16: {"rtol": 5e-2, "atol": 5e-2},
+}
+
+
+def values_tol(dtype: torch.dtype, tol=None, exact_kernels: bool = True) -> dict[str, float]:
     """Tolerance for a result computed in dtype; tol is conftest's ``tol`` fixture."""
     if dtype in LOW_TOL:
-        return dict(LOW_TOL[dtype])
+        return dict((LOW_TOL if exact_kernels else DEVICE_LOW_TOL)[dtype])
     assert tol is not None, f"pass the tol fixture for {dtype}"
     return tol(dtype)
 
@@ -441,7 +449,7 @@ POLICY_PARAMS = [
 
 
 @pytest.mark.parametrize(("case", "scenario"), POLICY_PARAMS)
-def test_policy(case: Case, scenario: str, amp_dtype: torch.dtype, tol):
+def test_policy(case: Case, scenario: str, amp_dtype: torch.dtype, tol, exact_kernels):
     g = torch.Generator().manual_seed(sum(map(ord, case.id)))
     given = _given(case.make(g), scenario, amp_dtype)
     # The installed torch's lists decide (they change between minors: rms_norm joined the fp32
@@ -469,7 +477,7 @@ def test_policy(case: Case, scenario: str, amp_dtype: torch.dtype, tol):
             f"{case.op} ({policy}) on inputs {_float_dtypes(given)} under "
             f"autocast({_id(amp_dtype)}): got {actual.dtype}, CUDA's policy gives {expected}"
         )
-        torch.testing.assert_close(actual.cpu(), ref, **values_tol(expected, tol))
+        torch.testing.assert_close(actual.cpu(), ref, **values_tol(expected, tol, exact_kernels))
 
 
 # The op lists in the installed ATen/autocast_mode.h (what CUDA's autocast registers).
@@ -575,7 +583,12 @@ def test_integer_inputs_are_not_eligible(amp_dtype):
         assert torch.sum(i).dtype == torch.int64
         assert torch.cumsum(i, 0).dtype == torch.int64
         assert torch.cumsum(i, 0).cpu().tolist() == torch.cumsum(i.cpu(), 0).tolist()
-        assert torch.mm(i.view(3, 4), i.view(4, 3)).dtype == torch.int32
+        try:
+            assert torch.mm(i.view(3, 4), i.view(4, 3)).dtype == torch.int32
+        except NotImplementedError as exc:
+            # A vendor without integer matmul (CUDA) must refuse it for Int, proving the inputs
+            # reached the kernel uncast.
+            assert "'Int'" in str(exc), str(exc)
 
 
 def test_cpu_tensors_are_not_autocast_by_flagos_autocast(amp_dtype):

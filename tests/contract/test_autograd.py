@@ -176,7 +176,9 @@ class SmallCNN(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(3, 8, 3, padding=1),
+            # No bias before BatchNorm: its gradient is zero up to rounding noise, which Adam
+            # normalises into full-size steps, so CPU and a GPU would diverge there by design.
+            nn.Conv2d(3, 8, 3, padding=1, bias=False),
             nn.BatchNorm2d(8),
             nn.ReLU(),
             nn.MaxPool2d(2),

@@ -270,7 +270,7 @@ def _result_list(out) -> list[torch.Tensor]:
 
 
 @pytest.mark.parametrize(("lazy", "op"), CASES)
-def test_lazy_view_through_op_bit_exact(lazy, op, route_mode, bits):
+def test_lazy_view_through_op_bit_exact(lazy, op, route_mode, bits, exact_kernels, tol):
     from torch_fl import census
 
     dtype, view = LAZY[lazy]
@@ -314,6 +314,16 @@ def test_lazy_view_through_op_bit_exact(lazy, op, route_mode, bits):
                 e.resolve_conj().resolve_neg(),
                 rtol=8 * eps,
                 atol=8 * eps,
+                msg=lambda m, where=where: f"{where}: {m}",
+            )
+            continue
+        if not exact_kernels and op not in CORE_OPS:
+            # The vendor's own kernels (and its copies, which resolve lazy bits on the device):
+            # the values must match CPU's within the dtype's tolerance; bits are sim's contract.
+            torch.testing.assert_close(
+                g.cpu().resolve_conj().resolve_neg(),
+                e.resolve_conj().resolve_neg(),
+                **tol(e.dtype),
                 msg=lambda m, where=where: f"{where}: {m}",
             )
             continue

@@ -578,7 +578,7 @@ def box_backend() -> str:
     return boxes[0]
 
 
-def test_same_draws_on_every_route(box_backend, tmp_path):
+def test_same_draws_on_every_route(box_backend, tmp_path, exact_kernels):
     backends = [box_backend, "cpu"]
     procs = {}
     for b in backends:
@@ -605,11 +605,18 @@ def test_same_draws_on_every_route(box_backend, tmp_path):
 
     ref, other = results[box_backend], results["cpu"]
     assert sorted(ref) == sorted(other)
+    # The draws are real: not constant, and different streams differ.
+    for res in (ref, other):
+        assert res["default/rand"].unique().numel() > 900
+        assert not torch.equal(res["default/rand"], res["explicit/rand"])
+    if not exact_kernels:
+        pytest.skip(
+            f"{box_backend} draws with its own Philox kernels, the CPU fallback with the CPU "
+            "generator: both advance the one flagos seed/offset stream (test_generator_contract), "
+            "but identical numbers across them need one algorithm, which only host-kernel vendors have"
+        )
     differ = [k for k in ref if not torch.equal(ref[k], other[k])]
     assert not differ, f"{box_backend} and the CPU fallback draw differently for {differ}"
-    # The draws are real: not constant, and different streams differ.
-    assert ref["default/rand"].unique().numel() > 900
-    assert not torch.equal(ref["default/rand"], ref["explicit/rand"])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -58,13 +58,15 @@ uint64_t FlagosGeneratorImpl::seed() {
 }
 
 void FlagosGeneratorImpl::set_state(const c10::TensorImpl& new_state) {
-  TFL_MIRRORED(set_state(new_state));
+  // Checked here for every runtime: the mirrored generator may accept legacy
+  // sizes (CUDA takes an 8-byte seed-only state), flagos's contract is 16 bytes.
   TORCH_CHECK_TYPE(new_state.dtype() == caffe2::TypeMeta::Make<uint8_t>(),
                    "flagos: RNG state must be a torch.ByteTensor");
   TORCH_CHECK(new_state.device().is_cpu(), "flagos: RNG state must be a CPU tensor");
   TORCH_CHECK(static_cast<size_t>(new_state.numel()) == kStateBytes,
               "flagos: RNG state is wrong size: expected ", kStateBytes, " bytes (seed, offset), got ",
               new_state.numel());
+  TFL_MIRRORED(set_state(new_state));
   uint64_t words[2];
   std::memcpy(words, new_state.data(), kStateBytes);
   seed_ = words[0];
@@ -81,8 +83,16 @@ c10::intrusive_ptr<c10::TensorImpl> FlagosGeneratorImpl::get_state() const {
 }
 
 std::pair<uint64_t, uint64_t> FlagosGeneratorImpl::philox_engine_inputs(uint64_t increment) {
-  TORCH_CHECK(!mirror_.defined(), "flagos: a mirrored generator is advanced by its own kernels");
   increment = ((increment + 3) / 4) * 4;
+  if (mirror_.defined()) {
+    // A host-served RNG op (CPU fallback) reserves its offsets from the
+    // mirrored generator, so it advances the same stream its kernels do.
+    std::lock_guard<std::mutex> lock(mirror_.mutex());
+    c10::GeneratorImpl* g = mirror_.unsafeGetGeneratorImpl();
+    const uint64_t offset = g->get_offset();
+    g->set_offset(offset + increment);
+    return {g->current_seed(), offset};
+  }
   const uint64_t offset = offset_;
   offset_ += increment;
   return {seed_, offset};

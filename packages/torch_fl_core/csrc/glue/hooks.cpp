@@ -17,7 +17,10 @@ struct FlagosHooks final : public at::PrivateUse1HooksInterface {
   bool hasPrimaryContext(c10::DeviceIndex device_index) const override {
     return runtime_active() && device_index >= 0 && device_index < device_count_noexcept();
   }
-  void init() const override { runtime(); }
+  void init() const override {
+    runtime();
+    if (mirror_device_type()) ensure_mirror_initialized();
+  }
   c10::DeviceIndex deviceCount() const override { return device_count_noexcept(); }
   void setCurrentDevice(c10::DeviceIndex device) const override {
     check_device_index(device);

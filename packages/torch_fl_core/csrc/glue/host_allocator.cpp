@@ -326,7 +326,10 @@ void host_raw_delete(void* ptr) { instance()->free(ptr); }
 class MirrorHostAllocator final : public at::HostAllocator {
  public:
   explicit MirrorHostAllocator(c10::DeviceType type) : type_(type) {}
-  c10::DataPtr allocate(size_t n) override { return inner()->allocate(n); }
+  c10::DataPtr allocate(size_t n) override {
+    ensure_mirror_initialized();
+    return inner()->allocate(n);
+  }
   c10::DeleterFnPtr raw_deleter() const override { return inner()->raw_deleter(); }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     inner()->copy_data(dest, src, count);

@@ -18,6 +18,7 @@ class MirrorAllocator final : public c10::DeviceAllocator {
 
   c10::DataPtr allocate(size_t n) override {
     // The mirrored current device is the flagos current device.
+    ensure_mirror_initialized();
     c10::DataPtr inner;
     try {
       inner = this->inner()->allocate(n);
@@ -53,18 +54,22 @@ class MirrorAllocator final : public c10::DeviceAllocator {
   }
 
   c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    ensure_mirror_initialized();
     return inner()->getDeviceStats(device < 0 ? current_device() : device);
   }
 
   void resetAccumulatedStats(c10::DeviceIndex device) override {
+    ensure_mirror_initialized();
     inner()->resetAccumulatedStats(device < 0 ? current_device() : device);
   }
 
   void resetPeakStats(c10::DeviceIndex device) override {
+    ensure_mirror_initialized();
     inner()->resetPeakStats(device < 0 ? current_device() : device);
   }
 
   std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+    ensure_mirror_initialized();
     return inner()->getMemoryInfo(device < 0 ? current_device() : device);
   }
 

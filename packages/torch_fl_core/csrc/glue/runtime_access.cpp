@@ -1,6 +1,8 @@
 #include "glue/runtime_access.h"
 
+#include <ATen/Context.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/util/CallOnce.h>
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -110,6 +112,13 @@ std::string runtime_name() {
 bool has_capability(uint64_t cap) noexcept {
   const tfl_runtime_v1* rt = g_runtime.load();
   return rt && (rt->capabilities & cap) == cap;
+}
+
+void ensure_mirror_initialized() {
+  static c10::once_flag once;
+  c10::call_once(once, [] {
+    if (const auto type = mirror_device_type()) at::globalContext().lazyInitDevice(*type);
+  });
 }
 
 std::optional<c10::DeviceType> mirror_device_type() noexcept {

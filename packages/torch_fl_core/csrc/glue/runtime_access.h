@@ -35,6 +35,10 @@ bool has_capability(uint64_t cap) noexcept;
 std::optional<c10::DeviceType> mirror_device_type() noexcept;
 // The mirrored backend's guard implementation (nullptr outside mirror mode).
 const c10::impl::DeviceGuardImplInterface* mirror_guard() noexcept;
+// Mirror mode: initialises the mirrored backend once (its allocator and
+// driver; torch.cuda does this lazily too). Called before first use, never at
+// import: a process that imports torch and forks must not have touched CUDA.
+void ensure_mirror_initialized();
 inline c10::Device mirror_device(c10::DeviceIndex index) {
   return c10::Device(*mirror_device_type(), index);
 }

@@ -66,6 +66,13 @@ class CudaVendor(Vendor):
 
         self._flaggems_on = flaggems.register_backend()
 
+    def lazy_init(self) -> None:
+        # flagos:i is cuda:i: torch.cuda must be initialised from Python too, so the calls it
+        # queued before (torch.manual_seed's CUDA seeds) run now, not after flagos drew numbers.
+        import torch
+
+        torch.cuda._lazy_init()
+
     def route_table(self) -> Path:
         # FlagGems routes only when the backend they name exists in this process.
         if self._flaggems_on and FLAGGEMS_ROUTE_TABLE.exists():

@@ -20,6 +20,9 @@ const c10::impl::DeviceGuardImplInterface* impl() { return c10::impl::getDeviceG
 
 c10::DeviceIndex current() { return impl()->getDevice().index(); }
 
+// The backend's lazy initialisation (allocator, driver) before memory calls.
+void lazy_init() { at::globalContext().lazyInitDevice(g_type); }
+
 c10::Stream stream_of(tfl_stream s, c10::DeviceIndex device) {
   const auto id = static_cast<c10::StreamId>(reinterpret_cast<intptr_t>(s));
   return c10::Stream(c10::Stream::UNSAFE, c10::Device(g_type, device), id);
@@ -98,6 +101,7 @@ tfl_status device_synchronize() {
 tfl_status mem_get_info(size_t* free_bytes, size_t* total_bytes) {
   if (!free_bytes || !total_bytes) return TFL_ERROR_INVALID_VALUE;
   return guarded("mem_get_info", [&] {
+    lazy_init();
     std::tie(*free_bytes, *total_bytes) = c10::getDeviceAllocator(g_type)->getMemoryInfo(current());
   });
 }
@@ -117,7 +121,8 @@ tfl_status malloc_(void** ptr, size_t size) {
     *ptr = nullptr;
     return TFL_OK;
   }
-  return guarded("malloc", [&] { *ptr = c10::getDeviceAllocator(g_type)->raw_allocate(size); });
+  return guarded("malloc", [&] {
+    lazy_init(); *ptr = c10::getDeviceAllocator(g_type)->raw_allocate(size); });
 }
 
 tfl_status free_(void* ptr) {
@@ -127,7 +132,8 @@ tfl_status free_(void* ptr) {
 
 tfl_status host_malloc(void** ptr, size_t size) {
   if (!ptr) return TFL_ERROR_INVALID_VALUE;
-  return guarded("host_malloc", [&] { *ptr = at::getHostAllocator(g_type)->raw_allocate(size); });
+  return guarded("host_malloc", [&] {
+    lazy_init(); *ptr = at::getHostAllocator(g_type)->raw_allocate(size); });
 }
 
 tfl_status host_free(void* ptr) {

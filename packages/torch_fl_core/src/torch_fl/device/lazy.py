@@ -84,6 +84,14 @@ def _lazy_init() -> None:
             raise RuntimeError(errors.no_device())
         _tls.is_initializing = True
         try:
+            # The vendor's own lazy initialisation first (the cuda vendor initialises torch.cuda,
+            # whose queued calls, seeds included, must run before ours and never after).
+            from torch_fl import vendors
+
+            selection = vendors.active()
+            hook = getattr(selection.vendor, "lazy_init", None) if selection else None
+            if hook is not None:
+                hook()
             for fn, stack in [*_seed_calls.values(), *_queued_calls]:
                 try:
                     fn()

@@ -51,6 +51,14 @@ class Vendor:
         It may run again if ``torch_fl`` is re-imported in the same process: keep it idempotent.
         """
 
+    def lazy_init(self) -> None:
+        """Called once when the ``flagos`` device module initialises (the first tensor created
+        from Python, ``torch.flagos._lazy_init()``), before the calls queued until then run.
+
+        A vendor whose runtime mirrors another torch backend initialises that backend's Python
+        module here (``torch.cuda._lazy_init()``), so its own queued calls run now and not later.
+        """
+
     def why_absent(self) -> str:
         """Why :meth:`is_present` returned False, for error messages (driver, SDK, device nodes)."""
         return "the vendor reported that no device is present"
