@@ -71,7 +71,9 @@ def _fire(name: str, module: ModuleType) -> None:
 def when_imported(name: str, hook: Callable[[ModuleType], None]) -> None:
     """Call ``hook(module)`` once ``name`` is imported (immediately if it already is)."""
     module = sys.modules.get(name)
-    if module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", False):
+    if module is not None and not getattr(
+        getattr(module, "__spec__", None), "_initializing", False
+    ):
         hook(module)
         return
     with _lock:

@@ -14,6 +14,7 @@ entry point every Inductor compile goes through) is imported.
 from __future__ import annotations
 
 import functools
+import sys
 from types import ModuleType
 from typing import Any
 
@@ -147,13 +148,64 @@ def _target_device_properties(hints: ModuleType) -> None:
     props.create = staticmethod(create)
 
 
+def _host_nodes_are_cpu(scheduler_module: ModuleType) -> None:
+    """Scheduler nodes on ``flagos`` answer ``is_cpu()`` True under C++ scheduling.
+
+    Why: Inductor's scheduler gates CPU-only fusion logic on ``node.is_cpu()`` (a device-type
+    test) and otherwise runs GPU-only paths (e.g. reindexing a pointwise node for a reduction,
+    which reads SIMD loop groups that C++ kernels do not have). C++-scheduled ``flagos`` nodes
+    are CPU code on host memory, so they take the CPU paths.
+    """
+    node_cls = scheduler_module.BaseSchedulerNode
+    if getattr(node_cls.is_cpu, "_torch_fl", False):
+        return
+    original = node_cls.is_cpu
+
+    def is_cpu(self: Any) -> bool:
+        device = self.get_device()
+        return original(self) or (device is not None and device.type == _DEVICE)
+
+    is_cpu._torch_fl = True  # type: ignore[attr-defined]
+    node_cls.is_cpu = is_cpu
+
+
+def _backend_for_flagos(utils: ModuleType, kind: str) -> None:
+    """``get_current_backend()`` answers ``kind`` ("cpp"/"triton") for ``flagos``.
+
+    Why: Inductor's ops proxy picks dtype/shape propagation by this name and answers
+    ``config.cuda_backend`` ("triton") for any device it does not know, so C++ kernels on
+    ``flagos`` were generated with Triton's rules (failing on masked loads, iota and vectorized
+    index expressions). Modules that imported the function by name are rebound too.
+    """
+    original = utils.get_current_backend
+    if getattr(original, "_torch_fl", False):
+        return
+
+    def get_current_backend(device_type: str | None = None) -> str:
+        if not device_type:
+            from torch._inductor.virtualized import V
+
+            device_type = V.graph.get_current_device_or_throw().type
+        if device_type == _DEVICE:
+            return kind
+        return original(device_type)
+
+    get_current_backend._torch_fl = True  # type: ignore[attr-defined]
+    for name, module in list(sys.modules.items()):
+        if (
+            name.startswith("torch._inductor")
+            and getattr(module, "get_current_backend", None) is original
+        ):
+            module.get_current_backend = get_current_backend
+
+
 def register(_compile_fx: ModuleType) -> None:
     """Register ``flagos`` with Inductor, once ``torch._inductor.compile_fx`` is imported.
 
     Why then: it is Inductor's entry point, so every codegen module can be imported safely, and
     no graph has been lowered yet (registration is read when lowering starts).
     """
-    from torch._inductor import utils
+    from torch._inductor import scheduler, utils
     from torch._inductor.codegen import common
     from torch._inductor.runtime import hints
 
@@ -161,6 +213,11 @@ def register(_compile_fx: ModuleType) -> None:
 
     common.register_backend_for_device(_DEVICE, _scheduling_class(), _wrapper_classes()[0])
     common.register_device_op_overrides(_DEVICE, _device_op_overrides(common))
-    if scheduling.scheduling() == "triton":
+    kind = scheduling.scheduling()
+    if kind is not None:
+        _backend_for_flagos(utils, kind)
+    if kind == "cpp":
+        _host_nodes_are_cpu(scheduler)
+    elif kind == "triton":
         _treat_as_gpu(utils)
         _target_device_properties(hints)
