@@ -13,6 +13,7 @@
 
 #include "aten/fallback_counter.h"
 #include "aten/stack_args.h"
+#include "profiler/route_scope.h"
 #include "router/backend.h"
 
 namespace torch_fl {
@@ -23,6 +24,9 @@ std::map<std::string, int64_t>* g_counts = new std::map<std::string, int64_t>();
 std::atomic<bool> g_log{false};
 
 void flagos_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  // Unrouted operators: the route (the CPU fallback) as a profiler row too.
+  static const std::string kBackend = "cpu";
+  profiler::RouteScope scope(kBackend, op);
   run_cpu_fallback(op, stack, /*count=*/true);
 }
 

@@ -16,7 +16,9 @@
 #include "glue/generator.h"
 #include "glue/host_allocator.h"
 #include "glue/runtime_access.h"
+#include "glue/stream_pool.h"
 #include "aten/cpu_fallback.h"
+#include "profiler/route_scope.h"
 #include "router/backend.h"
 #include "router/box_backend.h"
 #include "router/python_backend.h"
@@ -145,6 +147,24 @@ NB_MODULE(_C, m) {
         TFL_CALL(device, device_synchronize);
       },
       nb::arg("device") = -1, nb::call_guard<nb::gil_scoped_release>());
+  // Compiled C++ kernels (torch_fl.compile.runtime.wait_stream) call this before
+  // they read flagos memory: wait for the current stream's earlier work. The
+  // query keeps the common case (an idle stream) free of a GIL release.
+  m.def(
+      "wait_current_stream",
+      [](int device) {
+        const c10::DeviceIndex d =
+            device < 0 ? current_device() : static_cast<c10::DeviceIndex>(device);
+        CurrentDeviceScope scope(d);
+        tfl_stream s = native_stream(current_stream(d));
+        const tfl_status st = runtime().stream_query(s);
+        if (st == TFL_OK) return;
+        if (st != TFL_ERROR_NOT_READY) throw_runtime_error(st, "stream_query", d);
+        nb::gil_scoped_release release;
+        TFL_CALL(d, stream_synchronize, s);
+      },
+      nb::arg("device") = -1);
+  m.def("kineto_session_available", &profiler::kineto_session_available);
   m.def("device_name", [](int device) {
     check_device_index(static_cast<c10::DeviceIndex>(device));
     char buf[256] = {0};

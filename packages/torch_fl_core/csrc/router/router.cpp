@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "aten/fallback_counter.h"
+#include "profiler/route_scope.h"
 #include "router/backend.h"
 #include "router/route_state.h"
 #include "router/unboxed_registry.h"
@@ -57,6 +58,7 @@ class BackendCaller final : public c10::OperatorKernel {
  public:
   explicit BackendCaller(std::shared_ptr<Backend> b) : backend_(std::move(b)) {}
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* s) {
+    profiler::RouteScope scope(backend_->name(), op);  // the route as a profiler row
     backend_->call(op, ks, s);
   }
 
@@ -73,7 +75,9 @@ class RouteKernel final : public c10::OperatorKernel {
                   torch::jit::Stack* stack) {
     std::optional<c10::ScalarType> dtype;
     if (state_->has_rules()) dtype = first_dtype(op, *stack);
-    state_->pick(dtype).backend->call(op, keys, stack);
+    Backend& backend = *state_->pick(dtype).backend;
+    profiler::RouteScope scope(backend.name(), op);  // the route as a profiler row
+    backend.call(op, keys, stack);
   }
 
  private:

@@ -5,6 +5,7 @@
 #include "aten/stack_args.h"
 #include "glue/runtime_access.h"
 #include "glue/stream_pool.h"
+#include "profiler/route_scope.h"
 
 namespace torch_fl::unboxed {
 
@@ -44,9 +45,13 @@ BoxScope::BoxScope(const Observer& obs, const c10::OperatorHandle& op, c10::Devi
     // stream's earlier work first (ARCHITECTURE.md section 4).
     TFL_CALL(device_, stream_synchronize, native_stream(current_stream(device_)));
   }
+  // The route as a profiler row (only box:cpu takes this unboxed path).
+  static const std::string kBackend = "box:cpu";
+  profiler::push_route_scope(kBackend, op, device_);
 }
 
 BoxScope::~BoxScope() {
+  profiler::pop_route_scope();
   if (previous_ >= 0) runtime().set_device(previous_);
 }
 

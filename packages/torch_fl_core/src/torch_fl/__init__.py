@@ -96,6 +96,11 @@ def _setup() -> None:
     _register_device_module(device)
     _generate_methods()
     vendors.activate(selection)
+    # torch.compile: Dynamo's device interface and Inductor's codegen for flagos, completed when
+    # Dynamo/Inductor are imported (importing them here would slow every `import torch`).
+    from torch_fl import compile as _compile
+
+    _compile.register()
     from torch_fl import _shutdown
 
     _shutdown.register()

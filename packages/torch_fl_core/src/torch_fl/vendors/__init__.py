@@ -33,6 +33,15 @@ class Vendor:
     name: str = ""
     #: One line for ``python -m torch_fl``, e.g. ``"Enflame GCU (topsrt runtime)"``.
     description: str = ""
+    #: How Inductor compiles flagos graphs: ``"cpp"`` (C++ kernels on host-addressable memory),
+    #: ``"triton"`` (with :attr:`triton_target`), or None to decide by capability (host-addressable
+    #: memory means ``"cpp"``). See docs/compile.md and :mod:`torch_fl.compile.choice`.
+    compile_scheduling: str | None = None
+    #: The Triton backend a ``"triton"`` vendor's kernels compile for, e.g. ``"cuda"``; the vendor
+    #: guarantees that the flagos current stream is that device's current stream.
+    triton_target: str | None = None
+    #: Whether ``torch.compile(mode="reduce-overhead")`` captures device graphs on this vendor.
+    compile_graphs: bool = False
 
     def is_present(self) -> bool:
         """Whether this machine has at least one device of this vendor (driver loaded, device seen).

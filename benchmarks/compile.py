@@ -1,0 +1,129 @@
+"""Eager vs torch.compile step time of a GPT-style block, on flagos and on the native device.
+
+One training step (forward, loss, backward) of a pre-norm transformer block, four ways: eager and
+compiled (default Inductor) on ``flagos``, and the same on the native device the vendor runs on
+(CPU for ``sim``; CUDA for the cuda vendor, ``--native cuda``). Printed side by side: step times,
+compiled speed-up on each device, and flagos/native ratios (eager and compiled).
+
+Method: compile and warm up each variant, then for ``--reps`` repetitions time a block of
+``--steps`` steps of each variant in turn (interleaved, so that drift affects all alike),
+synchronizing the device at the end of each block. The figure is the minimum per-step time over
+the repetitions (the median is in ``--json``).
+
+    python benchmarks/compile.py [--dim 256] [--seq 128] [--batch 8] [--native cpu|cuda]
+
+Prints ratios; asserts nothing about timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+import torch_fl
+from _bench_env import describe, load_avg
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, dim: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.fc = nn.Linear(dim, 4 * dim)
+        self.out = nn.Linear(4 * dim, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=-1)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+def _sync(device: torch.device) -> None:
+    if device.type != "cpu":
+        torch.get_device_module(device.type).synchronize()
+
+
+def make_step(device: torch.device, compiled: bool, args: argparse.Namespace):
+    torch.manual_seed(0)
+    model = Block(args.dim, args.heads).to(device)
+    x = torch.randn(args.batch, args.seq, args.dim, device=device)
+    fwd = torch.compile(model) if compiled else model
+
+    def step() -> None:
+        fwd(x).square().mean().backward()
+
+    return step
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--dim", type=int, default=256)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--reps", type=int, default=7)
+    p.add_argument(
+        "--native",
+        default=None,
+        help="native device (default: cuda if the vendor compiles with Triton for cuda, else cpu)",
+    )
+    p.add_argument("--json", default=None)
+    args = p.parse_args()
+
+    native = args.native or (torch_fl.compile.triton_target() or "cpu")
+    devices = {"flagos": torch.device("flagos"), "native": torch.device(native)}
+    env = describe(load_avg())
+    print(
+        f"vendor {torch_fl.vendor().name!r}, scheduling {torch_fl.compile.scheduling()!r}, "
+        f"native {native}; block dim {args.dim} heads {args.heads} batch {args.batch} "
+        f"seq {args.seq}; {args.steps} steps x {args.reps} reps"
+    )
+    variants = {}
+    for side, dev in devices.items():
+        for compiled in (False, True):
+            name = f"{side}/{'compiled' if compiled else 'eager'}"
+            t0 = time.perf_counter()
+            step = make_step(dev, compiled, args)
+            for _ in range(3):  # compile + warm-up
+                step()
+            _sync(dev)
+            print(f"  prepared {name} in {time.perf_counter() - t0:.1f} s")
+            variants[name] = (step, dev)
+    times: dict[str, list[float]] = {n: [] for n in variants}
+    for _ in range(args.reps):
+        for name, (step, dev) in variants.items():
+            t0 = time.perf_counter()
+            for _ in range(args.steps):
+                step()
+            _sync(dev)
+            times[name].append((time.perf_counter() - t0) / args.steps * 1e3)
+    best = {n: min(v) for n, v in times.items()}
+    print(f"\nstep time (ms, min over reps; load avg {load_avg()}):")
+    print(f"  {'':10} {'eager':>10} {'compiled':>10} {'speed-up':>9}")
+    for side in devices:
+        e, c = best[f"{side}/eager"], best[f"{side}/compiled"]
+        print(f"  {side:10} {e:10.3f} {c:10.3f} {e / c:9.2f}x")
+    print(
+        f"  flagos/native: eager {best['flagos/eager'] / best['native/eager']:.3f}, "
+        f"compiled {best['flagos/compiled'] / best['native/compiled']:.3f}"
+    )
+    if args.json:
+        out = {n: {"min_ms": min(v), "median_ms": statistics.median(v)} for n, v in times.items()}
+        with open(args.json, "w") as f:
+            json.dump({"env": env, "args": vars(args), "native": native, "times": out}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

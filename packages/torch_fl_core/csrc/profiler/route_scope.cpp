@@ -1,0 +1,56 @@
+#include "profiler/route_scope.h"
+
+#include <vector>
+
+#include "router/backend.h"
+
+namespace torch_fl::profiler {
+
+void RouteScope::begin(const std::string& backend, const c10::OperatorHandle& op,
+                       c10::DeviceIndex device) {
+  auto callbacks = at::getStepCallbacksUnlessEmpty(at::RecordScope::FUNCTION);
+  if (!callbacks) return;
+  rf_ = std::make_unique<at::RecordFunction>(std::move(*callbacks));
+  if (!rf_->isActive()) {
+    rf_.reset();
+    return;
+  }
+  const std::string name = "flagos::" + backend;
+  // Why kwinputs: the profiler exports them as trace metadata ("flagos_backend")
+  // and FunctionEvent.kwinputs, so tools can read the route of each op.
+  std::unordered_map<std::string, c10::IValue> kwargs{
+      {"flagos_backend", c10::IValue(backend)},
+      {"flagos_op", c10::IValue(full_name(op.operator_name()))}};
+  rf_->before(std::string_view(name), &kwargs);
+  if (session_recording()) {
+    // The device row is named after the operator and its route ("addmm [box:cpu]"), not
+    // like the CPU row: key_averages() groups rows by name.
+    interval_ = interval_begin(short_name(op.operator_name()) + " [" + backend + "]", backend,
+                               device);
+  }
+}
+
+void RouteScope::end() {
+  if (interval_ != nullptr) interval_end(interval_);
+  rf_.reset();  // runs the end callbacks
+}
+
+namespace {
+thread_local std::vector<std::unique_ptr<RouteScope>> t_scopes;
+}
+
+void push_route_scope(const std::string& backend, const c10::OperatorHandle& op,
+                      c10::DeviceIndex device) {
+  // An empty slot when no profiler runs, so pop_route_scope() stays balanced.
+  if (C10_LIKELY(!at::hasCallbacks())) {
+    t_scopes.emplace_back();
+  } else {
+    t_scopes.push_back(std::make_unique<RouteScope>(backend, op, device));
+  }
+}
+
+void pop_route_scope() {
+  if (!t_scopes.empty()) t_scopes.pop_back();
+}
+
+}  // namespace torch_fl::profiler

@@ -1,0 +1,223 @@
+"""Inductor's code generation for ``flagos``: scheduling, the Python wrapper, device op overrides.
+
+Registered from :func:`torch_fl.compile.register` the moment ``torch._inductor.compile_fx`` (the
+entry point every Inductor compile goes through) is imported.
+
+- C++ scheduling (host-addressable vendors such as ``sim``): Inductor's own ``CppScheduling``; the
+  wrapper calls each C++ kernel like on CPU, after :func:`torch_fl.compile.runtime.wait_stream`.
+- Triton scheduling (vendors whose Triton targets their device, e.g. cuda): Inductor's
+  ``TritonScheduling``; ``flagos`` is treated as a GPU type and its device properties are those of
+  the vendor's Triton target, so kernels compile for that target and launch on the stream
+  :func:`torch_fl.compile.runtime.get_raw_stream` returns (the ``flagos`` current stream).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from types import ModuleType
+from typing import Any
+
+import torch
+
+__all__ = ["register"]
+
+_DEVICE = "flagos"
+
+
+@functools.cache
+def _wrapper_classes() -> tuple[type, type]:
+    from torch._inductor.codegen.wrapper import (
+        PythonWrapperCodegen,
+        SubgraphPythonWrapperCodegen,
+    )
+    from torch._inductor.virtualized import V
+
+    class _FlagosKernelCalls:
+        """C++ kernels on ``flagos`` are called like CPU ones, after waiting for the stream."""
+
+        def _generate_kernel_call_helper(self, kernel_name: str, call_args: Any, **kwargs: Any):
+            device = kwargs.get("device") or V.graph.get_current_device_or_throw()
+            if not kwargs.get("triton", True) and device.type == _DEVICE:
+                index = -1 if device.index is None else int(device.index)
+                self.writeline(f"_flagos_wait_stream({index})")
+                self.writeline(self.wrap_kernel_call(kernel_name, call_args))
+                return None
+            return super()._generate_kernel_call_helper(kernel_name, call_args, **kwargs)
+
+    class FlagosSubgraphWrapperCodegen(_FlagosKernelCalls, SubgraphPythonWrapperCodegen):
+        pass
+
+    class FlagosPythonWrapperCodegen(_FlagosKernelCalls, PythonWrapperCodegen):
+        def write_header(self) -> None:
+            super().write_header()
+            self.imports.writeline(
+                "from torch_fl.compile.runtime import wait_stream as _flagos_wait_stream"
+            )
+
+        @staticmethod
+        def create(
+            is_subgraph: bool,
+            subgraph_name: str | None,
+            parent_wrapper: Any,
+            partition_signatures: Any = None,
+        ) -> Any:
+            if is_subgraph:
+                return FlagosSubgraphWrapperCodegen(
+                    subgraph_name, parent_wrapper, partition_signatures
+                )
+            return FlagosPythonWrapperCodegen()
+
+    return FlagosPythonWrapperCodegen, FlagosSubgraphWrapperCodegen
+
+
+def _scheduling_class() -> type:
+    from torch_fl.compile import choice as scheduling
+
+    kind = scheduling.scheduling()
+    if kind == "cpp":
+        from torch._inductor.codegen.cpp import CppScheduling
+
+        return CppScheduling
+    if kind == "triton":
+        from torch._inductor.codegen.triton import TritonScheduling
+
+        return TritonScheduling
+    from torch._inductor.codegen.cpp import CppScheduling
+
+    class UnsupportedScheduling(CppScheduling):
+        def __init__(self, scheduler: Any) -> None:
+            raise RuntimeError(
+                f"flagos: vendor {scheduling.vendor_name()!r} cannot run torch.compile'd code: "
+                f"its memory is not host-addressable and it declares no compile_scheduling "
+                f"(see docs/compile.md)"
+            )
+
+    return UnsupportedScheduling
+
+
+def _device_op_overrides(common: ModuleType) -> Any:
+    class FlagosDeviceOpOverrides(common.DeviceOpOverrides):
+        """Python the wrapper emits for device-level operations on ``flagos``."""
+
+        def import_get_raw_stream_as(self, name: str) -> str:
+            return f"from torch_fl.compile.runtime import get_raw_stream as {name}"
+
+        def set_device(self, device_idx: int) -> str:
+            return f"torch.flagos.set_device({device_idx})"
+
+        def synchronize(self) -> str:
+            return "torch.flagos.synchronize()"
+
+        def device_guard(self, device_idx: int) -> str:
+            return f"torch.flagos.device({device_idx})"
+
+        def current_stream(self) -> str:
+            return "torch.flagos.current_stream()"
+
+    return FlagosDeviceOpOverrides()
+
+
+def _treat_as_gpu(utils: ModuleType) -> None:
+    # Inductor gates its Triton paths on `is_gpu(device.type)`, a membership test of this list.
+    if _DEVICE not in utils.GPU_TYPES:
+        utils.GPU_TYPES.append(_DEVICE)
+
+
+def _target_device_properties(hints: ModuleType) -> None:
+    """DeviceProperties of a flagos device are those of the vendor's Triton target device.
+
+    Why: Triton builds ``GPUTarget(device_props.type, cc, warp_size)`` and has no ``flagos``
+    backend; the kernels really run on the target device (same ordinal), so compile for it.
+    """
+    from torch_fl.compile import choice as scheduling
+
+    props = hints.DeviceProperties
+    if getattr(props.create, "_torch_fl", False):
+        return
+    original = props.create  # bound classmethod (cached by Inductor)
+
+    def create(device: torch.device) -> Any:
+        if getattr(device, "type", None) == _DEVICE:
+            target = scheduling.triton_target()
+            if target is not None:
+                device = torch.device("cuda" if target == "hip" else target, device.index)
+        return original(device)
+
+    create._torch_fl = True  # type: ignore[attr-defined]
+    props.create = staticmethod(create)
+
+
+def _host_nodes_are_cpu(scheduler_module: ModuleType) -> None:
+    """Scheduler nodes on ``flagos`` answer ``is_cpu()`` True under C++ scheduling.
+
+    Why: Inductor's scheduler gates CPU-only fusion logic on ``node.is_cpu()`` (a device-type
+    test) and otherwise runs GPU-only paths (e.g. reindexing a pointwise node for a reduction,
+    which reads SIMD loop groups that C++ kernels do not have). C++-scheduled ``flagos`` nodes
+    are CPU code on host memory, so they take the CPU paths.
+    """
+    node_cls = scheduler_module.BaseSchedulerNode
+    if getattr(node_cls.is_cpu, "_torch_fl", False):
+        return
+    original = node_cls.is_cpu
+
+    def is_cpu(self: Any) -> bool:
+        device = self.get_device()
+        return original(self) or (device is not None and device.type == _DEVICE)
+
+    is_cpu._torch_fl = True  # type: ignore[attr-defined]
+    node_cls.is_cpu = is_cpu
+
+
+def _backend_for_flagos(utils: ModuleType, kind: str) -> None:
+    """``get_current_backend()`` answers ``kind`` ("cpp"/"triton") for ``flagos``.
+
+    Why: Inductor's ops proxy picks dtype/shape propagation by this name and answers
+    ``config.cuda_backend`` ("triton") for any device it does not know, so C++ kernels on
+    ``flagos`` were generated with Triton's rules (failing on masked loads, iota and vectorized
+    index expressions). Modules that imported the function by name are rebound too.
+    """
+    original = utils.get_current_backend
+    if getattr(original, "_torch_fl", False):
+        return
+
+    def get_current_backend(device_type: str | None = None) -> str:
+        if not device_type:
+            from torch._inductor.virtualized import V
+
+            device_type = V.graph.get_current_device_or_throw().type
+        if device_type == _DEVICE:
+            return kind
+        return original(device_type)
+
+    get_current_backend._torch_fl = True  # type: ignore[attr-defined]
+    for name, module in list(sys.modules.items()):
+        if (
+            name.startswith("torch._inductor")
+            and getattr(module, "get_current_backend", None) is original
+        ):
+            module.get_current_backend = get_current_backend
+
+
+def register(_compile_fx: ModuleType) -> None:
+    """Register ``flagos`` with Inductor, once ``torch._inductor.compile_fx`` is imported.
+
+    Why then: it is Inductor's entry point, so every codegen module can be imported safely, and
+    no graph has been lowered yet (registration is read when lowering starts).
+    """
+    from torch._inductor import scheduler, utils
+    from torch._inductor.codegen import common
+    from torch._inductor.runtime import hints
+
+    from torch_fl.compile import choice as scheduling
+
+    common.register_backend_for_device(_DEVICE, _scheduling_class(), _wrapper_classes()[0])
+    common.register_device_op_overrides(_DEVICE, _device_op_overrides(common))
+    kind = scheduling.scheduling()
+    if kind is not None:
+        _backend_for_flagos(utils, kind)
+    if kind == "cpp":
+        _host_nodes_are_cpu(scheduler)
+    elif kind == "triton":
+        _treat_as_gpu(utils)
+        _target_device_properties(hints)

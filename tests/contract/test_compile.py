@@ -1,0 +1,230 @@
+"""torch.compile on flagos: compiled matches eager, results stay on flagos, no graph breaks.
+
+Every vendor runs this unchanged. Which Inductor scheduling compiles flagos graphs is the vendor's
+declared choice (``torch_fl.compile.scheduling()``: C++ on host-addressable devices such as sim,
+Triton on vendors whose Triton targets their device); tests that need one kind skip with the
+reason otherwise. Compiles are slow on small CI machines, so the models are tiny and few.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+pytestmark = pytest.mark.compile
+
+TOL = {"rtol": 1e-4, "atol": 1e-5}
+
+
+@pytest.fixture
+def dynamo(flagos):
+    """torch._dynamo after a reset, with graph-break counters cleared."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    yield torch._dynamo
+    torch._dynamo.reset()
+
+
+def graph_breaks() -> int:
+    from torch._dynamo.utils import counters
+
+    return sum(counters["graph_break"].values())
+
+
+def _on_flagos(*tensors: torch.Tensor) -> None:
+    for t in tensors:
+        assert t.device.type == "flagos", f"{t.device} is not flagos"
+
+
+def test_registered_at_import(flagos):
+    import torch._inductor.compile_fx  # noqa: F401 - completes the registration, as compile does
+    import torch_fl.compile
+    from torch._dynamo.device_interface import get_interface_for_device
+    from torch._inductor.codegen.common import get_scheduling_for_device
+
+    assert get_interface_for_device("flagos").__name__ == "FlagosInterface"
+    kind = torch_fl.compile.scheduling()
+    scheduling = get_scheduling_for_device("flagos")
+    expected = {"cpp": "CppScheduling", "triton": "TritonScheduling"}.get(kind)
+    assert expected is not None, f"vendor cannot compile (scheduling {kind!r})"
+    assert issubclass(
+        scheduling,
+        getattr(__import__(f"torch._inductor.codegen.{kind}", fromlist=[expected]), expected),
+    )
+    assert torch_fl.compile.registered() == {"dynamo", "inductor"}
+
+
+def test_pointwise_chain(dynamo):
+    def f(x, y):
+        return torch.sigmoid(x * 2.0 + y).tanh() - torch.abs(y) / (1.0 + x.exp())
+
+    x = torch.randn(33, 17, device="flagos")
+    y = torch.randn(33, 17, device="flagos")
+    out = torch.compile(f)(x, y)
+    _on_flagos(out)
+    torch.testing.assert_close(out, f(x, y), **TOL)
+    assert graph_breaks() == 0
+
+
+def test_reductions(dynamo):
+    def f(x):
+        return x.sum(0), x.amax(1), x.mean(), torch.softmax(x, dim=-1), x.var(1)
+
+    x = torch.randn(40, 70, device="flagos")
+    got = torch.compile(f)(x)
+    _on_flagos(*got)
+    for g, e in zip(got, f(x), strict=True):
+        torch.testing.assert_close(g, e, **TOL)
+
+
+def test_matmul_bias_activation(dynamo):
+    lin = nn.Linear(32, 48).to("flagos")
+
+    def f(x):
+        return F.gelu(lin(x)) + F.relu(x @ lin.weight.t() + lin.bias)
+
+    x = torch.randn(16, 32, device="flagos")
+    out = torch.compile(f)(x)
+    _on_flagos(out)
+    torch.testing.assert_close(out, f(x), **TOL)
+
+
+class Block(nn.Module):
+    """A GPT-style pre-norm block: causal self-attention and an MLP."""
+
+    def __init__(self, dim: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.fc = nn.Linear(dim, 4 * dim)
+        self.out = nn.Linear(4 * dim, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=-1)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (c // self.heads) ** 0.5)
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, t, c)
+        x = x + self.proj(y)
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+def test_transformer_block_forward_backward(dynamo):
+    torch.manual_seed(0)
+    eager = Block().to("flagos")
+    compiled_model = Block().to("flagos")
+    compiled_model.load_state_dict(eager.state_dict())
+    step = torch.compile(compiled_model)
+    x = torch.randn(2, 8, 32, device="flagos")
+
+    out_e = eager(x)
+    out_c = step(x)
+    _on_flagos(out_c)
+    torch.testing.assert_close(out_c, out_e, rtol=1e-4, atol=1e-4)
+    out_e.square().mean().backward()
+    out_c.square().mean().backward()
+    for (name, pe), pc in zip(eager.named_parameters(), compiled_model.parameters(), strict=True):
+        assert pc.grad is not None, name
+        _on_flagos(pc.grad)
+        torch.testing.assert_close(pc.grad, pe.grad, rtol=1e-3, atol=1e-4, msg=name)
+    assert graph_breaks() == 0, "a fully traceable block must compile to one graph"
+
+
+def test_dynamic_shapes(dynamo):
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    counter = CompileCounterWithBackend("inductor")
+
+    def f(x):
+        return (x.relu() * x.shape[0]).sum(-1)
+
+    fn = torch.compile(f, backend=counter, dynamic=True)
+    for n in (5, 9, 12):
+        x = torch.randn(n, 7, device="flagos")
+        out = fn(x)
+        _on_flagos(out)
+        torch.testing.assert_close(out, f(x), **TOL)
+    assert counter.frame_count == 1, "dynamic shapes must not recompile per size"
+
+
+def test_graph_breaks_are_counted(dynamo):
+    def f(x):
+        y = x * 2
+        if y.sum().item() > 0:  # data-dependent Python branch: a graph break
+            return y + 1
+        return y - 1
+
+    x = torch.randn(8, device="flagos")
+    out = torch.compile(f)(x)
+    torch.testing.assert_close(out, f(x))
+    assert graph_breaks() >= 1
+
+
+def test_compiled_kernels_wait_for_stream_work(dynamo, flagos):
+    # An asynchronous host-to-device copy on the current stream, then a compiled graph reading
+    # the destination: the compiled kernels must see the copied values (stream order).
+    f = torch.compile(lambda x: x * 3.0 + 1.0)
+    dst = torch.empty(1 << 16, device="flagos")
+    f(dst)  # compile first
+    src = torch.arange(1 << 16, dtype=torch.float32).pin_memory()
+    dst.copy_(src, non_blocking=True)
+    out = f(dst)
+    torch.testing.assert_close(out.cpu(), src * 3.0 + 1.0)
+
+
+def test_reduce_overhead_mode(dynamo):
+    def f(x, w):
+        return F.silu(x @ w).sum(0)
+
+    x = torch.randn(16, 24, device="flagos")
+    w = torch.randn(24, 24, device="flagos")
+    fn = torch.compile(f, mode="reduce-overhead")
+    for _ in range(3):  # warm-up runs, then the replayed (or plain) run
+        out = fn(x, w)
+    _on_flagos(out)
+    torch.testing.assert_close(out, f(x, w), **TOL)
+
+
+def test_reduce_overhead_captures_graphs(dynamo):
+    import torch_fl.compile
+
+    if not torch_fl.compile.graphs_supported():
+        pytest.skip(
+            f"vendor {torch_fl.vendor().name!r} does not declare compile_graphs: "
+            f"mode='reduce-overhead' runs its compiled code without device graphs"
+        )
+    from torch._inductor import cudagraph_trees
+
+    fn = torch.compile(lambda x: (x * 2).relu(), mode="reduce-overhead")
+    x = torch.randn(64, device="flagos")
+    for _ in range(3):
+        fn(x)
+    assert cudagraph_trees.get_container(x.device.index).tree is not None
+
+
+def test_triton_kernels_run_on_flagos_current_stream(dynamo, flagos):
+    import torch_fl.compile
+    from torch._inductor.utils import run_and_get_code
+
+    if torch_fl.compile.scheduling() != "triton":
+        pytest.skip(
+            f"vendor {torch_fl.vendor().name!r} compiles with "
+            f"{torch_fl.compile.scheduling()!r} scheduling, not Triton"
+        )
+    side = flagos.Stream()
+    x = torch.randn(4096, device="flagos")
+    with flagos.stream(side):
+        out, code = run_and_get_code(torch.compile(lambda t: t.sin() * 2 + 1), x)
+        side.synchronize()
+    assert any("triton" in c for c in code)
+    torch.testing.assert_close(out, x.sin() * 2 + 1, **TOL)
