@@ -288,11 +288,18 @@ def exact_kernels(vendor_caps) -> bool:
 def _full_fp32_precision():
     """Contracts compare fp32 results with the CPU's: no TF32 in matmuls/convolutions (the cuda
     vendor's box:cuda kernels are torch's CUDA kernels, which honour these switches)."""
-    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    cudnn = torch.backends.cudnn
+    saved = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    yield
-    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+    # Through flags(): torch's testing helpers may have frozen cudnn's global switches.
+    with cudnn.flags(
+        enabled=cudnn.enabled,
+        benchmark=cudnn.benchmark,
+        deterministic=cudnn.deterministic,
+        allow_tf32=False,
+    ):
+        yield
+    torch.backends.cuda.matmul.allow_tf32 = saved
 
 
 @pytest.fixture
