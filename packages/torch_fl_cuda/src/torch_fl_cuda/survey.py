@@ -101,6 +101,7 @@ def build_args(torch, schema, shape, dtype, strided, seed=0):
     gen = torch.Generator().manual_seed(seed)
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
+    # Python's schema objects spell types "Tensor", "Optional[Tensor]", "List[int]", "number"...
     for arg in schema.arguments:
         t = str(arg.type)
         name = arg.name
@@ -110,27 +111,37 @@ def build_args(torch, schema, shape, dtype, strided, seed=0):
         if t == "Tensor":
             if name in ("index", "indices"):
                 v = torch.randint(0, shape[-1], shape, generator=gen)
-            elif name == "mask":
+            elif name in ("mask", "condition"):
                 v = torch.rand(shape, generator=gen) > 0.5
             else:
                 v = _tensor(torch, shape, dtype, gen, strided)
-        elif t == "Tensor[]":
+        elif t == "List[Tensor]":
             v = [_tensor(torch, shape, dtype, gen, strided) for _ in range(2)]
+        elif t == "List[Optional[Tensor]]":
+            v = [torch.randint(0, shape[0], (shape[0],), generator=gen)]
         elif arg.has_default_value():
             v = arg.default_value
-        elif t.endswith("?"):
+        elif t.startswith("Optional["):
             v = None
-        elif t == "Scalar":
+        elif t == "number":
             v = True if dtype == torch.bool else 2
-        elif t in ("int", "SymInt"):
+        elif t == "int":
             v = -1 if name.startswith("dim") else 1
-        elif t in ("int[]", "SymInt[]") or t.startswith("int[") or t.startswith("SymInt["):
+        elif t == "List[int]":
             if name.startswith("dim"):
                 v = [-1]
             elif name == "normalized_shape":
                 v = [shape[-1]]
             elif name in ("size", "shape"):
                 v = list(shape)
+            elif name in ("kernel_size", "stride"):
+                v = [2, 2]
+            elif name == "padding":
+                v = [0, 0]
+            elif name == "dilation":
+                v = [1, 1]
+            elif name == "output_size":
+                v = [2 * s for s in shape[-2:]]
             else:
                 raise NoProfile(f"{name}: {t}")
         elif t == "bool":
@@ -296,7 +307,7 @@ def worker_main() -> int:
 
 def candidates() -> list[str]:
     """FlagGems overloads a route may name on this torch (not core's, not excluded)."""
-    import torch  # noqa: F401  (activates flagos)
+    import torch
     from torch_fl.routing.generate import EXCLUDED, _core_native, _schema
 
     from torch_fl_cuda.flaggems import _servable, claimed_overloads
@@ -308,6 +319,8 @@ def candidates() -> list[str]:
         base = op.partition(".")[0]
         if base in EXCLUDED or full in native:
             continue
+        if torch._C._dispatch_has_kernel_for_dispatch_key(full, "CompositeImplicitAutograd"):
+            continue  # decomposes on flagos too: a route would bypass its autograd
         schema = _schema(full)
         if any("Device" in str(a.type) for a in schema.arguments):
             continue

@@ -22,6 +22,8 @@ class CudaVendor(Vendor):
     distributed_profile = "cuda-abi"
     #: torch.compile: Inductor's Triton scheduling, launched on the flagos (= CUDA) stream.
     compile_scheduling = "triton"
+    #: Triton compiles for the CUDA target of the same index (flagos:i is cuda:i).
+    triton_target = "cuda"
 
     def _torch_cuda(self):
         import torch

@@ -121,6 +121,9 @@ def _device_op_overrides(common: ModuleType) -> Any:
 def _treat_as_gpu(utils: ModuleType) -> None:
     # Inductor gates its Triton paths on `is_gpu(device.type)`, a membership test of this list.
     if _DEVICE not in utils.GPU_TYPES:
+        # get_gpu_type() (cached) asserts that at most one GPU type is available, and flagos over
+        # CUDA is available beside cuda: let it answer, once, as it would without flagos.
+        utils.get_gpu_type()
         utils.GPU_TYPES.append(_DEVICE)
 
 
