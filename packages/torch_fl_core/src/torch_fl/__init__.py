@@ -96,6 +96,12 @@ def _setup() -> None:
     _register_device_module(device)
     _generate_methods()
     vendors.activate(selection)
+    # torch.distributed is imported by torch/__init__ before the backend autoload runs, so the
+    # flagos c10d backend can be registered here too (builds without distributed skip it).
+    if torch.distributed.is_available():
+        from torch_fl import distributed
+
+        distributed.register()
     from torch_fl import _shutdown
 
     _shutdown.register()
