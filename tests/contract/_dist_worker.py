@@ -39,21 +39,39 @@ def init(rank: int, world: int, store_file: str, spec: str = "flagos") -> torch.
         kwargs["device_id"] = device
         spec = None
     dist.init_process_group(
-        spec, init_method=f"file://{store_file}", rank=rank, world_size=world, timeout=TIMEOUT, **kwargs
+        spec,
+        init_method=f"file://{store_file}",
+        rank=rank,
+        world_size=world,
+        timeout=TIMEOUT,
+        **kwargs,
     )
     return device
 
 
+def expected_tier() -> str:
+    """The tier the vendor's declared profile must give (FLAGOS_DIST_TIER forces one)."""
+    from torch_fl.distributed import profile
+
+    forced = os.environ.get("FLAGOS_DIST_TIER")
+    if forced:
+        return forced
+    _, declared = profile.vendor_profile()
+    return {"cuda-abi": "nccl", "host-memory": "gloo-alias", "host-staged": "gloo-staged"}[declared]
+
+
 # ---------------------------------------------------------------------------------------------
-def scenario_collectives(rank: int, world: int, store_file: str, out: dict, spec: str = "flagos") -> None:
+def scenario_collectives(
+    rank: int, world: int, store_file: str, out: dict, spec: str = "flagos"
+) -> None:
     from torch_fl import distributed as fld
 
     dev = init(rank, world, store_file, spec)
     choice = fld.tier()
     out["tier"] = choice.name
     out["skipped"] = choice.skipped
-    expected_tier = os.environ.get("FLAGOS_DIST_TIER") or "gloo-alias"
-    assert choice.name == expected_tier, choice.describe()
+    assert choice.name == expected_tier(), choice.describe()
+    gloo = choice.name.startswith("gloo")
     R = dist.ReduceOp
     ranks = range(world)
 
@@ -69,17 +87,22 @@ def scenario_collectives(rank: int, world: int, store_file: str, out: dict, spec
         t = data(rank).to(dev)
         dist.all_reduce(t, op=op)
         close(t, ref([data(r) for r in ranks]))
-    for op, ref in {
+    bitwise = {
         R.BAND: lambda a, b: a & b,
         R.BOR: lambda a, b: a | b,
         R.BXOR: lambda a, b: a ^ b,
-    }.items():
+    }
+    for op, ref in bitwise.items() if gloo else ():  # NCCL has no bitwise reductions
         t = data(rank, dtype=torch.int64).to(dev)
         dist.all_reduce(t, op=op)
         expected = data(0, dtype=torch.int64)
         for r in ranks[1:]:
             expected = ref(expected, data(r, dtype=torch.int64))
         close(t, expected)
+    if choice.name == "nccl":  # NCCL's PREMUL_SUM: each rank scales its input first
+        t = data(rank).to(dev)
+        dist.all_reduce(t, op=dist._make_nccl_premul_sum(0.5))
+        close(t, sum(data(r) for r in ranks) * 0.5)
 
     # Stream order: the input is produced by flagos work on a side stream just before the call.
     side = torch.flagos.Stream()
@@ -131,7 +154,12 @@ def scenario_collectives(rank: int, world: int, store_file: str, out: dict, spec
     inp = torch.arange(world * 2, dtype=torch.float32) + 100 * rank
     o = torch.empty(world * 2, device=dev)
     dist.all_to_all_single(o, inp.to(dev))
-    close(o, torch.cat([torch.arange(2 * rank, 2 * rank + 2, dtype=torch.float32) + 100 * r for r in ranks]))
+    close(
+        o,
+        torch.cat(
+            [torch.arange(2 * rank, 2 * rank + 2, dtype=torch.float32) + 100 * r for r in ranks]
+        ),
+    )
     in_splits = [r + 1 for r in ranks]  # rank sends r+1 elements to rank r
     inp = torch.full((sum(in_splits),), float(rank), device=dev)
     out_splits = [rank + 1] * world
@@ -170,12 +198,13 @@ def scenario_collectives(rank: int, world: int, store_file: str, out: dict, spec
         dist.send(data(rank).to(dev), nxt)
     close(r_t, data(prv))
     recv_a, recv_b = torch.empty(6, device=dev), torch.empty(6, device=dev)
-    ops = [
-        dist.P2POp(dist.isend, data(rank).to(dev), nxt),
-        dist.P2POp(dist.irecv, recv_a, prv),
-        dist.P2POp(dist.isend, data(rank).to(dev) * 2, prv),
-        dist.P2POp(dist.irecv, recv_b, nxt),
-    ]
+    send_a = dist.P2POp(dist.isend, data(rank).to(dev), nxt)
+    get_a = dist.P2POp(dist.irecv, recv_a, prv)
+    send_b = dist.P2POp(dist.isend, data(rank).to(dev) * 2, prv)
+    get_b = dist.P2POp(dist.irecv, recv_b, nxt)
+    # torch coalesces a batch only for plain ProcessGroup objects; for a Python group the ops
+    # run one by one, so on NCCL (blocking pairwise p2p) the order is chosen not to deadlock.
+    ops = [send_a, get_a, send_b, get_b] if rank % 2 == 0 else [get_a, send_a, get_b, send_b]
     for w in dist.batch_isend_irecv(ops):
         w.wait()
     close(recv_a, data(prv))
@@ -218,10 +247,15 @@ def _model() -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
 
 
-def _batches(world: int, steps: int = 3, per_rank: int = 4) -> list[tuple[torch.Tensor, torch.Tensor]]:
+def _batches(
+    world: int, steps: int = 3, per_rank: int = 4
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
     g = torch.Generator().manual_seed(1)
     return [
-        (torch.randn(world * per_rank, 8, generator=g), torch.randn(world * per_rank, 4, generator=g))
+        (
+            torch.randn(world * per_rank, 8, generator=g),
+            torch.randn(world * per_rank, 4, generator=g),
+        )
         for _ in range(steps)
     ]
 
@@ -247,7 +281,9 @@ def _train(model: torch.nn.Module, rank: int, world: int, dev: torch.device) -> 
         opt.step()
 
 
-def scenario_training(rank: int, world: int, store_file: str, out: dict, ckpt_dir: str = "") -> None:
+def scenario_training(
+    rank: int, world: int, store_file: str, out: dict, ckpt_dir: str = ""
+) -> None:
     from torch.distributed.fsdp import fully_shard
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -297,7 +333,25 @@ def scenario_rank_dies(rank: int, world: int, store_file: str, out: dict) -> Non
     t = data(rank).to(dev)
     dist.all_reduce(t)  # everyone is connected
     if rank == world - 1:
+        out["ok"] = True  # this rank's part: dying
         os._exit(0)  # dies before the next collective, without any goodbye
+    scenario_rank_dies_tail(t, out)
+
+
+def scenario_rank_hangs(rank: int, world: int, store_file: str, out: dict) -> None:
+    dev = init(rank, world, store_file)
+    t = data(rank).to(dev)
+    dist.all_reduce(t)
+    if rank == world - 1:
+        import time
+
+        out["ok"] = True
+        time.sleep(float(os.environ["FLAGOS_TEST_HANG_S"]))  # alive, but never joins
+        os._exit(0)
+    scenario_rank_dies_tail(t, out)
+
+
+def scenario_rank_dies_tail(t: torch.Tensor, out: dict) -> None:
     import time
 
     start = time.monotonic()
@@ -308,7 +362,7 @@ def scenario_rank_dies(rank: int, world: int, store_file: str, out: dict) -> Non
         out["error"] = f"{type(exc).__name__}: {exc}"
         out["seconds"] = time.monotonic() - start
         out["ok"] = True
-        os._exit(0)  # the group cannot be destroyed cleanly with a dead peer
+        os._exit(0)  # the group cannot be destroyed cleanly with a lost peer
     out["error"] = None
 
 
@@ -336,8 +390,11 @@ SCENARIOS = {
     "collectives": scenario_collectives,
     "collectives_device_id": lambda *a: scenario_collectives(*a, spec="device_id"),
     "collectives_mixed_spec": lambda *a: scenario_collectives(*a, spec="cpu:gloo,flagos:flagos"),
-    "training": lambda r, w, s, o: scenario_training(r, w, s, o, ckpt_dir=os.environ["FLAGOS_TEST_CKPT"]),
+    "training": lambda r, w, s, o: scenario_training(
+        r, w, s, o, ckpt_dir=os.environ["FLAGOS_TEST_CKPT"]
+    ),
     "rank_dies": scenario_rank_dies,
+    "rank_hangs": scenario_rank_hangs,
     "mismatch": scenario_mismatch,
 }
 

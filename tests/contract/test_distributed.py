@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,9 +36,23 @@ def _vendor() -> str:
     return str(torch_fl.vendor().name)
 
 
-def launch(scenario: str, world: int, tmp_path: Path, env: dict[str, str] | None = None,
-           deadline: float = DEADLINE_S) -> list[dict]:
+def launch(
+    scenario: str,
+    world: int,
+    tmp_path: Path,
+    env: dict[str, str] | None = None,
+    deadline: float = DEADLINE_S,
+) -> list[dict]:
     """Run ``scenario`` on ``world`` ranks; return each rank's report (asserting none failed)."""
+    from torch_fl import distributed as fld
+
+    tier = fld.choose({**os.environ, **(env or {})}).name
+    count = torch.flagos.device_count()
+    if tier in ("nccl", "flagcx") and count < world:
+        pytest.skip(
+            f"tier {tier} needs one device per rank: vendor {_vendor()!r} has {count}, the test "
+            f"runs {world} ranks"
+        )
     store = tmp_path / "store"
     out = tmp_path / "out"
     out.mkdir()
@@ -60,8 +75,10 @@ def launch(scenario: str, world: int, tmp_path: Path, env: dict[str, str] | None
         for p in procs:
             p.kill()
         logs = [p.communicate()[0] for p in procs]
-        pytest.fail(f"{scenario} on {world} ranks did not finish in {deadline}s (a hang):\n"
-                    + "\n".join(f"--- rank {r}\n{log[-3000:]}" for r, log in enumerate(logs)))
+        pytest.fail(
+            f"{scenario} on {world} ranks did not finish in {deadline}s (a hang):\n"
+            + "\n".join(f"--- rank {r}\n{log[-3000:]}" for r, log in enumerate(logs))
+        )
     reports = []
     for r, p in enumerate(procs):
         path = out / f"rank{r}.json"
@@ -70,12 +87,6 @@ def launch(scenario: str, world: int, tmp_path: Path, env: dict[str, str] | None
         if p.returncode != 0 or not report.get("ok"):
             pytest.fail(f"{scenario}: rank {r}/{world} exited {p.returncode}:\n{logs[r][-6000:]}")
     return reports
-
-
-@pytest.fixture
-def sim_devices(flagos):
-    """Every rank needs its own flagos device: the sim vendor gives each process its own."""
-    return flagos.device_count()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -138,7 +149,9 @@ def test_one_rank_group_ops(flagos, tier):
     out = torch.empty(6, device=dev)
     pg.all_gather_single(out, t * 2).wait()
     torch.testing.assert_close(out.cpu(), torch.arange(6.0) * 2)
-    with pytest.raises(ValueError, match=r"all_gather_into_tensor: output has 5 elements"):
+    with pytest.raises(
+        ValueError, match=r"all_gather_into_tensor on flagos:0 \(vendor .*\): output has 5 elements"
+    ):
         pg.all_gather_single(torch.empty(5, device=dev), t)
     with pytest.raises(ValueError, match="tensors on"):
         pg.allreduce([t, torch.ones(2)])
@@ -196,8 +209,21 @@ def test_rank_dies_mid_collective(flagos, tmp_path):
     assert reports[0]["seconds"] < 60
 
 
+def test_rank_hangs_mid_collective(flagos, tmp_path):
+    # The peer is alive but never joins: the survivor gets the group's timeout (4 s), not a hang.
+    env = {"FLAGOS_TEST_DIST_TIMEOUT": "4", "FLAGOS_TEST_HANG_S": "9"}
+    reports = launch("rank_hangs", 2, tmp_path, env=env, deadline=90)
+    error = reports[0]["error"]
+    assert error and "flagos all_reduce on flagos:0" in error, error
+    assert "timeout" in error.lower() or "timed out" in error.lower(), error
+    assert 3 < reports[0]["seconds"] < 15, reports[0]
+
+
 def test_mismatched_shapes(flagos, tmp_path):
     reports = launch("mismatch", 2, tmp_path, env={"FLAGOS_TEST_DIST_TIMEOUT": "10"}, deadline=90)
     for r in reports:
-        assert "all_gather_into_tensor: output has 5 elements" in r["local"], r
+        assert re.search(
+            r"all_gather_into_tensor on flagos:\d \(vendor .*\): output has 5 elements", r["local"]
+        ), r
         assert r["cross"] and "flagos all_reduce" in r["cross"], r
+        assert "differ across ranks (rank 0: float32[4]; rank 1: float32[8])" in r["cross"], r

@@ -21,7 +21,7 @@ import torch
 import torch.distributed as dist
 
 from torch_fl.distributed import inner as inners
-from torch_fl.distributed import log, tiers
+from torch_fl.distributed import log, shape_check, tiers
 from torch_fl.distributed.tiers import TierChoice
 from torch_fl.distributed.transport import Call, _tensors, device_kind
 from torch_fl.distributed.work import FlagosWork
@@ -73,6 +73,7 @@ class ProcessGroupFlagos(dist.ProcessGroup):
         self._register_backend(
             torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, self._inner.cpu
         )
+        self._check_shapes = shape_check.enabled(self._choice.name)
         log.log(f"group rank {rank}/{size}: {self._choice.describe()}")
 
     # ---- identity ------------------------------------------------------------------------
@@ -106,10 +107,23 @@ class ProcessGroupFlagos(dist.ProcessGroup):
         body: Body,
         value: Any,
         post: Callable[[], None] | None = None,
+        agree: Sequence[torch.Tensor] = (),
     ) -> FlagosWork:
+        """Run ``body`` on the inner backend for this call's tensors and wrap its work.
+
+        ``agree``: tensors whose dtype and shape must be the same on every rank (checked across
+        ranks first when :mod:`~torch_fl.distributed.shape_check` is enabled for the tier).
+        """
         kind = device_kind(op, *structures)
         flat = [t for s in structures for t in _tensors(s)]
         where = self._where(op, kind, flat)
+        if agree and self.size() > 1 and self._check_shapes:
+            try:
+                shape_check.check(self._inner.cpu, self.size(), op, list(agree), where)
+            except ValueError:
+                raise  # already names op, device, vendor and every rank's shapes
+            except Exception as exc:  # a lost or hung peer shows up here first
+                raise _rewrap(exc, where) from exc
         call = Call(self._choice, op, kind)
         backend = self._inner.device if kind == "flagos" else self._inner.cpu
         try:
@@ -120,10 +134,11 @@ class ProcessGroupFlagos(dist.ProcessGroup):
             works = [works]
         return FlagosWork(where, works, call, value, post)
 
-    @staticmethod
-    def _check(cond: bool, op: str, message: str) -> None:
+    def _check(self, cond: bool, op: str, tensors: Sequence[torch.Tensor], message: str) -> None:
+        """Local argument checks, before anything is sent: ValueError naming op/device/vendor."""
         if not cond:
-            raise ValueError(f"flagos {op}: {message}")
+            kind = "flagos" if any(t.device.type == "flagos" for t in tensors) else "cpu"
+            raise ValueError(f"{self._where(op, kind, list(tensors))}: {message}")
 
     # ---- all-reduce --------------------------------------------------------------------
     def allreduce(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
@@ -132,7 +147,7 @@ class ProcessGroupFlagos(dist.ProcessGroup):
         def body(b: dist.Backend, c: Call) -> dist.Work:
             return b.allreduce(c.convert(tensors, read=True, write=True), opts)
 
-        return self._run("all_reduce", [tensors], body, tensors)
+        return self._run("all_reduce", [tensors], body, tensors, agree=tensors)
 
     def allreduce_coalesced(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
         opts = opts if opts is not None else _c10d.AllreduceCoalescedOptions()
@@ -140,13 +155,13 @@ class ProcessGroupFlagos(dist.ProcessGroup):
         def body(b: dist.Backend, c: Call) -> dist.Work:
             return b.allreduce_coalesced(c.convert(tensors, read=True, write=True), opts)
 
-        return self._run("all_reduce_coalesced", [tensors], body, tensors)
+        return self._run("all_reduce_coalesced", [tensors], body, tensors, agree=tensors)
 
     def reduce(self, tensors: list[torch.Tensor], opts: Any) -> dist.Work:
         def body(b: dist.Backend, c: Call) -> dist.Work:
             return b.reduce(c.convert(tensors, read=True, write=True), opts)
 
-        return self._run("reduce", [tensors], body, tensors)
+        return self._run("reduce", [tensors], body, tensors, agree=tensors)
 
     # ---- broadcast -----------------------------------------------------------------------
     def broadcast(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
@@ -156,11 +171,14 @@ class ProcessGroupFlagos(dist.ProcessGroup):
         def body(b: dist.Backend, c: Call) -> dist.Work:
             return b.broadcast(c.convert(tensors, read=is_root, write=not is_root), opts)
 
-        return self._run("broadcast", [tensors], body, tensors)
+        return self._run("broadcast", [tensors], body, tensors, agree=tensors)
 
     # ---- all-gather ----------------------------------------------------------------------
     def allgather(
-        self, output_tensors: list[list[torch.Tensor]], input_tensors: list[torch.Tensor], opts: Any = None
+        self,
+        output_tensors: list[list[torch.Tensor]],
+        input_tensors: list[torch.Tensor],
+        opts: Any = None,
     ) -> dist.Work:
         opts = opts if opts is not None else _c10d.AllgatherOptions()
 
@@ -168,29 +186,42 @@ class ProcessGroupFlagos(dist.ProcessGroup):
             ins = c.convert(input_tensors, read=True)
             return b.allgather(c.convert(output_tensors, read=False, write=True), ins, opts)
 
-        return self._run("all_gather", [output_tensors, input_tensors], body, output_tensors)
+        return self._run(
+            "all_gather", [output_tensors, input_tensors], body, output_tensors, agree=input_tensors
+        )
 
-    def all_gather_single(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> dist.Work:
+    def all_gather_single(
+        self, output: torch.Tensor, input: torch.Tensor, opts: Any = None
+    ) -> dist.Work:
         opts = opts if opts is not None else _c10d.AllgatherOptions()
         op = "all_gather_into_tensor"
         self._check(
             output.numel() == input.numel() * self.size(),
             op,
+            [output, input],
             f"output has {output.numel()} elements but the input has {input.numel()} and the "
             f"group {self.size()} ranks (output must be world_size x input)",
         )
-        self._check(output.dtype == input.dtype, op, f"dtypes differ: {output.dtype} vs {input.dtype}")
+        self._check(
+            output.dtype == input.dtype,
+            op,
+            [output, input],
+            f"dtypes differ: {output.dtype} vs {input.dtype}",
+        )
 
         def body(b: dist.Backend, c: Call) -> dist.Work:
             ins = c.convert(input, read=True)
             return b._allgather_base(c.convert(output, read=False, write=True), ins, opts)
 
-        return self._run(op, [output, input], body, [output])
+        return self._run(op, [output, input], body, [output], agree=[input])
 
     _allgather_base = all_gather_single
 
     def allgather_coalesced(
-        self, output_lists: list[list[torch.Tensor]], input_list: list[torch.Tensor], opts: Any = None
+        self,
+        output_lists: list[list[torch.Tensor]],
+        input_list: list[torch.Tensor],
+        opts: Any = None,
     ) -> dist.Work:
         opts = opts if opts is not None else _c10d.AllgatherOptions()
 
@@ -212,13 +243,18 @@ class ProcessGroupFlagos(dist.ProcessGroup):
                 for o, i in zip(outputs, inputs, strict=True)
             ]
 
-        return self._run("all_gather_into_tensor_coalesced", [outputs, inputs], body, outputs)
+        return self._run(
+            "all_gather_into_tensor_coalesced", [outputs, inputs], body, outputs, agree=inputs
+        )
 
     allgather_into_tensor_coalesced = all_gather_single_coalesced
 
     # ---- reduce-scatter ------------------------------------------------------------------
     def reduce_scatter(
-        self, output_tensors: list[torch.Tensor], input_tensors: list[list[torch.Tensor]], opts: Any = None
+        self,
+        output_tensors: list[torch.Tensor],
+        input_tensors: list[list[torch.Tensor]],
+        opts: Any = None,
     ) -> dist.Work:
         opts = opts if opts is not None else _c10d.ReduceScatterOptions()
 
@@ -226,24 +262,38 @@ class ProcessGroupFlagos(dist.ProcessGroup):
             ins = c.convert(input_tensors, read=True)
             return b.reduce_scatter(c.convert(output_tensors, read=False, write=True), ins, opts)
 
-        return self._run("reduce_scatter", [output_tensors, input_tensors], body, output_tensors)
+        return self._run(
+            "reduce_scatter",
+            [output_tensors, input_tensors],
+            body,
+            output_tensors,
+            agree=output_tensors,
+        )
 
-    def reduce_scatter_single(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> dist.Work:
+    def reduce_scatter_single(
+        self, output: torch.Tensor, input: torch.Tensor, opts: Any = None
+    ) -> dist.Work:
         opts = opts if opts is not None else _c10d.ReduceScatterOptions()
         op = "reduce_scatter_tensor"
         self._check(
             input.numel() == output.numel() * self.size(),
             op,
+            [output, input],
             f"input has {input.numel()} elements but the output has {output.numel()} and the "
             f"group {self.size()} ranks (input must be world_size x output)",
         )
-        self._check(output.dtype == input.dtype, op, f"dtypes differ: {output.dtype} vs {input.dtype}")
+        self._check(
+            output.dtype == input.dtype,
+            op,
+            [output, input],
+            f"dtypes differ: {output.dtype} vs {input.dtype}",
+        )
 
         def body(b: dist.Backend, c: Call) -> dist.Work:
             ins = c.convert(input, read=True)
             return b._reduce_scatter_base(c.convert(output, read=False, write=True), ins, opts)
 
-        return self._run(op, [output, input], body, [output])
+        return self._run(op, [output, input], body, [output], agree=[input])
 
     _reduce_scatter_base = reduce_scatter_single
 
@@ -258,7 +308,9 @@ class ProcessGroupFlagos(dist.ProcessGroup):
                 for o, i in zip(outputs, inputs, strict=True)
             ]
 
-        return self._run("reduce_scatter_tensor_coalesced", [outputs, inputs], body, outputs)
+        return self._run(
+            "reduce_scatter_tensor_coalesced", [outputs, inputs], body, outputs, agree=inputs
+        )
 
     reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
 
@@ -273,11 +325,15 @@ class ProcessGroupFlagos(dist.ProcessGroup):
     ) -> dist.Work:
         opts = opts if opts is not None else _c10d.AllToAllOptions()
         op = "all_to_all_single"
-        for name, t, splits in (("output", output, output_split_sizes), ("input", input, input_split_sizes)):
+        for name, t, splits in (
+            ("output", output, output_split_sizes),
+            ("input", input, input_split_sizes),
+        ):
             if splits:
                 self._check(
                     len(splits) == self.size() and sum(splits) == t.size(0),
                     op,
+                    [t],
                     f"{name} split sizes {list(splits)} do not split its first dimension "
                     f"{t.size(0)} into {self.size()} parts",
                 )
@@ -285,6 +341,7 @@ class ProcessGroupFlagos(dist.ProcessGroup):
                 self._check(
                     t.size(0) % self.size() == 0,
                     op,
+                    [t],
                     f"{name} first dimension {t.size(0)} is not divisible by the group size "
                     f"{self.size()}",
                 )
@@ -292,14 +349,19 @@ class ProcessGroupFlagos(dist.ProcessGroup):
         def body(b: dist.Backend, c: Call) -> dist.Work:
             ins = c.convert(input, read=True)
             out = c.convert(output, read=False, write=True)
-            return b.alltoall_base(out, ins, list(output_split_sizes), list(input_split_sizes), opts)
+            return b.alltoall_base(
+                out, ins, list(output_split_sizes), list(input_split_sizes), opts
+            )
 
         return self._run(op, [output, input], body, [output])
 
     alltoall_base = all_to_all_single
 
     def alltoall(
-        self, output_tensors: list[torch.Tensor], input_tensors: list[torch.Tensor], opts: Any = None
+        self,
+        output_tensors: list[torch.Tensor],
+        input_tensors: list[torch.Tensor],
+        opts: Any = None,
     ) -> dist.Work:
         # gloo has only the single-buffer form: pack the lists into one buffer on flagos, run
         # all_to_all_single with per-rank splits, unpack into the outputs once it completed.
@@ -308,11 +370,17 @@ class ProcessGroupFlagos(dist.ProcessGroup):
         self._check(
             len(output_tensors) == self.size() and len(input_tensors) == self.size(),
             op,
+            [*output_tensors, *input_tensors],
             f"needs {self.size()} input and output tensors, got {len(input_tensors)} and "
             f"{len(output_tensors)}",
         )
         dtypes = {t.dtype for t in [*output_tensors, *input_tensors]}
-        self._check(len(dtypes) == 1, op, f"all tensors must have one dtype, got {sorted(map(str, dtypes))}")
+        self._check(
+            len(dtypes) == 1,
+            op,
+            [*output_tensors, *input_tensors],
+            f"all tensors must have one dtype, got {sorted(map(str, dtypes))}",
+        )
         packed_in = torch.cat([t.reshape(-1) for t in input_tensors])
         packed_out = packed_in.new_empty(sum(t.numel() for t in output_tensors))
         in_splits = [t.numel() for t in input_tensors]
@@ -370,7 +438,11 @@ class ProcessGroupFlagos(dist.ProcessGroup):
     # ---- barriers ------------------------------------------------------------------------
     def barrier(self, opts: Any = None) -> dist.Work:
         device = getattr(opts, "device", None) if opts is not None else None
-        if self._inner.device is not self._inner.cpu and device is not None and device.type == "flagos":
+        if (
+            self._inner.device is not self._inner.cpu
+            and device is not None
+            and device.type == "flagos"
+        ):
             # As ProcessGroupNCCL does: an all-reduce of one element on the device, so the
             # barrier is also ordered on the device's stream.
             work = self.allreduce([torch.zeros(1, device=device)])

@@ -148,9 +148,7 @@ def choose(environ: dict[str, str] | None = None) -> TierChoice:
     runtime = _runtime()
     forced = env.get(ENV_VAR, "").strip().lower()
     if forced and forced not in TIERS:
-        raise TierUnavailableError(
-            f"{ENV_VAR}={forced!r} names no tier; tiers: {', '.join(TIERS)}"
-        )
+        raise TierUnavailableError(f"{ENV_VAR}={forced!r} names no tier; tiers: {', '.join(TIERS)}")
     skipped: dict[str, str] = {}
     for tier in TIERS:
         if forced and tier != forced:

@@ -31,7 +31,7 @@ def _tensors(structure: Any) -> list[torch.Tensor]:
 
 
 def device_kind(op: str, *structures: Any) -> str:
-    """"flagos" or "cpu": where every tensor of the call lives; mixed or other devices raise."""
+    """ "flagos" or "cpu": where every tensor of the call lives; mixed or other devices raise."""
     kinds = {t.device.type for s in structures for t in _tensors(s)}
     if not kinds or kinds == {"cpu"}:
         return "cpu"

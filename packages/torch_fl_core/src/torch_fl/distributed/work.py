@@ -64,16 +64,22 @@ class FlagosWork(dist.Work):
                 futures = None
                 break
         if futures is not None:
-            # add_done_callback ignores what the callback raises: _complete never raises.
-            torch.futures.collect_all(futures).add_done_callback(self._complete)
+            # add_done_callback ignores what the callback raises: _complete never raises. One
+            # inner future (the usual case) is used directly so the callback runs inside its
+            # device-stream context (for NCCL: a stream already ordered after the collective).
+            if len(futures) == 1:
+                futures[0].add_done_callback(lambda f: self._complete([f]))
+            else:
+                both = torch.futures.collect_all(futures)
+                both.add_done_callback(lambda f: self._complete(f.value()))
 
-    def _complete(self, done: torch.futures.Future) -> None:
+    def _complete(self, done: list[torch.futures.Future]) -> None:
         with self._lock:
             if self._finished:
                 return
             self._finished = True
         try:
-            for fut in done.value():
+            for fut in done:
                 fut.value()  # re-raises the inner library's error
             self._call.finish()
             if self._post is not None:
@@ -91,9 +97,7 @@ class FlagosWork(dist.Work):
         except Exception as exc:
             raise RuntimeError(f"{self._where}: {exc}") from exc
         if not self._finished:
-            done: torch.futures.Future = torch.futures.Future()
-            done.set_result([])
-            self._complete(done)
+            self._complete([])
         self._future.wait()  # raises the wrapped error; orders the current flagos stream
         return True
 
