@@ -132,7 +132,8 @@ class ProcessGroupFlagos(dist.ProcessGroup):
             raise _rewrap(exc, where) from exc
         if isinstance(works, dist.Work):
             works = [works]
-        return FlagosWork(where, works, call, value, post)
+        device_async = kind == "flagos" and self._choice.name in (tiers.NCCL, tiers.FLAGCX)
+        return FlagosWork(where, works, call, value, post, device_async=device_async)
 
     def _check(self, cond: bool, op: str, tensors: Sequence[torch.Tensor], message: str) -> None:
         """Local argument checks, before anything is sent: ValueError naming op/device/vendor."""

@@ -99,6 +99,14 @@ class Call:
         return structure
 
     def finish(self) -> None:
-        """After the collective completed: copy staged results back into the flagos tensors."""
+        """After the collective completed: copy staged results back into the flagos tensors.
+
+        Runs on the thread that completes the collective; the copies go on that thread's current
+        flagos stream and are waited for here, so the result is in place when the work completes.
+        """
+        streams = {}
         for dst, host in self._copy_back:
-            dst.copy_(host)
+            dst.copy_(host, non_blocking=True)
+            streams.setdefault(dst.device, torch.flagos.current_stream(dst.device))
+        for stream in streams.values():
+            stream.synchronize()

@@ -1,12 +1,13 @@
 """The ``Work`` a ``flagos`` process group returns: inner work plus completion on flagos.
 
-Completion is a ``torch.futures.Future`` created for the flagos devices of the result, so it
-follows the CUDA future contract on flagos streams: completing it records an event on the
-completing thread's current flagos stream (after any staged copy back), and ``wait()`` /
-``Work.wait()`` make the waiter's current flagos stream wait for that event. For NCCL the inner
-future completes when the collective is enqueued, with its callback running on a stream already
-ordered after NCCL, so nothing on the host blocks and the collective stays asynchronous until a
-stream consumes its result, exactly as on CUDA. For gloo it completes on gloo's worker thread.
+For a device-async inner library (NCCL, FlagCX) completion is a ``torch.futures.Future`` created
+for the flagos devices of the result, so it follows the CUDA future contract on flagos streams:
+completing it records an event on the completing thread's current flagos stream, and ``wait()`` /
+``Work.wait()`` make the waiter's current flagos stream wait for that event. The NCCL future
+completes when the collective is enqueued, with its callback running on a stream already ordered
+after NCCL, so nothing on the host blocks and the collective stays asynchronous until a stream
+consumes its result, exactly as on CUDA. gloo completes on its worker thread once every byte is
+in place (staged copies back included, see transport.Call.finish), so a plain future suffices.
 
 DDP's reducer takes the result from ``get_future()`` (a list of flagos tensors); the Python API
 calls ``wait()``.
@@ -29,9 +30,12 @@ __all__ = ["FlagosWork"]
 _NO_TIMEOUT = datetime.timedelta(0)
 
 
-def _future_for(value: Any) -> torch.futures.Future:
+def _future_for(value: Any, device_async: bool) -> torch.futures.Future:
+    # Only a device-async library (NCCL, FlagCX) completes before the device work is done; its
+    # future must carry flagos events. gloo completes on the host after every byte is in place,
+    # and a plain future avoids an event round trip through the flagos stream per collective.
     devices = sorted({t.device.index or 0 for t in _tensors(value) if t.device.type == "flagos"})
-    if devices:
+    if devices and device_async:
         return torch.futures.Future(devices=[torch.device("flagos", i) for i in devices])
     return torch.futures.Future()
 
@@ -46,6 +50,7 @@ class FlagosWork(dist.Work):
         call: Call,
         value: Any,
         post: Callable[[], None] | None = None,
+        device_async: bool = False,
     ) -> None:
         super().__init__()
         self._where = where
@@ -53,7 +58,7 @@ class FlagosWork(dist.Work):
         self._call = call
         self._value = value
         self._post = post
-        self._future = _future_for(value)
+        self._future = _future_for(value, device_async)
         self._lock = threading.Lock()
         self._finished = False
         futures = []
