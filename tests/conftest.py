@@ -26,6 +26,7 @@ MARKERS = {
     "pinned": "pinned host memory and DataLoader pinning",
     "training": "autograd training step against CPU",
     "sim_only": "needs the built-in sim runtime's test controls (fault injection)",
+    "distributed": "torch.distributed on flagos: backend, collectives, DDP, FSDP2, DCP",
 }
 
 

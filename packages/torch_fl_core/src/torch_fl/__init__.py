@@ -101,6 +101,13 @@ def _setup() -> None:
     from torch_fl import compile as _compile
 
     _compile.register()
+
+    # torch.distributed is imported by torch/__init__ before the backend autoload runs, so the
+    # flagos c10d backend can be registered here too (builds without distributed skip it).
+    if torch.distributed.is_available():
+        from torch_fl import distributed
+
+        distributed.register()
     from torch_fl import _shutdown
 
     _shutdown.register()

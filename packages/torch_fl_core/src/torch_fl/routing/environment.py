@@ -40,6 +40,8 @@ CONFIG_VAR = "FLAGOS_BACKEND_CONFIG"
 OP_PREFIX = "FLAGOS_OP_"
 LOG_VAR = "FLAGOS_LOG"
 LOG_CATEGORIES = ("dispatch", "fallback")
+# Categories read by other parts of torch_fl (dist: torch_fl.distributed.log); known, so not warned.
+OTHER_LOG_CATEGORIES = ("dist",)
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -69,10 +71,12 @@ def log_flags(environ: Mapping[str, str] | None = None) -> LogFlags:
             chosen.update(LOG_CATEGORIES)
         elif token in LOG_CATEGORIES:
             chosen.add(token)
+        elif token in OTHER_LOG_CATEGORIES:
+            continue
         else:
             warnings.warn(
                 f"{LOG_VAR}={value}: unknown category {token!r} ignored "
-                f"(known: {', '.join(LOG_CATEGORIES)}, all)",
+                f"(known: {', '.join(LOG_CATEGORIES + OTHER_LOG_CATEGORIES)}, all)",
                 stacklevel=2,
             )
     return LogFlags(dispatch="dispatch" in chosen, fallback="fallback" in chosen)

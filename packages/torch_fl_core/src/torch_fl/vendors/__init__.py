@@ -82,6 +82,16 @@ class Vendor:
         legacy = self.routes()
         return Path(legacy) if legacy else None
 
+    def collective_profile(self) -> str:
+        """How ``torch.distributed`` reaches this vendor's memory (docs/distributed.md).
+
+        ``"cuda-abi"``: flagos memory is CUDA memory (the runtime mirrors CUDA): NCCL/RCCL on
+        CUDA alias views. ``"host-memory"``: flagos memory is host memory: gloo on CPU alias
+        views. ``"host-staged"`` (the default): gloo on pinned host copies, until the vendor's
+        own collective library is wired. FlagCX is tried before all of them where importable.
+        """
+        return "host-staged"
+
     def routes(self) -> str | None:
         """Deprecated spelling of :meth:`route_table` (still honoured)."""
         return None

@@ -1,0 +1,182 @@
+"""all_reduce bus bandwidth on flagos against the same collective on native tensors.
+
+Two ranks (one subprocess each, launched by this script) run ``all_reduce(SUM)`` on float32
+tensors of several sizes through:
+
+- ``native``: the library the flagos tier wraps, on plain tensors in a group of its own
+  (gloo on CPU tensors for the gloo tiers; NCCL on CUDA tensors for the nccl tier);
+- ``flagos``: the ``flagos`` backend on flagos tensors, as ``init_process_group("flagos")`` makes it;
+- ``flagos-nocheck``: the same with the cross-rank shape check off (``FLAGOS_DIST_CHECK_SHAPES=0``;
+  it is on by default on the gloo tiers only, see docs/distributed.md).
+
+Method: per size, rounds alternate the variants (the first one rotates each round); a round
+times ``--iters`` back-to-back all-reduces followed by a device synchronize, so queued device
+work is inside the timed region. Per variant the median round is kept. Bus bandwidth is
+``2 (n-1)/n * bytes / time`` (NCCL's definition), ``ratio`` is flagos over native.
+
+    python benchmarks/collectives.py [--sizes 64K,1M,16M,64M] [--rounds 7] [--iters 3] [--json out.json]
+
+On the H200 pair run it with ``FLAGOS_VENDOR=cuda``: the tier is then nccl and native is NCCL on
+CUDA tensors. Prints figures; asserts nothing about timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+WORLD = 2
+
+
+def _size(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    text = text.strip().upper().removesuffix("IB").removesuffix("B")
+    return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
+
+
+def _human(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:g} {unit}"
+    return f"{n} B"
+
+
+def rank_main(args: argparse.Namespace) -> None:
+    import torch
+    import torch.distributed as dist
+    import torch_fl
+    from torch_fl import distributed as fld
+
+    rank = args.rank
+    dev = torch.device("flagos", rank % torch.flagos.device_count())
+    torch.flagos.set_device(dev)
+    dist.init_process_group(
+        "flagos",
+        init_method=f"file://{args.store}",
+        rank=rank,
+        world_size=WORLD,
+        timeout=datetime.timedelta(seconds=120),
+    )
+    choice = fld.tier()
+    os.environ["FLAGOS_DIST_CHECK_SHAPES"] = "0"
+    nocheck = dist.new_group(backend="flagos")
+    if choice.name == "nccl":
+        native_group = dist.new_group(backend="nccl")
+        native_device = torch.device("cuda", dev.index)
+
+        def sync() -> None:
+            torch.cuda.synchronize(native_device)
+    else:
+        native_group = dist.new_group(backend="gloo")
+        native_device = torch.device("cpu")
+
+        def sync() -> None:
+            pass
+
+    def flagos_sync() -> None:
+        torch.flagos.synchronize(dev)
+
+    results = []
+    for nbytes in args.sizes:
+        n = nbytes // 4
+        variants = {
+            "native": (torch.ones(n, device=native_device), native_group, sync),
+            "flagos": (torch.ones(n, device=dev), None, flagos_sync),
+            "flagos-nocheck": (torch.ones(n, device=dev), nocheck, flagos_sync),
+        }
+        names = list(variants)
+        times: dict[str, list[float]] = {k: [] for k in names}
+        for name in names:  # warm up (connections, allocator)
+            t, group, s = variants[name]
+            dist.all_reduce(t, group=group)
+            s()
+        for r in range(args.rounds):
+            order = names[r % len(names) :] + names[: r % len(names)]
+            for name in order:
+                t, group, s = variants[name]
+                dist.barrier(group=native_group if name == "native" else group)
+                start = time.perf_counter()
+                for _ in range(args.iters):
+                    dist.all_reduce(t, group=group)
+                s()
+                times[name].append((time.perf_counter() - start) / args.iters)
+        row = {"bytes": nbytes}
+        for name in names:
+            seconds = statistics.median(times[name])
+            row[name] = {
+                "seconds": seconds,
+                "busbw_GBps": 2 * (WORLD - 1) / WORLD * nbytes / seconds / 1e9,
+            }
+        results.append(row)
+    if rank == 0:
+        print(
+            json.dumps(
+                {"tier": choice.name, "vendor": str(torch_fl.vendor().name), "rows": results}
+            )
+        )
+    dist.destroy_process_group()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--sizes", default="64K,1M,16M,64M")
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--iters", type=int, default=3)
+    p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    p.add_argument("--rank", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--store", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    args.sizes = [_size(s) for s in args.sizes.split(",")]
+    if args.rank is not None:
+        rank_main(args)
+        return
+
+    from _bench_env import describe, load_avg
+
+    env = describe(load_avg())
+    with tempfile.TemporaryDirectory() as tmp:
+        store = os.path.join(tmp, "store")
+        argv = [sys.executable, os.path.abspath(__file__), "--store", store]
+        argv += ["--sizes", ",".join(str(s) for s in args.sizes), "--rounds", str(args.rounds)]
+        argv += ["--iters", str(args.iters)]
+        procs = [
+            subprocess.Popen(
+                [*argv, "--rank", str(r)],
+                stdout=subprocess.PIPE,
+                text=True,
+                env={**os.environ, "OMP_NUM_THREADS": "1"},
+            )
+            for r in range(WORLD)
+        ]
+        outs = [proc.communicate(timeout=900)[0] for proc in procs]
+        if any(proc.returncode for proc in procs):
+            sys.exit(f"a rank failed: exit codes {[proc.returncode for proc in procs]}")
+    doc = json.loads(outs[0].strip().splitlines()[-1])
+    print(f"all_reduce(SUM) float32, {WORLD} ranks, vendor {doc['vendor']}, tier {doc['tier']}")
+    print(
+        f"{'size':>9} | {'native GB/s':>11} | {'flagos GB/s':>11} {'ratio':>6} | {'no-check GB/s':>13} {'ratio':>6}"
+    )
+    for row in doc["rows"]:
+        nat = row["native"]["busbw_GBps"]
+        fl = row["flagos"]["busbw_GBps"]
+        nc = row["flagos-nocheck"]["busbw_GBps"]
+        print(
+            f"{_human(row['bytes']):>9} | {nat:11.3f} | {fl:11.3f} {fl / nat:6.2f} | {nc:13.3f} {nc / nat:6.2f}"
+        )
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"environment": env, **doc}, fh, indent=2)
+        print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()

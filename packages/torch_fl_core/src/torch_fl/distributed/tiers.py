@@ -1,0 +1,182 @@
+"""Choosing the inner collective library of a ``flagos`` process group ("the tier").
+
+Tiers, in the order they are tried (the first available one wins):
+
+========== ======================================================================================
+flagcx     FlagCX's torch backend (``import flagcx``) on alias views of the torch device the
+           runtime mirrors; tried first wherever ``flagcx`` is importable.
+nccl       ProcessGroupNCCL on zero-copy CUDA alias views (vendor profile ``cuda-abi``).
+gloo-alias ProcessGroupGloo on zero-copy CPU alias views (profile ``host-memory``).
+gloo-staged ProcessGroupGloo on pinned host copies: copy in, collective, copy back (any vendor).
+========== ======================================================================================
+
+``FLAGOS_DIST_TIER=<tier>`` forces one (an unavailable forced tier is an error saying why). The
+choice and the reason each earlier tier was skipped are kept on the group
+(:func:`torch_fl.distributed.tier`) and printed with ``FLAGOS_LOG=dist``: never silent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import os
+
+import torch
+import torch.distributed as dist
+
+from torch_fl.distributed import profile as profiles
+
+__all__ = [
+    "ENV_VAR",
+    "TIERS",
+    "TierChoice",
+    "TierUnavailableError",
+    "choose",
+]
+
+ENV_VAR = "FLAGOS_DIST_TIER"
+FLAGCX = "flagcx"
+NCCL = "nccl"
+GLOO_ALIAS = "gloo-alias"
+GLOO_STAGED = "gloo-staged"
+TIERS = (FLAGCX, NCCL, GLOO_ALIAS, GLOO_STAGED)
+
+
+class TierUnavailableError(RuntimeError):
+    """The tier forced with FLAGOS_DIST_TIER cannot run here (the message says why)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TierChoice:
+    """The inner collective library of one ``flagos`` process group, and why."""
+
+    #: The chosen tier, one of :data:`TIERS`.
+    name: str
+    #: Why it was chosen, as a clause ("vendor 'sim' declares profile host-memory ...").
+    reason: str
+    #: Every tier tried before it, with the reason it was skipped.
+    skipped: dict[str, str]
+    vendor: str
+    profile: str
+    runtime: str
+    #: Device type the inner library sees flagos memory as: "cuda" or "cpu".
+    view_device: str
+    #: Whether inner tensors alias flagos memory (False: host-staged copies).
+    zero_copy: bool
+
+    def describe(self) -> str:
+        """One paragraph for logs and bug reports."""
+        lines = [
+            f"tier {self.name} (vendor {self.vendor!r}, profile {self.profile}, runtime "
+            f"{self.runtime!r}): {self.reason}"
+        ]
+        for name, why in self.skipped.items():
+            lines.append(f"  skipped {name}: {why}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.describe()
+
+
+def _runtime() -> str:
+    from torch_fl import _C
+
+    return str(_C.runtime_name())
+
+
+def _host_addressable() -> bool:
+    from torch_fl import _C
+
+    return bool(_C.runtime_capabilities() & _C.CAP_HOST_ADDRESSABLE_MEMORY)
+
+
+def _mirrored_type(runtime: str) -> str | None:
+    # The delegate runtime names itself "delegate:<torch device type>" (e.g. "delegate:cuda").
+    return runtime.split(":", 1)[1] if runtime.startswith("delegate:") else None
+
+
+def _why_not(tier: str, vendor: str, profile: str, runtime: str) -> str | None:
+    """None when ``tier`` can run here, else the reason it cannot."""
+    mirrored = _mirrored_type(runtime)
+    if tier == FLAGCX:
+        if importlib.util.find_spec("flagcx") is None:
+            return "the flagcx package is not importable"
+        if mirrored is None:
+            return (
+                f"FlagCX's torch backend takes tensors of the vendor's torch device, and runtime "
+                f"{runtime!r} mirrors no torch device type to alias flagos memory as"
+            )
+        return None
+    if tier == NCCL:
+        if profile != profiles.CUDA_ABI:
+            return f"vendor {vendor!r} declares profile {profile}, not {profiles.CUDA_ABI}"
+        if mirrored != "cuda":
+            return f"runtime {runtime!r} does not mirror CUDA, so there are no CUDA alias views"
+        if not dist.is_nccl_available():
+            return "this torch build has no NCCL (torch.distributed.is_nccl_available() is False)"
+        if not torch.cuda.is_available():
+            return "torch.cuda.is_available() is False"
+        return None
+    if not dist.is_gloo_available():
+        return "this torch build has no gloo"
+    if tier == GLOO_ALIAS:
+        if profile != profiles.HOST_MEMORY:
+            return f"vendor {vendor!r} declares profile {profile}, not {profiles.HOST_MEMORY}"
+        if not _host_addressable():
+            return f"runtime {runtime!r} does not declare CAP_HOST_ADDRESSABLE_MEMORY"
+        return None
+    return None  # gloo-staged runs wherever gloo does
+
+
+def _reason(tier: str, vendor: str, profile: str) -> str:
+    return {
+        FLAGCX: "flagcx is importable and its torch backend takes alias views of flagos memory",
+        NCCL: f"vendor {vendor!r} declares profile {profile}: NCCL on CUDA alias views",
+        GLOO_ALIAS: f"vendor {vendor!r} declares profile {profile}: gloo on CPU alias views",
+        GLOO_STAGED: (
+            f"vendor {vendor!r} declares profile {profile}: gloo on pinned host copies "
+            f"until the vendor's collective library is wired"
+        ),
+    }[tier]
+
+
+def choose(environ: dict[str, str] | None = None) -> TierChoice:
+    """The tier for a new ``flagos`` process group in this process."""
+    env = os.environ if environ is None else environ
+    vendor, profile = profiles.vendor_profile()
+    runtime = _runtime()
+    forced = env.get(ENV_VAR, "").strip().lower()
+    if forced and forced not in TIERS:
+        raise TierUnavailableError(f"{ENV_VAR}={forced!r} names no tier; tiers: {', '.join(TIERS)}")
+    skipped: dict[str, str] = {}
+    for tier in TIERS:
+        if forced and tier != forced:
+            skipped[tier] = f"{ENV_VAR}={forced} is set"
+            continue
+        why = _why_not(tier, vendor, profile, runtime)
+        if why is not None:
+            if forced:
+                raise TierUnavailableError(
+                    f"{ENV_VAR}={forced} is set but tier {tier} cannot run with vendor "
+                    f"{vendor!r} (runtime {runtime!r}): {why}"
+                )
+            skipped[tier] = why
+            continue
+        reason = f"{ENV_VAR}={forced} is set" if forced else _reason(tier, vendor, profile)
+        mirrored = _mirrored_type(runtime)
+        view = {NCCL: "cuda", FLAGCX: mirrored or "cpu"}.get(tier, "cpu")
+        return TierChoice(
+            name=tier,
+            reason=reason,
+            skipped=skipped,
+            vendor=vendor,
+            profile=profile,
+            runtime=runtime,
+            view_device=view,
+            zero_copy=tier != GLOO_STAGED,
+        )
+    raise TierUnavailableError(  # only reachable without gloo
+        f"torch_fl.distributed: no collective tier can run with vendor {vendor!r}: "
+        + "; ".join(f"{k}: {v}" for k, v in skipped.items())
+    )
