@@ -18,8 +18,6 @@ FLAGGEMS_ROUTE_TABLE = ROUTE_TABLE.with_name("cuda-flaggems.conf")
 class CudaVendor(Vendor):
     name = "cuda"
     description = "NVIDIA GPUs through torch's CUDA backend (delegate runtime, box:cuda, FlagGems)"
-    #: How torch.distributed reaches the devices: CUDA tensors over the same memory (NCCL).
-    distributed_profile = "cuda-abi"
     #: torch.compile: Inductor's Triton scheduling, launched on the flagos (= CUDA) stream.
     compile_scheduling = "triton"
     #: Triton compiles for the CUDA target of the same index (flagos:i is cuda:i).
@@ -67,6 +65,10 @@ class CudaVendor(Vendor):
         from torch_fl_cuda import flaggems
 
         self._flaggems_on = flaggems.register_backend()
+
+    def collective_profile(self) -> str:
+        # torch.distributed reaches flagos memory as CUDA tensors over it: NCCL.
+        return "cuda-abi"
 
     def lazy_init(self) -> None:
         # flagos:i is cuda:i: torch.cuda must be initialised from Python too, so the calls it
