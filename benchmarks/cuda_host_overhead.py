@@ -1,0 +1,188 @@
+"""Host submit time per op of small-tensor operators on flagos against native tensors (cuda vendor).
+
+For each operator, a block of N calls is issued on ``flagos`` and timed from the first call to the
+return of the last one, before a single synchronize (``torch.flagos.synchronize`` /
+``torch.cuda.synchronize``): the **submit** time, which on a GPU is the host cost of dispatch and
+launch while the GPU runs behind. The same block is then issued on native tensors (``cuda`` on the
+cuda vendor, ``cpu`` elsewhere, ``--native`` overrides). Operators: ``add``, ``mul``, ``relu``,
+``sum``, 512x512 ``mm``, ``softmax``, ``layer_norm``, in-place ``add_`` and ``add(out=)``, on
+64x64 float32 tensors (``--side``).
+
+Method: every case is warmed up, then for each of ``--reps`` repetitions the flagos and native
+blocks of each case are timed back to back (which side goes first alternates). The figure per case
+and side is the **median** over the repetitions of the per-op submit time; ``ratio`` is flagos over
+native. The time to the end of the synchronize (``total``) is in the JSON too. N is ``--n`` (2000),
+lowered for a case when a block would exceed ``--max-block-ms`` (only on the CPU, where a 512x512
+``mm`` runs on the host).
+
+    python benchmarks/cuda_host_overhead.py [--n 2000] [--reps 9] [--native cuda|cpu] [--quick] [--json out.json]
+
+Target (issue #4): median ratio <= 1.15 on the H200. Prints ratios; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from _bench_env import describe, load_avg
+from _gpu_bench import add_common_args, describe_devices, native_type, sync, timed_block
+
+
+def make_cases(
+    dev: torch.device, side: int, mm_side: int
+) -> list[tuple[str, Callable[[], object]]]:
+    """(label, zero-argument callable) for one device; the same values on every device."""
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(side, side, generator=g).to(dev)
+    b = torch.randn(side, side, generator=g).to(dev)
+    ma = torch.randn(mm_side, mm_side, generator=g).to(dev)
+    mb = torch.randn(mm_side, mm_side, generator=g).to(dev)
+    w = torch.randn(side, generator=g).to(dev)
+    bias = torch.randn(side, generator=g).to(dev)
+    ia = a.clone()  # in-place target (values drift; irrelevant for timing)
+    out = torch.empty_like(a)
+    return [
+        ("add", lambda: torch.add(a, b)),
+        ("mul", lambda: torch.mul(a, b)),
+        ("relu", lambda: torch.relu(a)),
+        ("sum", lambda: a.sum()),
+        (f"mm {mm_side}x{mm_side}", lambda: torch.mm(ma, mb)),
+        ("softmax", lambda: torch.softmax(a, dim=-1)),
+        ("layer_norm", lambda: F.layer_norm(a, (side,), w, bias)),
+        ("add_ (in-place)", lambda: ia.add_(b)),
+        ("add (out=)", lambda: torch.add(a, b, out=out)),
+    ]
+
+
+def run(native: str, n: int, reps: int, side: int, mm_side: int, max_block_ms: float) -> list:
+    fl = torch.device("flagos", 0)
+    nd = torch.device(native, 0) if native == "cuda" else torch.device("cpu")
+    fl_cases = make_cases(fl, side, mm_side)
+    nat_cases = make_cases(nd, side, mm_side)
+    rows = []
+    calls = []
+    for (_, ff), (_, fn) in zip(fl_cases, nat_cases, strict=True):
+        # Warm up (first-call dispatch, allocator caches, cuBLAS handles) and size the block.
+        timed_block(ff, 20, fl)
+        timed_block(fn, 20, nd)
+        per = max(timed_block(ff, 20, fl)[1], timed_block(fn, 20, nd)[1]) / 20
+        calls.append(max(10, min(n, int(max_block_ms * 1e-3 / max(per, 1e-9)))))
+    samples: dict[tuple[int, str], list[tuple[float, float]]] = {
+        (i, s): [] for i in range(len(fl_cases)) for s in ("flagos", "native")
+    }
+    for r in range(reps):
+        for i, ((_, ff), (_, fn)) in enumerate(zip(fl_cases, nat_cases, strict=True)):
+            k = calls[i]
+            order = (("flagos", ff, fl), ("native", fn, nd))
+            for side_name, f, d in order if (r + i) % 2 == 0 else order[::-1]:
+                sub, tot = timed_block(f, k, d)
+                samples[(i, side_name)].append((sub / k, tot / k))
+    for i, (label, _) in enumerate(fl_cases):
+        fs = samples[(i, "flagos")]
+        ns = samples[(i, "native")]
+        f_sub = statistics.median(s for s, _ in fs)
+        n_sub = statistics.median(s for s, _ in ns)
+        f_tot = statistics.median(t for _, t in fs)
+        n_tot = statistics.median(t for _, t in ns)
+        rows.append(
+            {
+                "op": label,
+                "calls_per_block": calls[i],
+                "native_submit_us": n_sub * 1e6,
+                "flagos_submit_us": f_sub * 1e6,
+                "ratio": f_sub / n_sub,
+                "native_total_us": n_tot * 1e6,
+                "flagos_total_us": f_tot * 1e6,
+                "total_ratio": f_tot / n_tot,
+                "paired_median_ratio": statistics.median(
+                    f / n for (f, _), (n, _) in zip(fs, ns, strict=True)
+                ),
+            }
+        )
+    sync(fl)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--n", type=int, default=2000, help="ops per timed block (default 2000)")
+    p.add_argument("--reps", type=int, default=9, help="interleaved repetitions (default 9)")
+    p.add_argument("--side", type=int, default=64, help="small tensors are side x side (64)")
+    p.add_argument("--mm-side", type=int, default=512, help="mm is side x side @ side x side")
+    p.add_argument("--max-block-ms", type=float, default=50.0, help="cap on one block's length")
+    add_common_args(p)
+    args = p.parse_args(argv)
+    if args.quick:
+        args.n, args.reps = min(args.n, 200), min(args.reps, 3)
+    native = native_type(args)
+
+    load0 = load_avg()
+    env = describe(load0)
+    env["devices"] = describe_devices(native)
+    print(
+        f"method: median over {args.reps} interleaved repetitions of the submit time of a block of "
+        f"up to {args.n} ops (before one synchronize), per op; ratio = flagos / {native}\n"
+    )
+    gc.collect()
+    t0 = time.perf_counter()
+    rows = run(native, args.n, args.reps, args.side, args.mm_side, args.max_block_ms)
+    elapsed = time.perf_counter() - t0
+
+    w = max(len(r["op"]) for r in rows) + 2
+    head = (
+        f"{'op':<{w}}{'N':>6}{native + ' us':>10}{'flagos us':>11}{'ratio':>7}{'paired':>8}"
+        f"{'total ratio':>13}"
+    )
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        print(
+            f"{r['op']:<{w}}{r['calls_per_block']:>6}{r['native_submit_us']:>10.2f}"
+            f"{r['flagos_submit_us']:>11.2f}{r['ratio']:>7.2f}{r['paired_median_ratio']:>8.2f}"
+            f"{r['total_ratio']:>13.2f}"
+        )
+    summary = {
+        "median_ratio": statistics.median(r["ratio"] for r in rows),
+        "median_paired_ratio": statistics.median(r["paired_median_ratio"] for r in rows),
+        "median_total_ratio": statistics.median(r["total_ratio"] for r in rows),
+        "max_ratio": max(r["ratio"] for r in rows),
+    }
+    print(
+        f"\nmedian flagos/{native} submit ratio: {summary['median_ratio']:.2f} "
+        f"(paired {summary['median_paired_ratio']:.2f}; to the end of the sync "
+        f"{summary['median_total_ratio']:.2f}); target (issue #4, vs cuda): <= 1.15"
+    )
+    load1 = load_avg()
+    env["loadavg_end"] = load1
+    print(f"load average at end: {load1:.2f}; took {elapsed:.1f} s")
+    if args.json:
+        doc = {
+            "benchmark": "cuda_host_overhead",
+            "env": env,
+            "method": {
+                "statistic": "median over interleaved repetitions of per-op submit time",
+                "n": args.n,
+                "reps": args.reps,
+                "side": args.side,
+                "mm_side": args.mm_side,
+                "native": native,
+            },
+            "rows": rows,
+            "summary": summary,
+        }
+        with open(args.json, "w") as fh:
+            json.dump(doc, fh, indent=2)
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,343 @@
+"""Every operator the route table sends to FlagGems: flagos (the router's pick) vs box:cuda vs FlagGems.
+
+For each overload the active route table routes to ``flaggems`` (for at least one dtype; read from
+``torch_fl.routing.active_table().routes``), at two sizes (``--sizes``, default 64x64 and 4096x4096;
+every tensor argument gets the shape; arguments are synthesised from the schema by
+``torch_fl_cuda.survey.build_args``, as the survey does), three calls are timed:
+
+- ``routed``: the overload on flagos tensors with the installed table (the router's pick:
+  ``flaggems``, through the Python backend);
+- ``box``: the same call with the overload forced to ``box:cuda`` (a table that includes the active
+  one and adds ``<op> = box:cuda`` for every such overload, loaded once with
+  ``torch_fl.routing.load_routes(path=...)``; the installed routes are switched with
+  ``torch_fl._C.router_install`` between timed blocks);
+- ``direct``: the FlagGems callable (``torch_fl_cuda.flaggems.table()[op]``) on native CUDA tensors
+  holding the same values, without flagos.
+
+The dtype per overload is the first of float32, bfloat16, float16, int64, bool that the table sends
+to ``flaggems`` (``--all-dtypes``: each of them). Every call is warmed up first (FlagGems' first call
+may autotune for minutes: never timed). Then, for each of ``--reps`` repetitions, a block of calls
+(sized for about ``--block-ms``) is timed per variant from a drained queue to a synchronize after
+it, with the variant order reversed every repetition; the figure is the median per-call time. The
+verdict is ``ok`` when ``routed`` is at most 5 % slower (``--tolerance``) than the better of ``box``
+and ``direct``. The routes installed before the run are reloaded at the end, even on error.
+
+Only runs on the cuda vendor with the FlagGems backend on (``torch_fl_cuda.flaggems.status()``);
+anywhere else it prints why it skips and exits 0. ``--time-budget`` (s) stops starting new operators
+once spent; the rest are listed as not measured.
+
+    python benchmarks/flaggems_ops.py [--sizes 64x64,4096x4096] [--reps 5] [--ops abs,mm] [--time-budget 50] [--quick] [--json out.json]
+
+Target (issue #4): the router's pick is never more than 5 % slower than the better of the two.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+import torch
+import torch_fl
+from _bench_env import describe, load_avg
+from _gpu_bench import add_common_args, describe_devices, native_type, timed_block
+
+DTYPE_ORDER = ("float32", "bfloat16", "float16", "int64", "bool")
+VARIANTS = ("routed", "box", "direct")
+
+
+def skip_reason(native: str) -> str | None:
+    vendor = str(torch_fl.vendor().name)
+    if vendor != "cuda":
+        return f"the active vendor is {vendor!r}, not 'cuda' (FLAGOS_VENDOR=cuda on a GPU machine)"
+    if native != "cuda":
+        return "the direct FlagGems calls need native cuda tensors (--native cuda)"
+    try:
+        from torch_fl_cuda import flaggems
+    except ImportError as exc:
+        return f"torch_fl_cuda is not importable: {exc}"
+    if not flaggems.status().startswith("on"):
+        return f"the flaggems backend is {flaggems.status()}"
+    table = torch_fl.routing.active_table()
+    if table is None:
+        return "no route table is installed"
+    return None
+
+
+def flaggems_ops(routes, backend: str, all_dtypes: bool) -> list[tuple[str, list[str]]]:
+    """(full op name, dtypes to measure) for every route sending some dtype to ``backend``."""
+    out = []
+    for op, route in routes.items():
+        dtypes = [d for d in DTYPE_ORDER if route.backend_for(d) == backend]
+        if dtypes:
+            out.append((op, dtypes if all_dtypes else dtypes[:1]))
+    return sorted(out)
+
+
+def _to(value, device):
+    if isinstance(value, torch.Tensor):
+        if value.dim() >= 2 and not value.is_contiguous():
+            return value.transpose(-1, -2).contiguous().to(device).transpose(-1, -2)
+        return value.to(device)
+    if isinstance(value, list):
+        return [_to(v, device) for v in value]
+    return value
+
+
+def packet_of(op: str):
+    name, _, overload = op.removeprefix("aten::").partition(".")
+    return getattr(getattr(torch.ops.aten, name), overload or "default")
+
+
+def forced_specs(active, ops: list[str], box_backend: str) -> list:
+    """The router specs of the active table with ``ops`` forced to ``box_backend`` (loaded and
+    validated by load_routes from a temporary table that includes the active one)."""
+    from torch_fl.routing import load_routes
+
+    lines = [f"include {active.path}\n"] if active.path else []
+    lines += [f"{op.removeprefix('aten::')} = {box_backend}\n" for op in ops]
+    fd, path = tempfile.mkstemp(suffix=".conf", prefix="flaggems_ops_")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.writelines(lines)
+        load_routes(path=path)
+        return torch_fl._C.router_routes()
+    finally:
+        os.unlink(path)
+
+
+def measure(
+    op: str,
+    dtype_name: str,
+    shape: tuple[int, ...],
+    specs: dict[str, list],
+    direct: Callable | None,
+    native: torch.device,
+    reps: int,
+    block_ms: float,
+) -> dict:
+    from torch_fl_cuda.survey import NoProfile, build_args
+
+    C = torch_fl._C
+    packet = packet_of(op)
+    dtype = getattr(torch, dtype_name)
+    row: dict = {"op": op, "dtype": dtype_name, "shape": "x".join(map(str, shape))}
+    try:
+        args, kwargs = build_args(torch, packet._schema, shape, dtype, False)
+    except NoProfile as exc:
+        row["error"] = f"no profile: {exc}"
+        return row
+    fl = torch.device("flagos", 0)
+    fa, fk = _to(args, fl), {k: _to(v, fl) for k, v in kwargs.items()}
+    calls: dict[str, tuple[Callable, torch.device]] = {
+        "routed": (lambda: packet(*fa, **fk), fl),
+        "box": (lambda: packet(*fa, **fk), fl),
+    }
+    if direct is not None:
+        try:
+            na, nk = _to(args, native), {k: _to(v, native) for k, v in kwargs.items()}
+            calls["direct"] = (lambda: direct(*na, **nk), native)
+        except Exception as exc:
+            row["direct_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+    else:
+        row["direct_note"] = "no FlagGems callable under this name"
+    installed = None
+
+    def use(variant: str) -> None:
+        nonlocal installed
+        want = "box" if variant == "box" else "routed"
+        if installed != want:
+            C.router_install(specs[want])
+            installed = want
+
+    k: dict[str, int] = {}
+    for v, (fn, dev) in list(calls.items()):
+        try:
+            use(v)
+            timed_block(fn, 2, dev)  # warm up: compilation, autotuning, allocator
+            t = timed_block(fn, 3, dev)[1] / 3
+            k[v] = max(1, min(200, int(block_ms * 1e-3 / max(t, 1e-7))))
+        except Exception as exc:
+            row[f"{v}_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+            del calls[v]
+    if "routed" not in calls:
+        use("routed")
+        return row
+    times: dict[str, list[float]] = {v: [] for v in calls}
+    order = [v for v in VARIANTS if v in calls]
+    for r in range(reps):
+        for v in order if r % 2 == 0 else order[::-1]:
+            fn, dev = calls[v]
+            use(v)
+            times[v].append(timed_block(fn, k[v], dev)[1] / k[v])
+    use("routed")
+    for v, ts in times.items():
+        row[f"{v}_us"] = statistics.median(ts) * 1e6
+    return row
+
+
+def verdict(row: dict, tolerance: float) -> str:
+    others = [row[f"{v}_us"] for v in ("box", "direct") if f"{v}_us" in row]
+    if "routed_us" not in row or not others:
+        return "error"
+    row["best_other_us"] = min(others)
+    row["routed_over_best"] = row["routed_us"] / row["best_other_us"]
+    return "ok" if row["routed_over_best"] <= 1.0 + tolerance else "slow"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", default=None, help="shapes, e.g. 64x64,4096x4096 (the default)")
+    p.add_argument("--reps", type=int, default=5, help="interleaved repetitions (default 5)")
+    p.add_argument("--block-ms", type=float, default=5.0, help="target ms per timed block")
+    p.add_argument("--ops", default="", help="comma-separated overloads (default: all routed)")
+    p.add_argument("--all-dtypes", action="store_true", help="every dtype routed to flaggems")
+    p.add_argument("--time-budget", type=float, default=50.0, help="s; then stop starting ops")
+    p.add_argument("--tolerance", type=float, default=0.05, help="allowed slowdown (0.05 = 5%%)")
+    p.add_argument("--backend", default="flaggems", help=argparse.SUPPRESS)
+    p.add_argument("--box-backend", default="box:cuda", help=argparse.SUPPRESS)
+    add_common_args(p)
+    args = p.parse_args(argv)
+    native = native_type(args)
+    if args.sizes is None:
+        args.sizes = "64x64,1024x1024" if args.quick else "64x64,4096x4096"
+    if args.quick:
+        args.reps = min(args.reps, 3)
+        args.time_budget = min(args.time_budget, 20.0)
+    shapes = [tuple(int(x) for x in s.split("x")) for s in args.sizes.split(",") if s]
+
+    load0 = load_avg()
+    env = describe(load0)
+    env["devices"] = describe_devices(native)
+    why = skip_reason(native)
+    if why:
+        print(f"flaggems_ops: skipped: {why}")
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump({"benchmark": "flaggems_ops", "env": env, "skipped": why}, fh, indent=2)
+        return 0
+    from torch_fl.routing import load_routes
+    from torch_fl_cuda import flaggems
+
+    active = torch_fl.routing.active_table()
+    env["flaggems"] = flaggems.status()
+    env["route_table"] = str(active.path)
+    print(f"flaggems backend: {flaggems.status()}; route table {active.path}")
+    ops = flaggems_ops(active.routes, args.backend, args.all_dtypes)
+    if args.ops:
+        wanted = {o if o.startswith("aten::") else f"aten::{o}" for o in args.ops.split(",")}
+        ops = [(o, d) for o, d in ops if o in wanted or o.removesuffix(".default") in wanted]
+    if not ops:
+        print(f"flaggems_ops: no overload of the active table is routed to {args.backend}")
+        return 0
+    print(
+        f"{len(ops)} overloads routed to {args.backend}; sizes {args.sizes}; median of {args.reps} "
+        f"interleaved blocks (~{args.block_ms:g} ms) per variant; budget {args.time_budget:g} s\n"
+    )
+    gems = flaggems.table()
+    nd = torch.device("cuda", 0) if native == "cuda" else torch.device("cpu")
+    rows: list[dict] = []
+    skipped_ops: list[str] = []
+    t0 = time.perf_counter()
+    head = (
+        f"{'op':<34}{'dtype':<9}{'shape':>10}{'routed us':>11}{'box us':>10}{'direct us':>11}"
+        f"{'pick/best':>11}  verdict"
+    )
+    try:
+        box_specs = forced_specs(active, [o for o, _ in ops], args.box_backend)
+        load_routes()  # back to the default table; its specs are the "routed" variant
+        specs = {"routed": torch_fl._C.router_routes(), "box": box_specs}
+        print(head)
+        print("-" * len(head))
+        for op, dtypes in ops:
+            if time.perf_counter() - t0 > args.time_budget:
+                skipped_ops.append(op)
+                continue
+            short = op.removeprefix("aten::")
+            direct = gems.get(short) or gems.get(short.removesuffix(".default"))
+            for dtype_name in dtypes:
+                for shape in shapes:
+                    try:
+                        row = measure(
+                            op, dtype_name, shape, specs, direct, nd, args.reps, args.block_ms
+                        )
+                    except Exception as exc:  # a failure on one op never ends the run
+                        row = {"op": op, "dtype": dtype_name, "shape": "x".join(map(str, shape))}
+                        row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+                    row["verdict"] = verdict(row, args.tolerance)
+                    rows.append(row)
+
+                    def f(key: str, r=row) -> str:
+                        return f"{r[key]:.1f}" if key in r else "-"
+
+                    ratio = f"{row['routed_over_best']:.2f}" if "routed_over_best" in row else "-"
+                    print(
+                        f"{short:<34}{dtype_name:<9}{row['shape']:>10}{f('routed_us'):>11}"
+                        f"{f('box_us'):>10}{f('direct_us'):>11}{ratio:>11}  {row['verdict']}",
+                        flush=True,
+                    )
+    finally:
+        load_routes()
+    elapsed = time.perf_counter() - t0
+    measured = [r for r in rows if r["verdict"] != "error"]
+    slow = [r for r in rows if r["verdict"] == "slow"]
+    summary = {
+        "overloads": len(ops),
+        "measured_cases": len(measured),
+        "ok_cases": len(measured) - len(slow),
+        "slow_cases": [f"{r['op']} {r['dtype']} {r['shape']}" for r in slow],
+        "error_cases": [
+            f"{r['op']} {r['dtype']} {r['shape']}: "
+            + str(next((r[k] for k in r if k.endswith("error")), ""))
+            for r in rows
+            if r["verdict"] == "error"
+        ],
+        "not_measured_budget": skipped_ops,
+        "median_routed_over_best": (
+            statistics.median(r["routed_over_best"] for r in measured) if measured else None
+        ),
+    }
+    print(
+        f"\nrouter's pick within {args.tolerance:.0%} of the better of box:cuda and direct "
+        f"FlagGems (target, issue #4: every case): {summary['ok_cases']}/{len(measured)} cases"
+    )
+    if summary["median_routed_over_best"] is not None:
+        print(f"median pick/best: {summary['median_routed_over_best']:.3f}")
+    for s in summary["slow_cases"]:
+        print(f"  slower: {s}")
+    for s in summary["error_cases"]:
+        print(f"  error: {s}")
+    if skipped_ops:
+        print(
+            f"not measured (time budget spent): {len(skipped_ops)} overloads, e.g. {skipped_ops[:5]}"
+        )
+    load1 = load_avg()
+    env["loadavg_end"] = load1
+    print(f"load average at end: {load1:.2f}; took {elapsed:.1f} s")
+    if args.json:
+        doc = {
+            "benchmark": "flaggems_ops",
+            "env": env,
+            "method": {
+                "statistic": "median per-call time over interleaved blocks, per variant",
+                "sizes": args.sizes,
+                "reps": args.reps,
+                "block_ms": args.block_ms,
+                "tolerance": args.tolerance,
+            },
+            "rows": rows,
+            "summary": summary,
+        }
+        with open(args.json, "w") as fh:
+            json.dump(doc, fh, indent=2)
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

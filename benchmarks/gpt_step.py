@@ -1,0 +1,282 @@
+"""GPT-style decoder on flagos against native tensors: training throughput and batch-1 decoding.
+
+The model: token and position embeddings, ``--layers`` pre-LayerNorm blocks (causal self-attention
+through ``torch.nn.functional.scaled_dot_product_attention``, a 4x GELU MLP), a final LayerNorm and
+an LM head tied to the token embedding. Defaults: 12 layers, d_model 768, 12 heads, vocab 32000,
+sequence 512 (about 110M parameters), batch 16. Both copies start from the same weights (one
+state dict) and see the same batches. Native is ``cuda`` on the cuda vendor, ``cpu`` elsewhere
+(``--native`` overrides); on the CPU the sizes default to the ``--quick`` ones.
+
+- **Training step**: ``zero_grad(set_to_none=True)``, forward and cross-entropy under
+  ``torch.autocast(device_type, dtype=torch.bfloat16)``, backward, AdamW (``fused=False``; PyTorch's
+  default ``foreach`` implementation on both sides). Throughput in tokens/s.
+- **Decode** (launch-bound): batch 1, a ``--prompt``-token prefill, then ``--decode-steps`` greedy
+  steps of one token with a KV cache (per layer, ``torch.cat`` of keys and values), in bf16 autocast
+  under ``torch.no_grad``. Nothing reads back to the host inside the loop.
+
+Method: warm-up steps on both sides, then ``--reps`` repetitions; in each, a block of ``--steps``
+training steps (or one decode of ``--decode-steps`` tokens) is timed on flagos and on native, back
+to back, from a drained queue to a synchronize after the block (which side goes first alternates).
+Throughput per side is the median over the repetitions; ``ratio`` is flagos / native (higher is
+better); ``paired`` is the median of the per-repetition ratios.
+
+    python benchmarks/gpt_step.py [--batch 16] [--seq 512] [--layers 12] [--d-model 768] [--heads 12]
+        [--vocab 32000] [--steps 4] [--reps 7] [--decode-steps 64] [--native cuda|cpu] [--quick] [--json out.json]
+
+Targets (issue #4, on the H200): training ratio >= 0.97, decode ratio >= 0.9. Asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import gc
+import json
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from _bench_env import describe, load_avg
+from _gpu_bench import add_common_args, describe_devices, native_type, sync
+from torch import nn
+
+FULL = {"layers": 12, "d_model": 768, "heads": 12, "vocab": 32000, "seq": 512, "batch": 16}
+QUICK = {"layers": 2, "d_model": 128, "heads": 4, "vocab": 1024, "seq": 64, "batch": 4}
+FULL_RUN = {"steps": 4, "reps": 7, "decode_steps": 64, "prompt": 16}
+QUICK_RUN = {"steps": 2, "reps": 3, "decode_steps": 16, "prompt": 8}
+
+
+class Block(nn.Module):
+    def __init__(self, d: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, 4 * d)
+        self.out = nn.Linear(4 * d, d)
+
+    def forward(self, x: torch.Tensor, cache: dict | None = None) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        causal = True
+        if cache is not None:
+            if "k" in cache:
+                k = torch.cat([cache["k"], k], dim=2)
+                v = torch.cat([cache["v"], v], dim=2)
+                causal = t > 1  # one new token attends to every cached one
+            cache["k"], cache["v"] = k, v
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+class GPT(nn.Module):
+    def __init__(self, layers: int, d: int, heads: int, vocab: int, max_seq: int):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(max_seq, d)
+        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        self.head.weight = self.tok.weight
+
+    def forward(self, idx: torch.Tensor, caches: list | None = None, pos0: int = 0):
+        t = idx.shape[1]
+        pos = torch.arange(pos0, pos0 + t, device=idx.device)
+        x = self.tok(idx) + self.pos(pos)
+        for i, blk in enumerate(self.blocks):
+            x = blk(x, caches[i] if caches is not None else None)
+        return self.head(self.ln(x))
+
+
+class Side:
+    """One copy of the model, its optimizer and its data on one device."""
+
+    def __init__(self, base: GPT, dev: torch.device, x: torch.Tensor, y: torch.Tensor, prompt):
+        self.dev = dev
+        self.model = copy.deepcopy(base).to(dev)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4, fused=False)
+        self.x, self.y, self.prompt = x.to(dev), y.to(dev), prompt.to(dev)
+        self.amp = dev.type
+
+    def step(self) -> torch.Tensor:
+        self.opt.zero_grad(set_to_none=True)
+        with torch.autocast(self.amp, dtype=torch.bfloat16):
+            logits = self.model(self.x)
+            loss = F.cross_entropy(logits.flatten(0, 1).float(), self.y.flatten())
+        loss.backward()
+        self.opt.step()
+        return loss.detach()
+
+    @torch.no_grad()
+    def decode(self, steps: int) -> torch.Tensor:
+        caches = [{} for _ in self.model.blocks]
+        with torch.autocast(self.amp, dtype=torch.bfloat16):
+            logits = self.model(self.prompt, caches)
+            tok = logits[:, -1].argmax(-1, keepdim=True)
+            out = [tok]
+            pos = self.prompt.shape[1]
+            for _ in range(steps - 1):
+                logits = self.model(tok, caches, pos)
+                tok = logits[:, -1].argmax(-1, keepdim=True)
+                out.append(tok)
+                pos += 1
+        return torch.cat(out, dim=1)
+
+    def opt_impl(self) -> str:
+        """Which AdamW implementation runs (foreach or the per-tensor loop)."""
+        from torch.optim.optimizer import _default_to_fused_or_foreach
+
+        params = [p for g in self.opt.param_groups for p in g["params"]]
+        fused, foreach = _default_to_fused_or_foreach(params, differentiable=False, use_fused=False)
+        return "fused" if fused else ("foreach" if foreach else "for-loop")
+
+    def timed(self, fn) -> float:
+        sync(self.dev)
+        t0 = time.perf_counter()
+        fn()
+        sync(self.dev)
+        return time.perf_counter() - t0
+
+
+def interleave(fl: Side, nat: Side, fn_name: str, arg: int, reps: int) -> tuple[list, list]:
+    f_s, n_s = [], []
+    for r in range(reps):
+        pair = ((fl, f_s), (nat, n_s))
+        for side, acc in pair if r % 2 == 0 else pair[::-1]:
+            fn = getattr(side, fn_name)
+            if fn_name == "step":
+                acc.append(side.timed(lambda fn=fn: [fn() for _ in range(arg)]))
+            else:
+                acc.append(side.timed(lambda fn=fn: fn(arg)))
+    return f_s, n_s
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    for k in (*FULL, *FULL_RUN):
+        p.add_argument("--" + k.replace("_", "-"), type=int, default=None)
+    p.add_argument("--no-decode", action="store_true", help="skip the batch-1 decode loop")
+    p.add_argument("--no-train", action="store_true", help="skip the training step")
+    add_common_args(p)
+    args = p.parse_args(argv)
+    native = native_type(args)
+    small = args.quick or native == "cpu"
+    cfg = {**(QUICK if small else FULL), **(QUICK_RUN if small else FULL_RUN)}
+    for k in cfg:
+        if getattr(args, k) is not None:
+            cfg[k] = getattr(args, k)
+
+    load0 = load_avg()
+    env = describe(load0)
+    env["devices"] = describe_devices(native)
+    fl = torch.device("flagos", 0)
+    nd = torch.device("cuda", 0) if native == "cuda" else torch.device("cpu")
+
+    torch.manual_seed(0)
+    max_seq = max(cfg["seq"], cfg["prompt"] + cfg["decode_steps"])
+    base = GPT(cfg["layers"], cfg["d_model"], cfg["heads"], cfg["vocab"], max_seq)
+    n_params = sum(p.numel() for p in base.parameters())
+    x = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"]))
+    y = torch.roll(x, -1, dims=1)
+    prompt = torch.randint(0, cfg["vocab"], (1, cfg["prompt"]))
+    print(
+        f"model: {cfg['layers']} layers, d_model {cfg['d_model']}, {cfg['heads']} heads, vocab "
+        f"{cfg['vocab']}, {n_params / 1e6:.1f}M parameters; batch {cfg['batch']} x seq {cfg['seq']}"
+        f"{' (quick sizes)' if small else ''}"
+    )
+    fl_side = Side(base, fl, x, y, prompt)
+    nat_side = Side(base, nd, x, y, prompt)
+    del base
+    gc.collect()
+    t0 = time.perf_counter()
+    results: dict = {"config": cfg, "params": n_params}
+
+    if not args.no_train:
+        # Same weights, same batch: the first losses agree (a sanity check, not a timing).
+        loss_gap = abs(fl_side.step().item() - nat_side.step().item())
+        for _ in range(2):
+            fl_side.step()
+            nat_side.step()
+        f_s, n_s = interleave(fl_side, nat_side, "step", cfg["steps"], cfg["reps"])
+        tokens = cfg["batch"] * cfg["seq"] * cfg["steps"]
+        f_tps = tokens / statistics.median(f_s)
+        n_tps = tokens / statistics.median(n_s)
+        results["train"] = {
+            "flagos_tokens_per_s": f_tps,
+            "native_tokens_per_s": n_tps,
+            "flagos_step_ms": statistics.median(f_s) / cfg["steps"] * 1e3,
+            "native_step_ms": statistics.median(n_s) / cfg["steps"] * 1e3,
+            "ratio": f_tps / n_tps,
+            "paired_median_ratio": statistics.median(n / f for f, n in zip(f_s, n_s, strict=True)),
+            "first_loss_gap": loss_gap,
+            "adamw_impl": {"flagos": fl_side.opt_impl(), "native": nat_side.opt_impl()},
+        }
+        t = results["train"]
+        print(
+            f"\ntraining step (bf16 autocast, AdamW {t['adamw_impl']['flagos']} on flagos, "
+            f"{t['adamw_impl']['native']} on {native}), median of {cfg['reps']} blocks of "
+            f"{cfg['steps']} steps:\n"
+            f"  {native:<7}{t['native_tokens_per_s']:>12.0f} tokens/s  ({t['native_step_ms']:.2f} ms/step)\n"
+            f"  {'flagos':<7}{t['flagos_tokens_per_s']:>12.0f} tokens/s  ({t['flagos_step_ms']:.2f} ms/step)\n"
+            f"  ratio {t['ratio']:.3f} (paired {t['paired_median_ratio']:.3f}); target (issue #4, vs "
+            f"cuda): >= 0.97; first-step loss gap {loss_gap:.2e}"
+        )
+        fl_side.opt.zero_grad(set_to_none=True)
+        nat_side.opt.zero_grad(set_to_none=True)
+
+    if not args.no_decode:
+        steps = cfg["decode_steps"]
+        a = fl_side.decode(steps)
+        b = nat_side.decode(steps)
+        match = (a.cpu() == b.cpu()).float().mean().item()
+        f_s, n_s = interleave(fl_side, nat_side, "decode", steps, cfg["reps"])
+        f_tps = steps / statistics.median(f_s)
+        n_tps = steps / statistics.median(n_s)
+        results["decode"] = {
+            "flagos_tokens_per_s": f_tps,
+            "native_tokens_per_s": n_tps,
+            "flagos_ms_per_token": statistics.median(f_s) / steps * 1e3,
+            "native_ms_per_token": statistics.median(n_s) / steps * 1e3,
+            "ratio": f_tps / n_tps,
+            "paired_median_ratio": statistics.median(n / f for f, n in zip(f_s, n_s, strict=True)),
+            "token_match": match,
+        }
+        d = results["decode"]
+        print(
+            f"\nbatch-1 decode ({cfg['prompt']}-token prompt, {steps} tokens, KV cache), median of "
+            f"{cfg['reps']}:\n"
+            f"  {native:<7}{d['native_tokens_per_s']:>12.1f} tokens/s  ({d['native_ms_per_token']:.3f} ms/token)\n"
+            f"  {'flagos':<7}{d['flagos_tokens_per_s']:>12.1f} tokens/s  ({d['flagos_ms_per_token']:.3f} ms/token)\n"
+            f"  ratio {d['ratio']:.3f} (paired {d['paired_median_ratio']:.3f}); target (issue #4, vs "
+            f"cuda): >= 0.9; greedy tokens equal on both sides: {match:.0%}"
+        )
+
+    elapsed = time.perf_counter() - t0
+    load1 = load_avg()
+    env["loadavg_end"] = load1
+    print(f"\nload average at end: {load1:.2f}; took {elapsed:.1f} s")
+    if args.json:
+        doc = {
+            "benchmark": "gpt_step",
+            "env": env,
+            "method": {
+                "statistic": "median per side over interleaved timed blocks; ratio flagos/native "
+                "throughput",
+                "native": native,
+            },
+            **results,
+        }
+        with open(args.json, "w") as fh:
+            json.dump(doc, fh, indent=2)
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
