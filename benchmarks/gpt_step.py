@@ -32,7 +32,9 @@ import argparse
 import copy
 import gc
 import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -144,11 +146,106 @@ class Side:
         return time.perf_counter() - t0
 
 
-def interleave(fl: Side, nat: Side, fn_name: str, arg: int, reps: int) -> tuple[list, list]:
+class RemoteSide:
+    """The native CUDA side in a child process that never loads torch-fl.
+
+    Why: once a PrivateUse1 backend is registered, ``at::getAccelerator()`` is PrivateUse1 and the
+    autograd engine asserts (``opt_ready_stream && opt_parent_stream``) on any backward over CUDA
+    tensors in that process (pytorch/pytorch#161129). The child builds the same model from the
+    same seeds and runs each timed block itself; blocks still alternate with the flagos side's.
+    """
+
+    def __init__(self, cfg: dict, native: str) -> None:
+        env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--serve", native, "--serve-cfg", json.dumps(cfg)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        self._ask("ready")
+
+    def _ask(self, *cmd):
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the native benchmark child died (see its stderr above)")
+        return json.loads(line)
+
+    def step(self):
+        return torch.tensor(self._ask("step"))
+
+    def decode(self, steps: int):
+        return torch.tensor(self._ask("decode", steps))
+
+    def opt_impl(self) -> str:
+        return self._ask("opt_impl")
+
+    def timed_block(self, fn_name: str, arg: int) -> float:
+        return self._ask("timed", fn_name, arg)
+
+    def zero_grad(self) -> None:
+        self._ask("zero_grad")
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def serve(native: str, cfg: dict) -> int:
+    """The child side of RemoteSide: JSON commands on stdin, one JSON reply per line."""
+    out = sys.stdout
+    sys.stdout = sys.stderr
+    side, _ = build_side(cfg, torch.device(native, 0))
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        if cmd[0] == "ready":
+            reply = True
+        elif cmd[0] == "step":
+            reply = side.step().item()
+        elif cmd[0] == "decode":
+            reply = side.decode(cmd[1]).cpu().tolist()
+        elif cmd[0] == "opt_impl":
+            reply = side.opt_impl()
+        elif cmd[0] == "zero_grad":
+            side.opt.zero_grad(set_to_none=True)
+            reply = True
+        else:
+            reply = local_block(side, cmd[1], cmd[2])
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+    return 0
+
+
+def build_side(cfg: dict, dev: torch.device):
+    """The model, batch and prompt from fixed seeds (identical in every process) on ``dev``."""
+    torch.manual_seed(0)
+    max_seq = max(cfg["seq"], cfg["prompt"] + cfg["decode_steps"])
+    base = GPT(cfg["layers"], cfg["d_model"], cfg["heads"], cfg["vocab"], max_seq)
+    x = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"]))
+    y = torch.roll(x, -1, dims=1)
+    prompt = torch.randint(0, cfg["vocab"], (1, cfg["prompt"]))
+    n_params = sum(p.numel() for p in base.parameters())
+    return Side(base, dev, x, y, prompt), n_params
+
+
+def local_block(side, fn_name: str, arg: int) -> float:
+    fn = getattr(side, fn_name)
+    if fn_name == "step":
+        return side.timed(lambda: [fn() for _ in range(arg)])
+    return side.timed(lambda: fn(arg))
+
+
+def interleave(fl: Side, nat, fn_name: str, arg: int, reps: int) -> tuple[list, list]:
     f_s, n_s = [], []
     for r in range(reps):
         pair = ((fl, f_s), (nat, n_s))
         for side, acc in pair if r % 2 == 0 else pair[::-1]:
+            if isinstance(side, RemoteSide):
+                acc.append(side.timed_block(fn_name, arg))
+                continue
             fn = getattr(side, fn_name)
             if fn_name == "step":
                 acc.append(side.timed(lambda fn=fn: [fn() for _ in range(arg)]))
@@ -163,8 +260,17 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--" + k.replace("_", "-"), type=int, default=None)
     p.add_argument("--no-decode", action="store_true", help="skip the batch-1 decode loop")
     p.add_argument("--no-train", action="store_true", help="skip the training step")
+    p.add_argument(
+        "--native-in-child",
+        action="store_true",
+        help="run the native side in a child process without torch-fl (always so for cuda)",
+    )
+    p.add_argument("--serve", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--serve-cfg", default=None, help=argparse.SUPPRESS)
     add_common_args(p)
     args = p.parse_args(argv)
+    if args.serve:
+        return serve(args.serve, json.loads(args.serve_cfg))
     native = native_type(args)
     small = args.quick or native == "cpu"
     cfg = {**(QUICK if small else FULL), **(QUICK_RUN if small else FULL_RUN)}
@@ -178,21 +284,16 @@ def main(argv: list[str] | None = None) -> int:
     fl = torch.device("flagos", 0)
     nd = torch.device("cuda", 0) if native == "cuda" else torch.device("cpu")
 
-    torch.manual_seed(0)
-    max_seq = max(cfg["seq"], cfg["prompt"] + cfg["decode_steps"])
-    base = GPT(cfg["layers"], cfg["d_model"], cfg["heads"], cfg["vocab"], max_seq)
-    n_params = sum(p.numel() for p in base.parameters())
-    x = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"]))
-    y = torch.roll(x, -1, dims=1)
-    prompt = torch.randint(0, cfg["vocab"], (1, cfg["prompt"]))
+    fl_side, n_params = build_side(cfg, fl)
+    if native == "cuda" or args.native_in_child:
+        nat_side = RemoteSide(cfg, native)  # CUDA autograd cannot share a process with flagos
+    else:
+        nat_side, _ = build_side(cfg, nd)
     print(
         f"model: {cfg['layers']} layers, d_model {cfg['d_model']}, {cfg['heads']} heads, vocab "
         f"{cfg['vocab']}, {n_params / 1e6:.1f}M parameters; batch {cfg['batch']} x seq {cfg['seq']}"
         f"{' (quick sizes)' if small else ''}"
     )
-    fl_side = Side(base, fl, x, y, prompt)
-    nat_side = Side(base, nd, x, y, prompt)
-    del base
     gc.collect()
     t0 = time.perf_counter()
     results: dict = {"config": cfg, "params": n_params}
@@ -228,7 +329,10 @@ def main(argv: list[str] | None = None) -> int:
             f"cuda): >= 0.97; first-step loss gap {loss_gap:.2e}"
         )
         fl_side.opt.zero_grad(set_to_none=True)
-        nat_side.opt.zero_grad(set_to_none=True)
+        if isinstance(nat_side, RemoteSide):
+            nat_side.zero_grad()
+        else:
+            nat_side.opt.zero_grad(set_to_none=True)
 
     if not args.no_decode:
         steps = cfg["decode_steps"]
@@ -257,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
             f"cuda): >= 0.9; greedy tokens equal on both sides: {match:.0%}"
         )
 
+    if isinstance(nat_side, RemoteSide):
+        nat_side.close()
     elapsed = time.perf_counter() - t0
     load1 = load_avg()
     env["loadavg_end"] = load1

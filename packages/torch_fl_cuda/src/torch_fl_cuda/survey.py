@@ -514,7 +514,13 @@ def main(argv: Iterable[str] | None = None) -> int:
     if flaggems.status().startswith("off"):
         print(f"flaggems backend {flaggems.status()}", file=sys.stderr)
         return 2
-    ops = [o for o in args.ops.split(",") if o] or candidates()
+    allowed = candidates()
+    requested = [o for o in args.ops.split(",") if o]
+    ops = [o for o in requested if o in allowed] if requested else allowed
+    for o in sorted(set(requested) - set(ops)):
+        print(
+            f"[survey] {o}: not a FlagGems overload a route may name here; skipped", file=sys.stderr
+        )
     import flag_gems
 
     t0 = time.monotonic()
