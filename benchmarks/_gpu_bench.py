@@ -11,10 +11,12 @@ import argparse
 import time
 
 import torch
-import torch_fl
 
 
 def vendor_name() -> str:
+    # Imported here, not at module level: gpt_step.py's native child must never load torch-fl.
+    import torch_fl
+
     return str(torch_fl.vendor().name)
 
 

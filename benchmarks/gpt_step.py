@@ -198,6 +198,8 @@ def serve(native: str, cfg: dict) -> int:
     """The child side of RemoteSide: JSON commands on stdin, one JSON reply per line."""
     out = sys.stdout
     sys.stdout = sys.stderr
+    # The point of the child: PrivateUse1 must not be registered in this process.
+    assert "torch_fl" not in sys.modules, "the native child loaded torch-fl"
     side, _ = build_side(cfg, torch.device(native, 0))
     for line in sys.stdin:
         cmd = json.loads(line)

@@ -532,9 +532,19 @@ def testpy(require_cap, restore_routes):
         torch.mul(self, other, out=out)  # writes through the view
         return out
 
+    def sum_dim_kernel(self, dim, keepdim, *, dtype):
+        # dtype arrives as a torch.dtype (the dispatcher stores it as an int).
+        calls.append(("sum.dim_IntList", dtype))
+        return torch.sum(self, dim, keepdim, dtype=dtype)
+
     backend = routing.register_python_backend(
         "testpy",
-        {"abs": abs_kernel, "add.Tensor": add_kernel, "mul.out": mul_out_kernel},
+        {
+            "abs": abs_kernel,
+            "add.Tensor": add_kernel,
+            "mul.out": mul_out_kernel,
+            "sum.dim_IntList": sum_dim_kernel,
+        },
         to_views=cpu_view,
     )
     return backend, calls
@@ -550,6 +560,7 @@ def test_python_backend_kernels(tmp_path, vendor_table, testpy):
     conf = tmp_path / "py.conf"
     conf.write_text(
         f"{_include_vendor(vendor_table)}abs = testpy\nadd.Tensor = testpy\nmul.out = testpy\n"
+        "sum.dim_IntList = testpy\n"
     )
     routing.load_routes(path=conf)
 
@@ -570,6 +581,10 @@ def test_python_backend_kernels(tmp_path, vendor_table, testpy):
     assert r is out  # the caller's own tensor, written through the kernel's view
     assert torch.equal(out.cpu(), x_cpu * y_cpu)
     assert calls[-1] == ("mul.out", "cpu")
+
+    r = torch.sum(x, dim=0, dtype=torch.float64)
+    assert calls[-1] == ("sum.dim_IntList", torch.float64)
+    assert r.dtype == torch.float64 and torch.equal(r.cpu(), x_cpu.sum(0, dtype=torch.float64))
 
     counts = _C.dispatch_counts()
     assert counts["aten::abs"].get("testpy") == 1

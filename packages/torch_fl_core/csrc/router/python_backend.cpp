@@ -3,7 +3,9 @@
 // PyTorch uses for Python kernels, rather than hand-written converters.
 #include "router/python_backend.h"
 
+#include <torch/csrc/DynamicTypes.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
+#include <torch/csrc/utils/tensor_memoryformats.h>
 
 #include "router/backend.h"
 
@@ -11,6 +13,31 @@ namespace torch_fl {
 namespace {
 
 namespace py = pybind11;
+
+// The dispatcher stores dtype/layout/memory_format arguments as ints; Python
+// kernels expect torch.dtype & co. (as PyTorch's own Python dispatch passes
+// them), so those are converted by their schema type.
+py::object argument_to_py(c10::IValue v, const c10::Argument& arg) {
+  if (v.isInt()) {
+    c10::TypePtr t = arg.real_type();
+    if (auto opt = t->cast<c10::OptionalType>()) t = opt->getElementType();
+    const auto i = v.toInt();
+    switch (t->kind()) {
+      case c10::TypeKind::ScalarTypeType:
+        return py::reinterpret_borrow<py::object>(
+            reinterpret_cast<PyObject*>(torch::getTHPDtype(static_cast<c10::ScalarType>(i))));
+      case c10::TypeKind::LayoutType:
+        return py::reinterpret_borrow<py::object>(
+            reinterpret_cast<PyObject*>(torch::getTHPLayout(static_cast<c10::Layout>(i))));
+      case c10::TypeKind::MemoryFormatType:
+        return py::reinterpret_borrow<py::object>(
+            torch::utils::getTHPMemoryFormat(static_cast<c10::MemoryFormat>(i)));
+      default:
+        break;
+    }
+  }
+  return torch::jit::toPyObject(std::move(v));
+}
 
 class PythonBackend final : public Backend {
  public:
@@ -45,7 +72,8 @@ class PythonBackend final : public Backend {
     try {
       py::tuple args(num_args);
       for (size_t i = 0; i < num_args; ++i) {
-        args[i] = torch::jit::toPyObject(std::move((*stack)[stack->size() - num_args + i]));
+        args[i] = argument_to_py(std::move((*stack)[stack->size() - num_args + i]),
+                                 schema.arguments()[i]);
       }
       torch::jit::drop(*stack, num_args);
       py::object result = py::reinterpret_borrow<py::object>(trampoline_)(op_name, args);
