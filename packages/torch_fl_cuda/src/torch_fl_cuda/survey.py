@@ -31,6 +31,7 @@ import json
 import math
 import os
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -341,11 +342,14 @@ def _tables(ops: list[str], workdir: Path) -> tuple[str, str]:
     return str(gems), str(ROUTE_TABLE)
 
 
+_RESULTS: dict[str, dict] = {}
+
+
 def run_correctness(
     ops: list[str], jobs: int, op_timeout: float, budget: float, tables: tuple[str, str]
 ) -> dict[str, dict]:
     pending = list(ops)
-    results: dict[str, dict] = {}
+    results = _RESULTS  # shared with the SIGTERM handler, which writes what exists
     workers: list[dict] = []
     start = time.monotonic()
     env = dict(os.environ, FLAGOS_VENDOR="cuda")
@@ -523,34 +527,51 @@ def main(argv: Iterable[str] | None = None) -> int:
         )
     import flag_gems
 
+    path = Path(args.output) if args.output else SURVEY
     t0 = time.monotonic()
+
+    def write(results: dict[str, dict], **extra: Any) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for r in results.values():
+            counts[r.get("verdict", "?")] = counts.get(r.get("verdict", "?"), 0) + 1
+        doc = {
+            "meta": {
+                "flag_gems": flag_gems.__version__,
+                "torch": torch.__version__,
+                "device": torch.cuda.get_device_name(0),
+                "dtypes": list(DTYPES),
+                "shapes": {k: list(v) for k, v in SHAPES.items()},
+                "noise": args.noise,
+                "jobs": args.jobs,
+                "requested": len(ops),
+                "verdicts": dict(sorted(counts.items())),
+                **extra,
+            },
+            "overloads": dict(sorted(results.items())),
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        return counts
+
+    def on_term(signum: int, frame: Any) -> None:
+        # Killed by a time limit: keep the verdicts measured so far (unmeasured ones say so).
+        partial = {op: dict(r) for op, r in _RESULTS.items()}
+        for r in partial.values():
+            r.setdefault("verdict", "unsurveyed")  # correct or not, never timed: not routed
+            r.setdefault("reason", "the survey was stopped before timing it")
+        for op in ops:
+            partial.setdefault(op, {"verdict": "unsurveyed", "reason": "the survey was stopped"})
+        write(partial, interrupted=True)
+        os._exit(3)
+
+    signal.signal(signal.SIGTERM, on_term)
     with tempfile.TemporaryDirectory() as tmp:
         tables = _tables(ops, Path(tmp))
         results = run_correctness(ops, args.jobs, args.op_timeout, args.time_budget, tables)
         t1 = time.monotonic()
         run_timing(results, tables, args.noise)
     t2 = time.monotonic()
-    counts: dict[str, int] = {}
-    for r in results.values():
-        counts[r.get("verdict", "?")] = counts.get(r.get("verdict", "?"), 0) + 1
-    doc = {
-        "meta": {
-            "flag_gems": flag_gems.__version__,
-            "torch": torch.__version__,
-            "device": torch.cuda.get_device_name(0),
-            "dtypes": list(DTYPES),
-            "shapes": {k: list(v) for k, v in SHAPES.items()},
-            "noise": args.noise,
-            "phase1_s": round(t1 - t0, 1),
-            "phase2_s": round(t2 - t1, 1),
-            "jobs": args.jobs,
-            "verdicts": dict(sorted(counts.items())),
-        },
-        "overloads": dict(sorted(results.items())),
-    }
-    path = Path(args.output) if args.output else SURVEY
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    counts = write(results, phase1_s=round(t1 - t0, 1), phase2_s=round(t2 - t1, 1))
     print(f"wrote {path}: {dict(sorted(counts.items()))}")
     return 0
 
