@@ -151,7 +151,7 @@ class RemoteSide:
 
     Why: once a PrivateUse1 backend is registered, ``at::getAccelerator()`` is PrivateUse1 and the
     autograd engine asserts (``opt_ready_stream && opt_parent_stream``) on any backward over CUDA
-    tensors in that process (pytorch/pytorch#161129). The child builds the same model from the
+    tensors in that process (seen with torch 2.11 on the H200). The child builds the same model from the
     same seeds and runs each timed block itself; blocks still alternate with the flagos side's.
     """
 
