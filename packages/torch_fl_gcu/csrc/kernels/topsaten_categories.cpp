@@ -69,7 +69,8 @@ void unary(Call& c, UnaryFn fn, const char* tops, UnaryKind kind) {
       need(c, arithmetic_dtype(dt), dt);
       break;
     case UnaryKind::ToFloat:
-      if (!at::isFloatingType(dt)) dt = out_dt = at::typeMetaToScalarType(at::get_default_dtype());
+      // Integers compute in the default float dtype, as on CPU; complex has no topsaten kernel.
+      if (at::isIntegralType(dt, /*includeBool=*/true)) dt = out_dt = at::typeMetaToScalarType(at::get_default_dtype());
       need(c, arithmetic_dtype(dt) && at::isFloatingType(dt), dt);
       break;
     case UnaryKind::Logical:
@@ -94,7 +95,7 @@ void binary(Call& c, BinaryFn fn, const char* tops, BinaryKind kind, const char*
       need(c, arithmetic_dtype(dt), dt);
       break;
     case BinaryKind::TrueDiv:
-      if (!at::isFloatingType(dt)) dt = out_dt = at::typeMetaToScalarType(at::get_default_dtype());
+      if (at::isIntegralType(dt, /*includeBool=*/true)) dt = out_dt = at::typeMetaToScalarType(at::get_default_dtype());
       need(c, arithmetic_dtype(dt), dt);
       break;
     case BinaryKind::Pow:

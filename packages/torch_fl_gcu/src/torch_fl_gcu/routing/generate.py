@@ -16,7 +16,9 @@ overload the first available of ``flaggems > gcu > cpu``, where
   (``lib/kernels.json``: the ops table checked against ``nm -DC libtopsaten.so``); an op the SDK
   lacks has no ``gcu`` route, and the generator warns about it;
 - ``cpu`` is not written: an overload without a line keeps PyTorch's default on flagos (its
-  composite kernel, else core's CPU fallback).
+  composite kernel, else core's CPU fallback) -- except the composites whose kernel calls a
+  DispatchStub for the tensor's device (core's ``STUB_COMPOSITES``, e.g. ``conj_physical_``),
+  which are routed to ``cpu`` whole.
 
 Then the measured gap set (``routing/gaps.json``, each entry with its family and reason: wrong on
 float profiles, int64-only failure, crash, launch-grid limit ...) moves overloads off
@@ -73,6 +75,7 @@ def generate(
     flaggems_why: str,
     gaps: dict[str, dict[str, str]],
     torch_minor: str,
+    stub_composites: dict[str, str] | None = None,
 ) -> tuple[str, list[str]]:
     """The table's text and the generator's warnings.
 
@@ -88,6 +91,11 @@ def generate(
             decisions[op] = Decision(op, "flaggems", "")
         else:
             decisions[op] = Decision(op, "gcu", "")
+    # Composites whose kernel calls a DispatchStub for the tensor's device (no flagos entry):
+    # served on the CPU as a whole (core's list, torch_fl.routing.generate.STUB_COMPOSITES).
+    for op, why in sorted((stub_composites or {}).items()):
+        if _short(op) not in decisions:
+            decisions[_short(op)] = Decision(_short(op), "cpu", f"composite {why}")
     gapped = 0
     for op, entry in sorted(gaps.items()):
         d = decisions.get(op)
@@ -131,6 +139,7 @@ def generate(
 
 
 def _current() -> tuple[str, list[str]]:
+    from torch_fl.routing.generate import STUB_COMPOSITES
     from torch_fl.routing.validation import torch_minor
 
     from torch_fl_gcu import flaggems, kernels_manifest
@@ -145,6 +154,7 @@ def _current() -> tuple[str, list[str]]:
         flaggems_why=why,
         gaps=load_gaps(),
         torch_minor=torch_minor(),
+        stub_composites=STUB_COMPOSITES,
     )
 
 
