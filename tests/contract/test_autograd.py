@@ -175,8 +175,12 @@ OPTIMIZERS: dict[str, Callable] = {
 class SmallCNN(nn.Module):
     def __init__(self) -> None:
         super().__init__()
+        # No bias on the convolution BatchNorm follows (as real CNNs do): that bias has a gradient
+        # of exactly zero in exact arithmetic, and Adam normalises its rounding noise into
+        # full-size steps, so any kernel that rounds unlike the CPU (a vendor's native
+        # log_softmax) would move it arbitrarily.
         self.features = nn.Sequential(
-            nn.Conv2d(3, 8, 3, padding=1),
+            nn.Conv2d(3, 8, 3, padding=1, bias=False),
             nn.BatchNorm2d(8),
             nn.ReLU(),
             nn.MaxPool2d(2),

@@ -270,7 +270,7 @@ def _result_list(out) -> list[torch.Tensor]:
 
 
 @pytest.mark.parametrize(("lazy", "op"), CASES)
-def test_lazy_view_through_op_bit_exact(lazy, op, route_mode, bits):
+def test_lazy_view_through_op_bit_exact(lazy, op, route_mode, bits, tol):
     from torch_fl import census
 
     dtype, view = LAZY[lazy]
@@ -317,6 +317,18 @@ def test_lazy_view_through_op_bit_exact(lazy, op, route_mode, bits):
                 msg=lambda m, where=where: f"{where}: {m}",
             )
             continue
+        native = _native_backends(counts)
+        if native and op not in CORE_OPS:
+            # A vendor's own kernels (gcu's topsaten) do not round like the CPU's: the lazy bits
+            # must still be resolved exactly right, the values agree within the dtype's
+            # tolerance (the same as the operator contract, tests/conftest.py).
+            torch.testing.assert_close(
+                g.cpu().resolve_conj().resolve_neg(),
+                e.resolve_conj().resolve_neg(),
+                **tol(e.dtype),
+                msg=lambda m, where=where, native=native: f"{where} (served by {native}): {m}",
+            )
+            continue
         try:
             bits.equal(g, e)
         except AssertionError as exc:
@@ -325,6 +337,20 @@ def test_lazy_view_through_op_bit_exact(lazy, op, route_mode, bits):
     for k in x:
         bits.equal(fx[k], x[k])
     check_census(counts, route_mode)
+
+
+def _native_backends(counts) -> list[str]:
+    """Backends in ``counts`` that run a vendor's own kernels (not ATen's CPU code)."""
+    from torch_fl.census import FALLBACK
+
+    return sorted(
+        {
+            b
+            for per in counts.values()
+            for b in per
+            if b != FALLBACK and b != "none" and not b.startswith("box:")
+        }
+    )
 
 
 def test_fallback_mode_reaches_the_fallback(route_mode):

@@ -10,6 +10,11 @@
 
 namespace {
 
+void same_device(const char* op, const at::Tensor& a, const at::Tensor& b) {
+  TORCH_CHECK(a.device() == b.device(), op, ": Expected all tensors to be on the same device, but found "
+              "at least two devices, ", a.device(), " and ", b.device(), "!");
+}
+
 // found_inf = 1 if any element of any tensor is inf/NaN; every tensor *= inv_scale.
 void non_finite_check_and_unscale(at::TensorList self, at::Tensor& found_inf, const at::Tensor& inv_scale) {
   TORCH_CHECK(inv_scale.numel() == 1, "inv_scale must be a 1-element tensor.");
@@ -17,8 +22,8 @@ void non_finite_check_and_unscale(at::TensorList self, at::Tensor& found_inf, co
   TORCH_CHECK(inv_scale.scalar_type() == at::kFloat, "inv_scale must be a float tensor.");
   TORCH_CHECK(found_inf.scalar_type() == at::kFloat, "found_inf must be a float tensor.");
   for (const at::Tensor& g : self) {
-    TORCH_CHECK(g.device() == found_inf.device(), "_amp_foreach_non_finite_check_and_unscale_: tensors on ",
-                g.device(), " and ", found_inf.device());
+    same_device("_amp_foreach_non_finite_check_and_unscale_", g, found_inf);
+    same_device("_amp_foreach_non_finite_check_and_unscale_", g, inv_scale);
     if (g.numel() == 0) continue;
     c10::DeviceGuard guard(g.device());
     // g - g is 0 exactly where g is finite (inf - inf and NaN - x are NaN).
@@ -37,6 +42,8 @@ at::Tensor& update_scale(at::Tensor& scale, at::Tensor& tracker, const at::Tenso
   TORCH_CHECK(scale.scalar_type() == at::kFloat && found_inf.scalar_type() == at::kFloat &&
                   tracker.scalar_type() == at::kInt,
               "_amp_update_scale_: scale and found_inf must be float, growth_tracker int32");
+  same_device("_amp_update_scale_", scale, tracker);
+  same_device("_amp_update_scale_", scale, found_inf);
   c10::DeviceGuard guard(scale.device());
   const at::Tensor inf = at::ne(found_inf, 0);
   const at::Tensor succ = at::add(tracker, 1);
