@@ -42,6 +42,7 @@ endforeach()
 
 if(_tops_missing)
   set(TopsRider_FOUND FALSE)
+  string(REPLACE ";" ", " _tops_missing "${_tops_missing}")
   set(_tops_msg
     "TopsRider SDK not found under TOPS_HOME=${TOPS_HOME} (missing: ${_tops_missing}; looked for "
     "include/tops_runtime_api.h, include[/gcu]/topsaten/topsaten.h, lib[64]/libtopsrt.so, "
@@ -55,9 +56,9 @@ if(_tops_missing)
     "  export TOPS_HOME=$PWD/packages/torch_fl_gcu/emulator/prefix\n"
     "(`nox -s build-gcu` does exactly this when TOPS_HOME is unset).")
   if(TopsRider_FIND_REQUIRED)
-    message(FATAL_ERROR ${_tops_msg})
+    message(FATAL_ERROR "${_tops_msg}")
   elseif(NOT TopsRider_FIND_QUIETLY)
-    message(WARNING ${_tops_msg})
+    message(WARNING "${_tops_msg}")
   endif()
   return()
 endif()

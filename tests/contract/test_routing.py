@@ -345,7 +345,7 @@ def test_same_numbers_under_two_route_tables(tmp_path, vendor_table):
         assert a.dtype == b.dtype and a.shape == b.shape, key
         if native:
             torch.testing.assert_close(
-                a, b, rtol=1e-4, atol=1e-5, msg=lambda m: f"{key} ({native}): {m}"
+                a, b, rtol=1e-4, atol=1e-5, msg=lambda m, key=key: f"{key} ({native}): {m}"
             )
             continue
         assert torch.equal(a.view(-1).view(torch.uint8), b.view(-1).view(torch.uint8)), (

@@ -11,7 +11,7 @@ import pytest
 
 pytestmark = pytest.mark.gcu
 
-ADAM_SCRIPT = r'''
+ADAM_SCRIPT = r"""
 import torch, torch_fl
 from torch import nn
 
@@ -43,20 +43,35 @@ torch.testing.assert_close((t.to("flagos").t() * 3).cpu(), t.t() * 3)
 b = torch.randn(3, 1)
 torch.testing.assert_close((t.to("flagos")[:3] + b.to("flagos")).cpu(), t[:3] + b)
 print("adam ok")
-'''
+"""
 
 
 def _census(tmp_path, *workload: str) -> tuple[dict, str]:
     env = {**os.environ, "FLAGOS_VENDOR": "gcu"}
     report = tmp_path / "census.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "torch_fl.census", "--json", "--output", str(report), "--", *workload],
-        capture_output=True, text=True, env=env, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "torch_fl.census",
+            "--json",
+            "--output",
+            str(report),
+            "--",
+            *workload,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     text = subprocess.run(
         [sys.executable, "-m", "torch_fl.census", "--", *workload],
-        capture_output=True, text=True, env=env, timeout=600,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
     )
     assert text.returncode == 0, text.stderr[-4000:]
     return json.loads(report.read_text()), text.stdout

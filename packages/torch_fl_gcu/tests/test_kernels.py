@@ -32,12 +32,30 @@ def test_generated_kernels_cover_the_ops_table_categories(gcu):
 
     gen = kernels_manifest()["generated"]
     for op in [
-        "aten::abs", "aten::add.out", "aten::add_.Tensor", "aten::mul.out", "aten::sub.out",
-        "aten::eq.Tensor", "aten::sum.dim_IntList", "aten::mm", "aten::addmm", "aten::_softmax",
-        "aten::_softmax_backward_data", "aten::linalg_vector_norm", "aten::native_layer_norm",
-        "aten::arange.start_out", "aten::fill_.Scalar", "aten::zero_", "aten::masked_fill_.Scalar",
-        "aten::index_select", "aten::index_fill_.int_Scalar", "aten::embedding_dense_backward",
-        "aten::_upsample_nearest_exact2d", "aten::where.self", "aten::all", "aten::cat",
+        "aten::abs",
+        "aten::add.out",
+        "aten::add_.Tensor",
+        "aten::mul.out",
+        "aten::sub.out",
+        "aten::eq.Tensor",
+        "aten::sum.dim_IntList",
+        "aten::mm",
+        "aten::addmm",
+        "aten::_softmax",
+        "aten::_softmax_backward_data",
+        "aten::linalg_vector_norm",
+        "aten::native_layer_norm",
+        "aten::arange.start_out",
+        "aten::fill_.Scalar",
+        "aten::zero_",
+        "aten::masked_fill_.Scalar",
+        "aten::index_select",
+        "aten::index_fill_.int_Scalar",
+        "aten::embedding_dense_backward",
+        "aten::_upsample_nearest_exact2d",
+        "aten::where.self",
+        "aten::all",
+        "aten::cat",
     ]:
         assert op in gen, op
 
@@ -149,7 +167,10 @@ def test_layer_norm_cat_upsample_norm_arange(gcu):
     close(ln(x.to(DEV), (4,)), ln(x, (4,)))
     close(torch.cat([x.to(DEV), x.to(DEV) * 2], dim=1), torch.cat([x, x * 2], dim=1))
     up = torch.nn.functional.interpolate
-    close(up(x.to(DEV), scale_factor=2, mode="nearest-exact"), up(x, scale_factor=2, mode="nearest-exact"))
+    close(
+        up(x.to(DEV), scale_factor=2, mode="nearest-exact"),
+        up(x, scale_factor=2, mode="nearest-exact"),
+    )
     close(torch.linalg.vector_norm(x.to(DEV), dim=(1, 2)), torch.linalg.vector_norm(x, dim=(1, 2)))
     close(torch.arange(0, 5, 0.5, device=DEV), torch.arange(0, 5, 0.5))
     assert torch.equal(torch.arange(7, device=DEV).cpu(), torch.arange(7))  # int64 -> cpu route

@@ -22,7 +22,10 @@ def _env() -> dict[str, str]:
 def test_route_table_is_up_to_date(gcu):
     proc = subprocess.run(
         [sys.executable, "-m", "torch_fl_gcu.routing.generate", "--check"],
-        capture_output=True, text=True, env=_env(), timeout=300,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -92,7 +95,6 @@ def test_flaggems_first_then_the_gap_set(gcu):
 
 def test_gap_entries_have_reasons_and_name_real_overloads(gcu):
     import torch
-
     from torch_fl_gcu.routing.generate import load_gaps
 
     gaps = load_gaps()
@@ -114,15 +116,26 @@ def test_removing_a_symbol_from_the_sdk_removes_its_route(gcu, tmp_path):
     build = tmp_path / "emu"
     subprocess.run(
         [cmake, "-S", str(emulator), "-B", str(build), "-DTOPS_EMU_OMIT=topsatenAbs"],
-        check=True, capture_output=True, timeout=300,
+        check=True,
+        capture_output=True,
+        timeout=300,
     )
     subprocess.run([cmake, "--build", str(build)], check=True, capture_output=True, timeout=600)
     lib = build / "libtopsaten.so"
     out = tmp_path / "gen"
     proc = subprocess.run(
-        [sys.executable, str(PACKAGE / "tools" / "gen_kernels.py"), "--topsaten", str(lib),
-         "--out", str(out)],
-        capture_output=True, text=True, timeout=300, env=_env(),
+        [
+            sys.executable,
+            str(PACKAGE / "tools" / "gen_kernels.py"),
+            "--topsaten",
+            str(lib),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_env(),
     )
     assert proc.returncode == 0, proc.stderr
     assert "topsaten::topsatenAbs is not exported by libtopsaten.so" in proc.stderr
@@ -136,10 +149,28 @@ def test_removing_a_symbol_from_the_sdk_removes_its_route(gcu, tmp_path):
     from torch_fl_gcu.routing.generate import generate, load_gaps
 
     text, warnings = generate(
-        gcu_ops=manifest["generated"], skipped=manifest["skipped"], flaggems_ops=None,
-        flaggems_why="test", gaps=load_gaps(), torch_minor="2.13",
+        gcu_ops=manifest["generated"],
+        skipped=manifest["skipped"],
+        flaggems_ops=None,
+        flaggems_why="test",
+        gaps=load_gaps(),
+        torch_minor="2.13",
     )
     lines = text.splitlines()
     assert "abs = gcu" not in lines and "abs.out = gcu" not in lines and "abs_ = gcu" not in lines
     assert "neg = gcu" in lines
     assert any(w.startswith("no gcu route for abs:") for w in warnings), warnings
+
+
+def test_missing_sdk_is_a_configure_error_that_says_what_to_do(tmp_path):
+    cmake = shutil.which("cmake")
+    if cmake is None or not (PACKAGE / "CMakeLists.txt").is_file():
+        pytest.skip("needs the source tree and cmake")
+    proc = subprocess.run(
+        [cmake, "-S", str(PACKAGE), "-B", str(tmp_path / "b"), f"-DTOPS_HOME={tmp_path / 'nope'}"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    err = " ".join(proc.stderr.split())  # CMake wraps long messages
+    assert "TopsRider SDK not found under TOPS_HOME=" in err, err
+    assert "export TOPS_HOME" in err and "emulator" in err and "nox -s build-gcu" in err, err

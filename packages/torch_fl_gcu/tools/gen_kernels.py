@@ -36,11 +36,20 @@ NAMESPACE = "torch_fl_gcu"
 #: the topsaten functions they need. Their schema is defined here only when all exist.
 HANDWRITTEN: dict[str, tuple[str, ...]] = {
     "_amp_foreach_non_finite_check_and_unscale_": (
-        "topsatenSub", "topsatenEq", "topsatenAll", "topsatenLogicalNot", "topsatenMaximum",
+        "topsatenSub",
+        "topsatenEq",
+        "topsatenAll",
+        "topsatenLogicalNot",
+        "topsatenMaximum",
         "topsatenMul",
     ),
     "_amp_update_scale_": (
-        "topsatenNe", "topsatenAdd", "topsatenEq", "topsatenMul", "topsatenSub", "topsatenWhere",
+        "topsatenNe",
+        "topsatenAdd",
+        "topsatenEq",
+        "topsatenMul",
+        "topsatenSub",
+        "topsatenWhere",
         "topsatenZero",
     ),
 }

@@ -12,9 +12,13 @@ def main() -> int:
     info = sdk_info()
     manifest = kernels_manifest()
     print(f"torch-fl-gcu libraries: {library_dir()}")
-    print(f"TopsRider SDK at build time: {info.get('tops_home', '?')} (emulator: {info.get('emulator', '?')})")
+    print(
+        f"TopsRider SDK at build time: {info.get('tops_home', '?')} (emulator: {info.get('emulator', '?')})"
+    )
     gen = manifest.get("generated", {})
-    print(f"topsaten kernels: {len(gen)} aten overloads on {len(set(gen.values()))} topsaten functions")
+    print(
+        f"topsaten kernels: {len(gen)} aten overloads on {len(set(gen.values()))} topsaten functions"
+    )
     for w in manifest.get("warnings", []):
         print(f"  skipped: {w}")
     ok, why = enflame_triton()

@@ -65,7 +65,12 @@ def library() -> ctypes.CDLL:
     lib.topsEmuLiveAllocations.restype = ctypes.c_uint64
     lib.topsEmuLiveBytes.argtypes = [ctypes.c_int]
     lib.topsEmuLiveBytes.restype = ctypes.c_uint64
-    lib.topsEmuLaunchForeign.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+    lib.topsEmuLaunchForeign.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+    ]
     lib.topsEmuLaunchForeign.restype = ctypes.c_int
     lib.topsEmuPendingForeign.argtypes = [ctypes.c_int]
     lib.topsEmuPendingForeign.restype = ctypes.c_uint64
@@ -113,6 +118,8 @@ def launch_foreign(stream: int, dst: int, data: bytes) -> None:
     """Queue a second producer's write of ``data`` to device pointer ``dst`` on topsStream_t
     ``stream`` (``torch.ops.torch_fl_gcu._current_tops_stream(device)``)."""
     buf = ctypes.create_string_buffer(data, len(data))
-    rc = library().topsEmuLaunchForeign(ctypes.c_void_p(stream), ctypes.c_void_p(dst), buf, len(data))
+    rc = library().topsEmuLaunchForeign(
+        ctypes.c_void_p(stream), ctypes.c_void_p(dst), buf, len(data)
+    )
     if rc != 0:
         raise RuntimeError(f"topsEmuLaunchForeign failed with topsError_t {rc}")

@@ -40,7 +40,11 @@ class GcuVendor(Vendor):
             return False
         count = ctypes.c_int(0)
         msg = ctypes.create_string_buffer(256)
-        lib.tfl_gcu_probe.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_char_p, ctypes.c_size_t]
+        lib.tfl_gcu_probe.argtypes = [
+            ctypes.POINTER(ctypes.c_int),
+            ctypes.c_char_p,
+            ctypes.c_size_t,
+        ]
         rc = lib.tfl_gcu_probe(ctypes.byref(count), msg, len(msg))
         if rc != 0 or count.value <= 0:
             detail = msg.value.decode() or "topsGetDeviceCount reported 0 GCU devices"
@@ -53,7 +57,6 @@ class GcuVendor(Vendor):
 
     def activate(self) -> None:
         import torch
-
         from torch_fl.routing import register_library_backend
 
         # Idempotent: the loader keeps one copy of the library, registrations run once.

@@ -104,9 +104,7 @@ def generate(
         gapped += 1
         target = "gcu" if op in gcu else "cpu"
         decisions[op] = Decision(op, target, f"gap: {entry['family']}")
-    warnings = [
-        f"no gcu route for {_short(op)}: {why}" for op, why in sorted(skipped.items())
-    ]
+    warnings = [f"no gcu route for {_short(op)}: {why}" for op, why in sorted(skipped.items())]
     counts: dict[str, int] = {}
     for d in decisions.values():
         counts[d.backend] = counts.get(d.backend, 0) + 1
@@ -118,7 +116,9 @@ def generate(
         "# (torch_fl_gcu/routing/gaps.json) moves overloads off flaggems to gcu, else cpu.",
     ]
     if flaggems_ops is None:
-        lines.append(f"# FlagGems routes: none -- {flaggems_why}; regenerate where it is importable.")
+        lines.append(
+            f"# FlagGems routes: none -- {flaggems_why}; regenerate where it is importable."
+        )
     else:
         lines.append(f"# FlagGems routes: on -- {flaggems_why}.")
     lines += [
@@ -172,9 +172,16 @@ def main(argv: Iterable[str] | None = None) -> int:
         if old == text:
             print(f"{out} is up to date")
             return 0
-        diff = list(difflib.unified_diff(old.splitlines(), text.splitlines(), str(out), "generated", lineterm=""))
-        print(f"{out} is stale ({len(diff)} diff lines); regenerate with "
-              "`python -m torch_fl_gcu.routing.generate`", file=sys.stderr)
+        diff = list(
+            difflib.unified_diff(
+                old.splitlines(), text.splitlines(), str(out), "generated", lineterm=""
+            )
+        )
+        print(
+            f"{out} is stale ({len(diff)} diff lines); regenerate with "
+            "`python -m torch_fl_gcu.routing.generate`",
+            file=sys.stderr,
+        )
         print("\n".join(diff[:40]), file=sys.stderr)
         return 1
     if args.output == "-":
