@@ -192,3 +192,33 @@ def test_mixed_devices_are_refused(gcu):
         torch.ones(2, device="flagos:0") + torch.ones(2, device="flagos:1")
     with pytest.raises(RuntimeError, match="same device"):
         torch.ones(2, device="flagos:0") + torch.ones(2)
+
+
+def test_nonzero_and_index_tensor(counts):
+    x = torch.tensor([[0.0, 1.5, 0.0], [2.0, 0.0, -3.0]])
+    a = x.to(DEV)
+    nz = torch.nonzero(a)
+    assert nz.dtype == torch.int64 and torch.equal(nz.cpu(), torch.nonzero(x))
+    st = torch.nonzero_static(a, size=5, fill_value=-1)
+    assert torch.equal(st.cpu(), torch.nonzero_static(x, size=5, fill_value=-1))
+    assert counts("aten::nonzero") == {"gcu": 1}
+    w = torch.randn(6, 4)
+    i = torch.tensor([[5, 0], [-1, 2]])
+    assert torch.equal(w.to(DEV)[i.to(DEV)].cpu(), w[i])
+    j = torch.tensor([1, 3])
+    assert torch.equal(w.to(DEV)[i[0].to(DEV), j.to(DEV)].cpu(), w[i[0], j])
+    assert counts("aten::index.Tensor") == {"gcu": 2}
+    m = x > 0  # a boolean mask: declined, served by the CPU fallback
+    assert torch.equal(a[m.to(DEV)].cpu(), x[m])
+
+
+def test_optimizer_pointwise_updates(counts):
+    p, g, v = torch.randn(8), torch.randn(8), torch.rand(8) + 0.1
+    a, b, c = p.to(DEV), g.to(DEV), v.to(DEV)
+    close(a.clone().addcmul_(b, b, value=0.1), p.clone().addcmul_(g, g, value=0.1))
+    close(a.clone().addcdiv_(b, c, value=-0.01), p.clone().addcdiv_(g, v, value=-0.01))
+    close(a.clone().lerp_(b, 0.9), p.clone().lerp_(g, 0.9))
+    close(torch.lerp(a, b, 0.25), torch.lerp(p, g, 0.25))
+    assert counts("aten::addcmul_") == {"gcu": 1}
+    assert counts("aten::addcdiv_") == {"gcu": 1}
+    assert counts("aten::lerp_.Scalar") == {"gcu": 1}

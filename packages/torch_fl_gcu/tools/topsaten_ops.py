@@ -68,6 +68,10 @@ OPS: list[Op] = [
     # ---- binary with alpha ----
     Op("add", "binary_alpha", _TENSOR_FORMS + ("Scalar", "_:Scalar")),
     Op("sub", "binary_alpha", _TENSOR_FORMS + ("Scalar", "_:Scalar")),
+    # ---- three operands (the optimizers' per-parameter updates) ----
+    Op("addcmul", "pointwise3", ("", "out", "_:")),
+    Op("addcdiv", "pointwise3", ("", "out", "_:")),
+    Op("lerp", "lerp", ("Scalar", "Scalar_out", "_:Scalar")),
     # ---- compare ----
     _b("eq", "Compare", _COMPARE_FORMS),
     _b("ne", "Compare", _COMPARE_FORMS),
@@ -108,6 +112,9 @@ OPS: list[Op] = [
     Op("index_select", "index_select", ("", "out")),
     Op("index_fill", "index_fill", ("int_Scalar", "_:int_Scalar")),
     Op("embedding_dense_backward", "embedding_backward", ("", "out")),
+    Op("index", "index_tensor", ("Tensor", "Tensor_out")),
+    Op("nonzero", "nonzero", ("", "out")),
+    Op("nonzero_static", "nonzero", ("", "out"), tops="topsatenNonzero"),
     # ---- shape ----
     Op("cat", "cat", ("", "out")),
     Op(

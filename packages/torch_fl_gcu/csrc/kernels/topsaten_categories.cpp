@@ -498,6 +498,108 @@ void cat(Call& c, CatFn fn, const char* tops) {
   c.finish(r);
 }
 
+void pointwise3(Call& c, TernaryFn fn, const char* tops) {
+  const at::Tensor a = c.tensor("self"), t1 = c.tensor("tensor1"), t2 = c.tensor("tensor2");
+  const at::ScalarType dt = a.scalar_type();
+  if (t1.scalar_type() != dt || t2.scalar_type() != dt) c.decline("operands of different dtypes");
+  need(c, at::isFloatingType(dt) && arithmetic_dtype(dt), dt);
+  const std::vector<int64_t> shape =
+      c.form() == Form::Inplace ? a.sizes().vec() : at::infer_size(at::infer_size(a.sizes(), t1.sizes()), t2.sizes());
+  Prologue p(c);
+  const at::Tensor x = prepare(c, a, dt, at::IntArrayRef(shape)), y = prepare(c, t1, dt, at::IntArrayRef(shape)),
+                   z = prepare(c, t2, dt, at::IntArrayRef(shape));
+  at::Tensor r = empty_result(c, shape, dt);
+  if (r.numel() > 0) {
+    Desc o(r), dx(x), dy(y), dz(z);
+    check(fn(o, dx, dy, dz, tops_scalar(c.scalar("value")), p.stream), tops, c);
+  }
+  c.finish(r);
+}
+
+void lerp(Call& c, LerpFn fn, const char* tops) {
+  const at::Tensor a = c.tensor("self"), e = c.tensor("end");
+  const at::ScalarType dt = a.scalar_type();
+  if (e.scalar_type() != dt) c.decline("operands of different dtypes (PyTorch's error to raise)");
+  need(c, at::isFloatingType(dt) && arithmetic_dtype(dt), dt);
+  const std::vector<int64_t> shape =
+      c.form() == Form::Inplace ? a.sizes().vec() : at::infer_size(a.sizes(), e.sizes());
+  Prologue p(c);
+  const at::Tensor x = prepare(c, a, dt, at::IntArrayRef(shape)), y = prepare(c, e, dt, at::IntArrayRef(shape));
+  at::Tensor r = empty_result(c, shape, dt);
+  if (r.numel() > 0) {
+    Desc o(r), dx(x), dy(y);
+    check(fn(o, dx, dy, tops_scalar(c.scalar("weight")), p.stream), tops, c);
+  }
+  c.finish(r);
+}
+
+void nonzero(Call& c, NonzeroFn fn, const char* tops) {
+  const at::Tensor self = c.tensor("self");
+  need(c, storage_dtype(self.scalar_type()), self.scalar_type());
+  if (self.dim() == 0) c.decline("a 0-dim input");
+  const int64_t rank = self.dim();
+  Prologue p(c);
+  at::Tensor rows;
+  if (self.numel() == 0) {
+    rows = empty_result(c, {0, rank}, at::kLong);
+  } else {
+    const at::Tensor x = prepare(c, self, self.scalar_type());
+    at::Tensor coords = empty_result(c, {self.numel(), rank}, at::kInt);  // topsaten writes int32
+    int64_t n = 0;
+    Desc o(coords), dx(x);
+    check(fn(o, &n, dx, p.stream), tops, c);
+    rows = coords.narrow(0, 0, n).to(at::kLong);
+  }
+  if (c.has("size")) {  // nonzero_static: exactly `size` rows, padded with fill_value
+    const int64_t size = c.int_("size");
+    at::Tensor padded = at::full({size, rank}, c.int_("fill_value"), rows.options());
+    const int64_t k = std::min<int64_t>(size, rows.size(0));
+    if (k > 0) padded.narrow(0, 0, k).copy_(rows.narrow(0, 0, k));
+    rows = padded;
+  }
+  c.finish(rows);
+}
+
+void index_tensor(Call& c, IndexFn fn, const char* tops) {
+  const at::Tensor self = c.tensor("self");
+  need(c, storage_dtype(self.scalar_type()), self.scalar_type());
+  const auto list = c.arg("indices").toOptionalTensorList();
+  std::vector<at::Tensor> idx;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::optional<at::Tensor> t = list.get(i);
+    if (!t || !t->defined()) c.decline("an index list with None (slices between indices)");
+    if (t->scalar_type() != at::kLong && t->scalar_type() != at::kInt) c.decline("a boolean or non-integer index");
+    if (t->device().is_privateuseone() && t->device() != c.device()) {
+      TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, ",
+                  c.device(), " and ", t->device(), "! (", c.name(), ", vendor gcu)");
+    }
+    idx.push_back(*t);
+  }
+  if (idx.empty() || static_cast<int64_t>(idx.size()) > self.dim()) c.decline("an index list the kernel does not take");
+  std::vector<int64_t> bshape = idx[0].sizes().vec();
+  for (const auto& t : idx) bshape = at::infer_size(bshape, t.sizes());
+  std::vector<int64_t> shape = bshape;
+  for (int64_t d = static_cast<int64_t>(idx.size()); d < self.dim(); ++d) shape.push_back(self.size(d));
+  for (size_t d = 0; d < idx.size(); ++d) {
+    if (self.size(static_cast<int64_t>(d)) == 0 && idx[d].numel() > 0) c.decline("indexing an empty dimension");
+  }
+  Prologue p(c);
+  const at::Tensor x = prepare(c, self, self.scalar_type());
+  std::vector<at::Tensor> prepared;
+  for (const auto& t : idx) prepared.push_back(prepare(c, t, at::kInt, at::IntArrayRef(bshape)));
+  at::Tensor r = empty_result(c, shape, self.scalar_type());
+  if (r.numel() > 0) {
+    std::vector<Desc> descs;
+    descs.reserve(prepared.size());
+    for (const auto& t : prepared) descs.emplace_back(t);
+    std::vector<topsaten::topsatenTensor> tt;
+    for (auto& d : descs) tt.push_back(d.get());
+    Desc o(r), dx(x);
+    check(fn(o, dx, tt, p.stream), tops, c);
+  }
+  c.finish(r);
+}
+
 void upsample_nearest_exact2d(Call& c, UpsampleFn fn, const char* tops) {
   const at::Tensor self = c.tensor("self");
   const auto size = c.ints("output_size");

@@ -49,6 +49,14 @@ using CatFn = topsatenStatus_t (*)(topsatenTensor&, const std::vector<topsatenTe
 using UpsampleFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, topsatenSize_t, double, double,
                                         topsStream_t);
 
+using TernaryFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, const topsatenTensor&,
+                                      const topsatenTensor&, const topsatenScalar_t&, topsStream_t);
+using LerpFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, const topsatenTensor&,
+                                   const topsatenScalar_t&, topsStream_t);
+using NonzeroFn = topsatenStatus_t (*)(topsatenTensor&, int64_t*, const topsatenTensor&, topsStream_t);
+using IndexFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, const std::vector<topsatenTensor>&,
+                                    topsStream_t);
+
 enum class UnaryKind { KeepsDtype, ToFloat, Logical };
 enum class BinaryKind { Arith, TrueDiv, Pow, Compare };
 
@@ -74,6 +82,10 @@ void index_select(Call& c, IndexSelectFn fn, const char* tops);
 void index_fill(Call& c, IndexFillFn fn, const char* tops);
 void embedding_backward(Call& c, EmbeddingBwdFn fn, const char* tops);
 void cat(Call& c, CatFn fn, const char* tops);
+void pointwise3(Call& c, TernaryFn fn, const char* tops);
+void lerp(Call& c, LerpFn fn, const char* tops);
+void nonzero(Call& c, NonzeroFn fn, const char* tops);
+void index_tensor(Call& c, IndexFn fn, const char* tops);
 void upsample_nearest_exact2d(Call& c, UpsampleFn fn, const char* tops);
 
 }  // namespace tfl_gcu

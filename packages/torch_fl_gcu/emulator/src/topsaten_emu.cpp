@@ -317,6 +317,35 @@ ATEN_API topsatenStatus_t topsatenSub(T& out, const T& a, const T& b, const S& a
   return binary("topsatenSub", out, a, b, s, [al](double x, double y) { return x - al * y; });
 }
 
+// ---- three operands ----
+namespace {
+template <typename F>
+topsatenStatus_t ternary(const char* name, T& out, const T& a, const T& b, const T& c3, St s, F f) {
+  Call c(name, s);
+  Buf o = c.take(out), x = c.take(a), y = c.take(b), z = c.take(c3);
+  c.require(o.dims == x.dims && x.dims == y.dims && y.dims == z.dims);  // no broadcasting
+  if (!c.ok()) return c.status();
+  for (int64_t i = 0; i < x.n; ++i) o.set(i, f(x.get(i), y.get(i), z.get(i)));
+  return TOPSATEN_STATUS_SUCCESS;
+}
+}  // namespace
+
+ATEN_API topsatenStatus_t topsatenAddcmul(T& out, const T& self, const T& t1, const T& t2, const S& value, St s) {
+  const double v = sval(value);
+  return ternary("topsatenAddcmul", out, self, t1, t2, s, [v](double a, double b, double c) { return a + v * b * c; });
+}
+ATEN_API topsatenStatus_t topsatenAddcdiv(T& out, const T& self, const T& t1, const T& t2, const S& value, St s) {
+  const double v = sval(value);
+  return ternary("topsatenAddcdiv", out, self, t1, t2, s, [v](double a, double b, double c) { return a + v * b / c; });
+}
+ATEN_API topsatenStatus_t topsatenLerp(T& out, const T& self, const T& end, const S& weight, St s) {
+  const double w = sval(weight);
+  // PyTorch's formulation: exact at both ends.
+  return binary("topsatenLerp", out, self, end, s, [w](double a, double b) {
+    return std::fabs(w) < 0.5 ? a + w * (b - a) : b - (b - a) * (1 - w);
+  });
+}
+
 // ---- compare ----
 #define CMP(Name, op) \
   ATEN_API topsatenStatus_t topsaten##Name(T& out, const T& a, const T& b, St s) { \
@@ -662,6 +691,51 @@ ATEN_API topsatenStatus_t topsatenEmbeddingDenseBackward(T& out, const T& grad, 
     for (int64_t d = 0; d < D; ++d) acc[k * D + d] += g.get(j * D + d) * scale;
   }
   for (int64_t i = 0; i < o.n; ++i) o.set(i, acc[i]);
+  return TOPSATEN_STATUS_SUCCESS;
+}
+
+ATEN_API topsatenStatus_t topsatenNonzero(T& out, int64_t* num_nonzero, const T& self, St s) {
+  Call c("topsatenNonzero", s);
+  Buf o = c.take(out, /*index=*/true), a = c.take(self);
+  const int64_t r = static_cast<int64_t>(a.dims.size());
+  c.require(num_nonzero != nullptr && o.dims.size() == 2 && c.ok() && o.dims[0] == a.n && o.dims[1] == r);
+  if (!c.ok()) return c.status();
+  std::vector<int64_t> idx(r, 0);
+  int64_t rows = 0;
+  for (int64_t lin = 0; lin < a.n; ++lin) {
+    if (a.get(lin) != 0) {
+      for (int64_t d = 0; d < r; ++d) o.set(rows * r + d, static_cast<double>(idx[d]));
+      ++rows;
+    }
+    for (int64_t d = r - 1; d >= 0; --d) { if (++idx[d] < a.dims[d]) break; idx[d] = 0; }
+  }
+  *num_nonzero = rows;
+  return TOPSATEN_STATUS_SUCCESS;
+}
+
+ATEN_API topsatenStatus_t topsatenIndex(T& out, const T& self, const std::vector<T>& indices, St s) {
+  Call c("topsatenIndex", s);
+  Buf o = c.take(out), a = c.take(self);
+  std::vector<Buf> ix;
+  for (const T& t : indices) ix.push_back(c.take(t, /*index=*/true));
+  const int64_t k = static_cast<int64_t>(ix.size());
+  c.require(k >= 1 && k <= static_cast<int64_t>(a.dims.size()));
+  if (!c.ok()) return c.status();
+  for (const Buf& b : ix) if (b.dims != ix[0].dims) return TOPSATEN_STATUS_BAD_PARAM;  // no broadcasting
+  int64_t inner = 1;
+  for (size_t d = k; d < a.dims.size(); ++d) inner *= a.dims[d];
+  const int64_t m = ix[0].n;
+  if (o.n != m * inner) return TOPSATEN_STATUS_BAD_PARAM;
+  for (int64_t j = 0; j < m; ++j) {
+    int64_t base = 0;
+    for (int64_t d = 0; d < k; ++d) {
+      int64_t v = static_cast<int64_t>(ix[d].get(j));
+      if (v < 0) v += a.dims[d];
+      if (v < 0 || v >= a.dims[d]) return TOPSATEN_STATUS_EXECUTE_ERROR;
+      base = base * a.dims[d] + v;
+    }
+    for (int64_t i = 0; i < inner; ++i) o.set(j * inner + i, a.get(base * inner + i));
+  }
   return TOPSATEN_STATUS_SUCCESS;
 }
 

@@ -126,6 +126,12 @@ topsatenStatus_t topsatenLt(T& out, const T& self, const T& other, St stream);
 topsatenStatus_t topsatenLe(T& out, const T& self, const T& other, St stream);
 topsatenStatus_t topsatenGt(T& out, const T& self, const T& other, St stream);
 topsatenStatus_t topsatenGe(T& out, const T& self, const T& other, St stream);
+// ---- pointwise with three operands: out = self + value * t1 {*,/} t2; out = self + w * (end - self) ----
+topsatenStatus_t topsatenAddcmul(T& out, const T& self, const T& tensor1, const T& tensor2, const S& value,
+                                 St stream);
+topsatenStatus_t topsatenAddcdiv(T& out, const T& self, const T& tensor1, const T& tensor2, const S& value,
+                                 St stream);
+topsatenStatus_t topsatenLerp(T& out, const T& self, const T& end, const S& weight, St stream);
 // ---- reductions ----
 topsatenStatus_t topsatenSum(T& out, const T& self, Z dims, bool keepdim, topsatenDataType_t dtype, St stream);
 topsatenStatus_t topsatenMean(T& out, const T& self, Z dims, bool keepdim, topsatenDataType_t dtype, St stream);
@@ -162,6 +168,12 @@ topsatenStatus_t topsatenIndexFill(T& out, const T& self, int64_t dim, const T& 
                                    St stream);
 topsatenStatus_t topsatenEmbeddingDenseBackward(T& out, const T& grad, const T& indices, int64_t num_weights,
                                                 int64_t padding_idx, bool scale_grad_by_freq, St stream);
+// Coordinates of the non-zero elements of self, row-major: out is I32 [numel, rank]
+// (allocated by the caller for the worst case); *num_nonzero receives the row count.
+topsatenStatus_t topsatenNonzero(T& out, int64_t* num_nonzero, const T& self, St stream);
+// Advanced indexing by leading index tensors (I32, all of one shape, negative wraps):
+// out = self[i0, i1, ..., :] with shape index_shape + self.shape[len(indices):].
+topsatenStatus_t topsatenIndex(T& out, const T& self, const std::vector<T>& indices, St stream);
 topsatenStatus_t topsatenCat(T& out, const std::vector<T>& tensors, int64_t dim, St stream);
 topsatenStatus_t topsatenUpsampleNearestExact2d(T& out, const T& self, Z output_size, double scales_h,
                                                 double scales_w, St stream);
