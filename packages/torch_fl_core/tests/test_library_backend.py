@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 import torch_fl
 from torch_fl import _C, routing
 
