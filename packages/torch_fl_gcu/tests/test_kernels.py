@@ -222,3 +222,16 @@ def test_optimizer_pointwise_updates(counts):
     assert counts("aten::addcmul_") == {"gcu": 1}
     assert counts("aten::addcdiv_") == {"gcu": 1}
     assert counts("aten::lerp_.Scalar") == {"gcu": 1}
+
+
+def test_activation_backward_kernels(counts):
+    x = torch.randn(5, 6)
+    for fn in (torch.tanh, torch.sigmoid, torch.relu):
+        a = x.to(DEV).requires_grad_()
+        b = x.clone().requires_grad_()
+        fn(a).sum().backward()
+        fn(b).sum().backward()
+        close(a.grad, b.grad)
+    assert "gcu" in counts("aten::tanh_backward")
+    assert "gcu" in counts("aten::sigmoid_backward")
+    assert "gcu" in counts("aten::threshold_backward")

@@ -174,3 +174,17 @@ def test_missing_sdk_is_a_configure_error_that_says_what_to_do(tmp_path):
     err = " ".join(proc.stderr.split())  # CMake wraps long messages
     assert "TopsRider SDK not found under TOPS_HOME=" in err, err
     assert "export TOPS_HOME" in err and "emulator" in err and "nox -s build-gcu" in err, err
+
+
+def test_a_measured_sdk_defect_is_skipped_although_exported(gcu):
+    """topsatenNativeLayerNormBackward returns SUCCESS and writes nothing on the S60 (and in the
+    emulator): the generator skips it, so native_layer_norm_backward keeps its CPU route."""
+    from torch_fl_gcu import kernels_manifest
+    from torch_fl_gcu.vendor import vendor
+
+    manifest = kernels_manifest()
+    assert "writes nothing" in manifest["skipped"]["aten::native_layer_norm_backward"]
+    assert "aten::native_layer_norm_backward" not in manifest["generated"]
+    lines = vendor.route_table().read_text().splitlines()
+    assert "native_layer_norm_backward = gcu" not in lines
+    assert any(ln.startswith("#   native_layer_norm_backward: ") for ln in lines)

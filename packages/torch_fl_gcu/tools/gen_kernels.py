@@ -99,6 +99,13 @@ def generate(functions: set[str]) -> tuple[str, dict]:
     for op in OPS:
         fn = tops_name(op)
         pairs = aten_overloads(op)
+        if op.broken and fn in functions:
+            for name, overload in pairs:
+                skipped[f"aten::{name}" + (f".{overload}" if overload else "")] = (
+                    f"topsaten::{fn} {op.broken}"
+                )
+            warnings.append(f"topsaten::{fn} is exported but skipped: {op.broken}")
+            continue
         if fn not in functions:
             for name, overload in pairs:
                 skipped[f"aten::{name}" + (f".{overload}" if overload else "")] = (

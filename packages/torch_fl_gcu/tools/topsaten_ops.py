@@ -25,6 +25,8 @@ class Op:
     tops: str | None = None
     #: extra C++ arguments for the category routine (after c, fn, name)
     args: str = ""
+    #: a measured defect of the SDK function: the op is skipped even when the symbol exists
+    broken: str | None = None
 
 
 def _u(name: str, kind: str, *, inplace: bool = True) -> Op:
@@ -65,6 +67,15 @@ OPS: list[Op] = [
     _b("maximum", "Arith", ("", "out")),
     _b("minimum", "Arith", ("", "out")),
     _b("pow", "Pow", ("Tensor_Tensor", "Tensor_Tensor_out", "_:Tensor"), b="exponent"),
+    # ---- activation backward ----
+    _b("tanh_backward", "Arith", ("", "grad_input"), a="grad_output", b="output"),
+    _b("sigmoid_backward", "Arith", ("", "grad_input"), a="grad_output", b="output"),
+    Op(
+        "threshold_backward",
+        "binary_scalar",
+        ("", "grad_input"),
+        args='"grad_output", "self", "threshold"',
+    ),
     # ---- binary with alpha ----
     Op("add", "binary_alpha", _TENSOR_FORMS + ("Scalar", "_:Scalar")),
     Op("sub", "binary_alpha", _TENSOR_FORMS + ("Scalar", "_:Scalar")),
@@ -102,6 +113,12 @@ OPS: list[Op] = [
     ),
     # ---- norms ----
     Op("native_layer_norm", "layer_norm", ("",)),
+    Op(
+        "native_layer_norm_backward",
+        "layer_norm",
+        ("",),
+        broken="returns TOPSATEN_STATUS_SUCCESS and writes nothing (measured on the S60)",
+    ),
     # ---- factories, fills, selection ----
     Op("arange", "arange", ("start_out",)),
     Op("fill", "fill", ("_:Scalar",), tops="topsatenFill_"),

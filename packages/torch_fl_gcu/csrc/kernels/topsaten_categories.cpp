@@ -132,6 +132,22 @@ void binary_alpha(Call& c, AlphaFn fn, const char* tops) {
   c.finish(r);
 }
 
+void binary_scalar(Call& c, AlphaFn fn, const char* tops, const char* an, const char* bn, const char* sn) {
+  const at::Tensor a = c.tensor(an), b = c.tensor(bn);
+  const at::ScalarType dt = a.scalar_type();
+  if (b.scalar_type() != dt) c.decline("operands of different dtypes");
+  need(c, arithmetic_dtype(dt), dt);
+  const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
+  Prologue p(c);
+  const at::Tensor x = prepare(c, a, dt, shape), y = prepare(c, b, dt, shape);
+  at::Tensor r = empty_result(c, shape, dt);
+  if (r.numel() > 0) {
+    Desc o(r), da(x), db(y);
+    check(fn(o, da, db, tops_scalar(c.scalar(sn)), p.stream), tops, c);
+  }
+  c.finish(r);
+}
+
 void reduce_sum(Call& c, SumFn fn, const char* tops, bool mean) {
   const at::Tensor self = c.tensor("self");
   std::optional<at::ScalarType> dtype = c.has("dtype") ? c.opt_dtype("dtype") : std::nullopt;

@@ -64,6 +64,8 @@ void unary(Call& c, UnaryFn fn, const char* tops, UnaryKind kind);
 // `a`, `b`: schema names of the two operands (Tensor or Scalar).
 void binary(Call& c, BinaryFn fn, const char* tops, BinaryKind kind, const char* a, const char* b);
 void binary_alpha(Call& c, AlphaFn fn, const char* tops);
+// Two tensor operands `a`, `b` (same dtype) and a Scalar attribute `s`, e.g. threshold_backward.
+void binary_scalar(Call& c, AlphaFn fn, const char* tops, const char* a, const char* b, const char* s);
 void reduce_sum(Call& c, SumFn fn, const char* tops, bool mean);
 void reduce_extremum(Call& c, ExtremumFn fn, const char* tops);
 void reduce_all(Call& c, UnaryFn fn, const char* tops);

@@ -346,6 +346,18 @@ ATEN_API topsatenStatus_t topsatenLerp(T& out, const T& self, const T& end, cons
   });
 }
 
+// ---- activation backward ----
+ATEN_API topsatenStatus_t topsatenTanhBackward(T& gi, const T& go, const T& y, St s) {
+  return binary("topsatenTanhBackward", gi, go, y, s, [](double g, double t) { return g * (1 - t * t); });
+}
+ATEN_API topsatenStatus_t topsatenSigmoidBackward(T& gi, const T& go, const T& y, St s) {
+  return binary("topsatenSigmoidBackward", gi, go, y, s, [](double g, double t) { return g * (1 - t) * t; });
+}
+ATEN_API topsatenStatus_t topsatenThresholdBackward(T& gi, const T& go, const T& x, const S& threshold, St s) {
+  const double th = sval(threshold);
+  return binary("topsatenThresholdBackward", gi, go, x, s, [th](double g, double v) { return v <= th ? 0.0 : g; });
+}
+
 // ---- compare ----
 #define CMP(Name, op) \
   ATEN_API topsatenStatus_t topsaten##Name(T& out, const T& a, const T& b, St s) { \
@@ -540,6 +552,20 @@ ATEN_API topsatenStatus_t topsatenSoftmaxBackward(T& gi, const T& go, const T& o
 ATEN_API topsatenStatus_t topsatenLogSoftmaxBackward(T& gi, const T& go, const T& out, int64_t dim, St s) { return softmax_bwd("topsatenLogSoftmaxBackward", gi, go, out, dim, s, true); }
 
 // ---- layer norm ----
+// The measured S60 defect: SUCCESS, and nothing written.
+ATEN_API topsatenStatus_t topsatenNativeLayerNormBackward(T& gi, T& gw, T& gb, const T& go, const T& input, Z,
+                                                          const T& mean, const T& rstd, const T&, const T&, St s) {
+  Call c("topsatenNativeLayerNormBackward", s);
+  c.take(gi);
+  c.take(go);
+  c.take(input);
+  c.take(mean);
+  c.take(rstd);
+  if (gw.defined()) c.take(gw);
+  if (gb.defined()) c.take(gb);
+  return c.status();
+}
+
 ATEN_API topsatenStatus_t topsatenNativeLayerNorm(T& out, T& mean, T& rstd, const T& input, Z normalized_shape,
                                                   const T& weight, const T& bias, double eps, St s) {
   Call c("topsatenNativeLayerNorm", s);

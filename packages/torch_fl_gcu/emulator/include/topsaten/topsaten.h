@@ -116,6 +116,11 @@ topsatenStatus_t topsatenDiv(T& out, const T& self, const T& other, St stream);
 topsatenStatus_t topsatenMaximum(T& out, const T& self, const T& other, St stream);
 topsatenStatus_t topsatenMinimum(T& out, const T& self, const T& other, St stream);
 topsatenStatus_t topsatenPow(T& out, const T& self, const T& other, St stream);
+// ---- activation backward: grad_input from grad_output and the forward output / input ----
+topsatenStatus_t topsatenTanhBackward(T& grad_input, const T& grad_output, const T& output, St stream);
+topsatenStatus_t topsatenSigmoidBackward(T& grad_input, const T& grad_output, const T& output, St stream);
+topsatenStatus_t topsatenThresholdBackward(T& grad_input, const T& grad_output, const T& self, const S& threshold,
+                                           St stream);
 // ---- binary with alpha: out = self + alpha * other ----
 topsatenStatus_t topsatenAdd(T& out, const T& self, const T& other, const S& alpha, St stream);
 topsatenStatus_t topsatenSub(T& out, const T& self, const T& other, const S& alpha, St stream);
@@ -153,6 +158,10 @@ topsatenStatus_t topsatenLogSoftmaxForward(T& out, const T& self, int64_t dim, b
 topsatenStatus_t topsatenLogSoftmaxBackward(T& grad_input, const T& grad_output, const T& output,
                                             int64_t dim, St stream);
 // ---- norms: normalized over the trailing dims; weight/bias may be absent ----
+// Measured on the S60: returns SUCCESS and writes nothing (the emulator reproduces it).
+topsatenStatus_t topsatenNativeLayerNormBackward(T& grad_input, T& grad_weight, T& grad_bias, const T& grad_out,
+                                                 const T& input, Z normalized_shape, const T& mean, const T& rstd,
+                                                 const T& weight, const T& bias, St stream);
 topsatenStatus_t topsatenNativeLayerNorm(T& out, T& mean, T& rstd, const T& input, Z normalized_shape,
                                          const T& weight, const T& bias, double eps, St stream);
 // ---- factories and in-place ----

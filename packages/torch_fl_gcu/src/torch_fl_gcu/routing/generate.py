@@ -125,7 +125,8 @@ def generate(
         f"# Routes: {counts.get('flaggems', 0)} flaggems, {counts.get('gcu', 0)} gcu, "
         f"{counts.get('cpu', 0)} cpu; {gapped} of {len(gaps)} gap entries applied.",
         "# gcu routes send int64/float64 (first tensor) to cpu: topsaten has no 64-bit kernels.",
-        f"# Without a gcu route (libtopsaten.so lacks the function): {len(skipped)} overloads.",
+        f"# Without a gcu route (missing from libtopsaten.so, or a measured defect): {len(skipped)}",
+        *(f"#   {_short(op)}: {why}" for op, why in sorted(skipped.items())),
         "# Unlisted overloads keep PyTorch's default on flagos (composite, else the CPU fallback).",
         "",
     ]
