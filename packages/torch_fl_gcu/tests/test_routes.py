@@ -15,6 +15,12 @@ pytestmark = pytest.mark.gcu
 PACKAGE = Path(__file__).resolve().parents[1]  # packages/torch_fl_gcu (source tree)
 
 
+def _cmake() -> str | None:
+    """The cmake of this environment (the build's, >= 3.26) before whatever PATH has."""
+    local = Path(sys.executable).parent / "cmake"
+    return str(local) if local.is_file() else shutil.which("cmake")
+
+
 def _env() -> dict[str, str]:
     return {**os.environ, "FLAGOS_VENDOR": "gcu"}
 
@@ -110,7 +116,7 @@ def test_gap_entries_have_reasons_and_name_real_overloads(gcu):
 def test_removing_a_symbol_from_the_sdk_removes_its_route(gcu, tmp_path):
     """Build the emulator without topsatenAbs, regenerate: abs loses its gcu route, with warnings."""
     emulator = PACKAGE / "emulator"
-    cmake = shutil.which("cmake")
+    cmake = _cmake()
     if not (emulator / "CMakeLists.txt").is_file() or cmake is None:
         pytest.skip("needs the source tree's emulator and cmake")
     build = tmp_path / "emu"
@@ -163,7 +169,7 @@ def test_removing_a_symbol_from_the_sdk_removes_its_route(gcu, tmp_path):
 
 
 def test_missing_sdk_is_a_configure_error_that_says_what_to_do(tmp_path):
-    cmake = shutil.which("cmake")
+    cmake = _cmake()
     if cmake is None or not (PACKAGE / "CMakeLists.txt").is_file():
         pytest.skip("needs the source tree and cmake")
     proc = subprocess.run(
