@@ -1,7 +1,11 @@
 """Sessions for the torch-fl monorepo.
 
     nox -s demo          build core and run the main job (python -m torch_fl.demo)
-    nox -s tests         build core and run its unit tests plus the contract suites (sim vendor)
+    nox -s tests         build core and run its unit tests plus the contract suites (sim vendor);
+                         then build torch-fl-gcu against the TopsRider emulator and run its tests
+                         and the contract suites with FLAGOS_VENDOR=gcu
+    nox -s build-gcu     build torch-fl-gcu against $TOPS_HOME, else against the emulator
+    nox -s test-gcu      build-gcu, then the package's tests and the contract suites (FLAGOS_VENDOR=gcu)
     nox -s lint          ruff format --check + ruff check
     nox -s bench         benchmarks that run on this machine
     nox -s build-cuda    build core and install the cuda vendor (GPU machines: uses their torch)
@@ -10,6 +14,7 @@
 Environment knobs:
     TORCH_FL_TORCH      pip requirement for torch (default: torch==2.13.0, the CPU CI wheel)
     TORCH_FL_SYSTEM_TORCH=1   reuse the interpreter's installed torch (GPU machines ship their own)
+    TOPS_HOME           a TopsRider SDK to build torch-fl-gcu against (default: build the emulator)
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ import nox
 ROOT = Path(__file__).parent
 CORE = ROOT / "packages" / "torch_fl_core"
 CUDA = ROOT / "packages" / "torch_fl_cuda"
+GCU = ROOT / "packages" / "torch_fl_gcu"
+GCU_EMULATOR = GCU / "emulator"
 BUILD_DEPS = ["scikit-build-core>=0.10", "nanobind>=2.0", "cmake>=3.26", "ninja", "pyyaml"]
 TEST_DEPS = ["pytest>=8", "pytest-timeout", "numpy", "expecttest", "transformers>=4.40"]
 SYSTEM_TORCH = os.environ.get("TORCH_FL_SYSTEM_TORCH") == "1"
@@ -46,6 +53,35 @@ def _install_core(session: nox.Session, *extras: str) -> None:
     session.install("--no-build-isolation", "--no-deps", str(CORE))
 
 
+def _tops_home(session: nox.Session) -> str:
+    """$TOPS_HOME if set (a real SDK), else the TopsRider emulator, built and installed in-tree."""
+    home = os.environ.get("TOPS_HOME")
+    if home:
+        session.log(f"torch-fl-gcu: building against TOPS_HOME={home}")
+        return home
+    build, prefix = GCU_EMULATOR / "build", GCU_EMULATOR / "prefix"
+    session.log(f"torch-fl-gcu: TOPS_HOME is unset; building the TopsRider emulator into {prefix}")
+    session.run(
+        "cmake", "-S", str(GCU_EMULATOR), "-B", str(build), "-G", "Ninja",
+        f"-DCMAKE_INSTALL_PREFIX={prefix}", "-DCMAKE_BUILD_TYPE=Release", silent=True,
+    )  # fmt: skip
+    session.run("cmake", "--build", str(build), silent=True)
+    session.run("cmake", "--install", str(build), silent=True)
+    return str(prefix)
+
+
+def _install_gcu(session: nox.Session) -> None:
+    """Build torch-fl-gcu (runtime over topsrt, generated topsaten kernels) into the session."""
+    home = _tops_home(session)
+    session.install("--no-build-isolation", "--no-deps", str(GCU), env={"TOPS_HOME": home})
+
+
+def _test_gcu(session: nox.Session, args: list[str]) -> None:
+    env = {"FLAGOS_VENDOR": "gcu"}
+    _pytest(session, str(GCU / "tests"), *args, env=env)
+    _pytest(session, str(ROOT / "tests"), *args, env=env)
+
+
 def _pytest(session: nox.Session, *args: str, env: dict[str, str] | None = None) -> None:
     code = session.run("python", "-m", "pytest", *args, env=env, success_codes=[0, 5], silent=False)
     # Exit code 5 is "no tests collected": fine for an optional suite, but say so.
@@ -62,7 +98,7 @@ def demo(session: nox.Session) -> None:
 
 @nox.session(venv_params=_venv_params())
 def tests(session: nox.Session) -> None:
-    """Build core; run its unit tests and the vendor contract suites on the sim vendor."""
+    """Core's unit tests and the contract suites on sim, then the same on the emulated GCU."""
     _install_core(session, *TEST_DEPS)
     # The cuda vendor package too: its generator, FlagGems discovery and vendor logic are tested
     # here; its GPU tests skip with the reason (nox -s test-cuda runs them on a GPU machine).
@@ -91,6 +127,24 @@ def test_cuda(session: nox.Session) -> None:
     args = session.posargs or []
     _pytest(session, str(CUDA / "tests"), *args, env=env)
     _pytest(session, str(ROOT / "tests"), *args, env=env)
+    # The emulated Enflame GCU: torch-fl-gcu's tests and the same contract suites.
+    _install_gcu(session)
+    _test_gcu(session, args)
+
+
+@nox.session(name="build-gcu", venv_params=_venv_params())
+def build_gcu(session: nox.Session) -> None:
+    """Build core and torch-fl-gcu (against $TOPS_HOME, else the TopsRider emulator)."""
+    _install_core(session)
+    _install_gcu(session)
+
+
+@nox.session(name="test-gcu", venv_params=_venv_params())
+def test_gcu(session: nox.Session) -> None:
+    """build-gcu, then the package's tests and the contract suites with FLAGOS_VENDOR=gcu."""
+    _install_core(session, *TEST_DEPS)
+    _install_gcu(session)
+    _test_gcu(session, session.posargs or [])
 
 
 @nox.session(venv_params=_venv_params())

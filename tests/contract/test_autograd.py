@@ -175,6 +175,10 @@ OPTIMIZERS: dict[str, Callable] = {
 class SmallCNN(nn.Module):
     def __init__(self) -> None:
         super().__init__()
+        # No bias on the convolution BatchNorm follows (as real CNNs do): that bias has a gradient
+        # of exactly zero in exact arithmetic, and Adam normalises its rounding noise into
+        # full-size steps, so any kernel that rounds unlike the CPU (a vendor's native
+        # log_softmax) would move it arbitrarily.
         self.features = nn.Sequential(
             # No bias before BatchNorm: its gradient is zero up to rounding noise, which Adam
             # normalises into full-size steps, so CPU and a GPU would diverge there by design.

@@ -322,6 +322,17 @@ def test_same_numbers_under_two_route_tables(tmp_path, vendor_table, exact_kerne
         results[name] = (torch.load(out), torch.load(str(out) + ".counts"))
 
     (state_a, counts_a), (state_b, counts_b) = results["a"], results["b"]
+    # Bit-identical when every backend the table names runs ATen's own CPU kernels (box:cpu, the
+    # CPU fallback). A vendor's native kernels (gcu's topsaten) round differently from the CPU:
+    # there the same model must still reach the same numbers, within float32 tolerance.
+    native = sorted(
+        {
+            b
+            for r in active.routes.values()
+            for b in (r.backend, *(rb for _, rb in r.dtype_rules))
+            if b not in ("cpu", "none") and not b.startswith("box:")
+        }
+    )
 
     def via_cpu(counts):
         return {op for op, per in counts.items() if per.get("cpu")}
@@ -332,9 +343,11 @@ def test_same_numbers_under_two_route_tables(tmp_path, vendor_table, exact_kerne
     for key in state_a:
         a, b = state_a[key], state_b[key]
         assert a.dtype == b.dtype and a.shape == b.shape, key
-        if not exact_kernels:
-            # Half the ops ran on the CPU, half on the vendor's kernels: equal within tolerance.
-            torch.testing.assert_close(a, b, **tol(a.dtype), msg=f"{key} differs beyond tolerance")
+        if native or not exact_kernels:
+            # A vendor's own kernels on either side: the same numbers within float32 tolerance.
+            torch.testing.assert_close(
+                a, b, rtol=1e-4, atol=1e-5, msg=lambda m, key=key: f"{key} ({native}): {m}"
+            )
             continue
         assert torch.equal(a.view(-1).view(torch.uint8), b.view(-1).view(torch.uint8)), (
             f"{key} differs between the two route tables"

@@ -15,6 +15,7 @@
 #include "glue/runtime_access.h"
 #include "glue/stream_pool.h"
 #include "router/box_alias.h"
+#include "router/producer_order.h"
 
 namespace torch_fl {
 namespace {
@@ -252,6 +253,11 @@ Tensor copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
               " to ", dst.device());
   TORCH_CHECK(is_flagos(dst) || dst.device().is_cpu(), "flagos: cannot copy from ", self.device(),
               " to ", dst.device());
+  // The runtime's copies are native producers: on a runtime with unordered
+  // producers, drain Triton work queued on the streams involved first, so a
+  // (blocking) device-to-host copy never reads a buffer ahead of its kernel.
+  if (is_flagos(self)) order_native_producer(self.device().index());
+  if (is_flagos(dst) && dst.device() != self.device()) order_native_producer(dst.device().index());
   if (const auto type = mirror_device_type()) {
     mirror_view(dst, *type).copy_(mirror_view(self, *type), non_blocking);
     return dst;
@@ -285,6 +291,7 @@ at::Scalar local_scalar_dense(const Tensor& self) {
   if (const auto type = mirror_device_type()) return mirror_view(self, *type).item();
   // Same shape as self ([1], [1, 1], ...): item() of any one-element tensor.
   Tensor host = at::empty(self.sizes(), self.options().device(at::kCPU));
+  order_native_producer(self.device().index());
   copy_device_to_host(self, host, false);
   return host.item();
 }

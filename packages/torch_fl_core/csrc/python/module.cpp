@@ -21,6 +21,8 @@
 #include "profiler/route_scope.h"
 #include "router/backend.h"
 #include "router/box_backend.h"
+#include "router/library_backend.h"
+#include "router/producer_order.h"
 #include "router/python_backend.h"
 #include "router/router.h"
 #include "router/unboxed_registry.h"
@@ -226,6 +228,16 @@ NB_MODULE(_C, m) {
                                 has_kernel.is_none() ? nullptr : has_kernel.ptr());
       },
       nb::arg("name"), nb::arg("trampoline"), nb::arg("has_kernel") = nb::none());
+  m.def(
+      "register_library_backend",
+      [](const std::string& name, const std::string& ns) {
+        register_backend(make_library_backend(name, ns));
+      },
+      nb::arg("name"), nb::arg("namespace"));
+  // Ordering between producers (runtimes declaring CAP_UNORDERED_PRODUCERS).
+  m.def("set_producer_barrier", &set_producer_barrier, nb::arg("enabled"));
+  m.def("producer_barrier_enabled", &producer_barrier_enabled);
+  m.def("producer_barrier_count", [] { return static_cast<uint64_t>(producer_barrier_count()); });
   m.def("router_install", &router_install, nb::arg("routes"), nb::arg("unboxed") = true,
         nb::call_guard<nb::gil_scoped_release>());
   m.def("unboxed_route_count", &unboxed_factory_count);

@@ -8,6 +8,7 @@
 #include <torch/csrc/utils/tensor_memoryformats.h>
 
 #include "router/backend.h"
+#include "router/producer_order.h"
 
 namespace torch_fl {
 namespace {
@@ -68,6 +69,9 @@ class PythonBackend final : public Backend {
     const auto& schema = op.schema();
     const size_t num_args = schema.arguments().size();
     const std::string op_name = full_name(op.operator_name());
+    // A Python kernel (a Triton launch) is an unordered producer on runtimes
+    // that say so: mark its streams once it has enqueued its work.
+    const auto devices = stack_flagos_devices(op, *stack);
     py::gil_scoped_acquire gil;
     try {
       py::tuple args(num_args);
@@ -88,6 +92,7 @@ class PythonBackend final : public Backend {
           stack->push_back(torch::jit::toIValue(tup[i], returns[i].type()));
         }
       }
+      for (auto d : devices) note_unordered_producer(d);
     } catch (py::error_already_set& e) {
       TORCH_CHECK(false, "flagos python backend '", name_, "' failed in ", op_name, ": ", e.what());
     } catch (py::cast_error& e) {

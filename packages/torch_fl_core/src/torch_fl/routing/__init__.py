@@ -5,6 +5,7 @@
 - :mod:`~torch_fl.routing.validation`: checks against the dispatcher and the router at load time;
 - :mod:`~torch_fl.routing.environment`: ``FLAGOS_BACKEND_CONFIG``, ``FLAGOS_OP_<op>``, ``FLAGOS_LOG``;
 - :mod:`~torch_fl.routing.python_backend`: backends whose kernels are Python callables;
+- :mod:`~torch_fl.routing.library_backend`: backends whose kernels are a vendor's C++ operators;
 - :mod:`~torch_fl.routing.activation`: loading and installing the table when a vendor activates;
 - :mod:`~torch_fl.routing.generate`: the generator of the built-in ``sim`` table.
 """
@@ -12,6 +13,7 @@
 from __future__ import annotations
 
 from torch_fl.routing.activation import ActiveRoutes, active_table, load_routes, router_available
+from torch_fl.routing.library_backend import register_library_backend
 from torch_fl.routing.python_backend import (
     PythonBackend,
     python_backends,
@@ -39,6 +41,7 @@ __all__ = [
     "parse_file",
     "parse_text",
     "python_backends",
+    "register_library_backend",
     "register_python_backend",
     "router_available",
     "validate",

@@ -1,0 +1,263 @@
+#include "topsaten_common.h"
+
+#include <ATen/native/Resize.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch_fl/runtime.h>
+
+#include <mutex>
+#include <sstream>
+
+// Exported by this package's runtime library (csrc/runtime/topsrt_runtime.cpp).
+extern "C" int tfl_gcu_tops_stream(tfl_stream stream, int device, void** out);
+
+namespace tfl_gcu {
+
+Call::Call(const c10::OperatorHandle& op, torch::jit::Stack* stack, Form form)
+    : op_(op), stack_(stack), form_(form) {
+  const auto& schema = op.schema();
+  name_ = schema.operator_name().name + (schema.overload_name().empty() ? "" : "." + schema.overload_name());
+  // Report the aten overload this kernel stands for.
+  const auto sep = name_.find("::");
+  if (sep != std::string::npos) name_ = "aten" + name_.substr(sep);
+  const size_t n = schema.arguments().size();
+  TORCH_INTERNAL_ASSERT(stack->size() >= n);
+  base_ = stack->size() - n;
+  std::optional<c10::Device> found;
+  auto visit = [&](const at::Tensor& t) {
+    if (!t.defined()) return;
+    if (t.device().is_privateuseone()) {
+      if (!found) {
+        found = t.device();
+      } else if (*found != t.device()) {
+        TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, ",
+                    *found, " and ", t.device(), "! (", name_, ", vendor gcu)");
+      }
+    } else if (t.dim() != 0) {
+      TORCH_CHECK(false, "Expected all tensors to be on the same device, but got ", t.device(),
+                  " tensor with ", t.dim(), " dims in ", name_, " on flagos (vendor gcu)");
+    }
+  };
+  for (size_t i = base_; i < stack->size(); ++i) {
+    const c10::IValue& v = (*stack)[i];
+    if (v.isTensor()) visit(v.toTensor());
+    if (v.isTensorList()) for (const at::Tensor& t : v.toTensorList().vec()) visit(t);
+  }
+  if (found) device_ = *found;
+}
+
+static size_t index_of(const c10::OperatorHandle& op, const char* arg) {
+  auto i = op.schema().argumentIndexWithName(arg);
+  TORCH_INTERNAL_ASSERT(i.has_value(), "gcu kernel: ", op.schema().name(), " has no argument ", arg);
+  return *i;
+}
+
+bool Call::has(const char* arg) const { return op_.schema().argumentIndexWithName(arg).has_value(); }
+const c10::IValue& Call::arg(const char* a) const { return (*stack_)[base_ + index_of(op_, a)]; }
+at::Tensor Call::tensor(const char* a) const { return arg(a).toTensor(); }
+std::optional<at::Tensor> Call::opt_tensor(const char* a) const {
+  const auto& v = arg(a);
+  if (v.isNone()) return std::nullopt;
+  at::Tensor t = v.toTensor();
+  return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt;
+}
+std::vector<at::Tensor> Call::tensors(const char* a) const { return arg(a).toTensorList().vec(); }
+at::Scalar Call::scalar(const char* a) const { return arg(a).toScalar(); }
+int64_t Call::int_(const char* a) const { return arg(a).toInt(); }
+bool Call::bool_(const char* a) const { return arg(a).toBool(); }
+double Call::double_(const char* a) const { return arg(a).toDouble(); }
+std::optional<double> Call::opt_double(const char* a) const {
+  const auto& v = arg(a);
+  return v.isNone() ? std::nullopt : std::optional<double>(v.toDouble());
+}
+std::vector<int64_t> Call::ints(const char* a) const { return arg(a).toIntVector(); }
+std::optional<std::vector<int64_t>> Call::opt_ints(const char* a) const {
+  const auto& v = arg(a);
+  return v.isNone() ? std::nullopt : std::optional<std::vector<int64_t>>(v.toIntVector());
+}
+std::optional<at::ScalarType> Call::opt_dtype(const char* a) const {
+  const auto& v = arg(a);
+  return v.isNone() ? std::nullopt : std::optional<at::ScalarType>(v.toScalarType());
+}
+
+at::Tensor Call::target() const {
+  const auto& args = op_.schema().arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].alias_info() && args[i].alias_info()->isWrite()) return (*stack_)[base_ + i].toTensor();
+  }
+  TORCH_INTERNAL_ASSERT(false, "gcu kernel: ", name_, " has no mutable argument");
+}
+
+void Call::decline(const std::string& why) const {
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "gcu (topsaten) declines ", name_, " on ", device_, ": ", why);
+}
+
+void Call::finish(const at::Tensor& result) { finish(std::vector<at::Tensor>{result}); }
+
+void Call::finish(const std::vector<at::Tensor>& results) {
+  const auto& schema = op_.schema();
+  std::vector<c10::IValue> out;
+  if (form_ == Form::Functional) {
+    for (const auto& r : results) out.emplace_back(r);
+  } else {
+    // out= and in-place: write through the caller's tensors, return them.
+    const auto& args = schema.arguments();
+    size_t k = 0;
+    for (size_t i = 0; i < args.size() && k < results.size(); ++i) {
+      if (!(args[i].alias_info() && args[i].alias_info()->isWrite())) continue;
+      at::Tensor dst = (*stack_)[base_ + i].toTensor();
+      const at::Tensor& r = results[k++];
+      TORCH_CHECK(at::canCast(r.scalar_type(), dst.scalar_type()), "result type ", r.scalar_type(),
+                  " can't be cast to the desired output type ", dst.scalar_type(), " (", name_, ")");
+      if (form_ == Form::Out) {
+        at::native::resize_output(dst, r.sizes());
+      } else {
+        TORCH_CHECK(dst.sizes() == r.sizes(), "output with shape ", dst.sizes(),
+                    " doesn't match the broadcast shape ", r.sizes(), " (", name_, ")");
+      }
+      dst.copy_(r);
+      out.emplace_back(dst);
+    }
+  }
+  torch::jit::drop(*stack_, stack_->size() - base_);
+  for (auto& v : out) stack_->push_back(std::move(v));
+}
+
+topsaten::topsatenDataType_t tops_dtype(at::ScalarType t) {
+  using namespace topsaten;
+  switch (t) {
+    case at::kFloat: return TOPSATEN_DATA_FP32;
+    case at::kHalf: return TOPSATEN_DATA_FP16;
+    case at::kBFloat16: return TOPSATEN_DATA_BF16;
+    case at::kInt: return TOPSATEN_DATA_I32;
+    case at::kShort: return TOPSATEN_DATA_I16;
+    case at::kChar: return TOPSATEN_DATA_I8;
+    case at::kByte: return TOPSATEN_DATA_U8;
+    case at::kBool: return TOPSATEN_DATA_PRED;
+    case at::kLong: return TOPSATEN_DATA_I64;   // exists, but every op answers NOT_SUPPORT
+    case at::kDouble: return TOPSATEN_DATA_F64; // likewise
+    default: return TOPSATEN_DATA_NONE;
+  }
+}
+
+bool arithmetic_dtype(at::ScalarType t) {
+  return t == at::kFloat || t == at::kHalf || t == at::kBFloat16 || t == at::kInt;
+}
+
+bool storage_dtype(at::ScalarType t) {
+  return arithmetic_dtype(t) || t == at::kShort || t == at::kChar || t == at::kByte || t == at::kBool;
+}
+
+at::Tensor prepare(const Call& c, const at::Tensor& t, at::ScalarType dtype,
+                   std::optional<at::IntArrayRef> shape) {
+  at::Tensor x = t;
+  if (!x.device().is_privateuseone()) x = x.to(c.device());  // a CPU 0-dim scalar
+  if (x.scalar_type() != dtype) x = x.to(dtype);
+  if (shape && x.sizes() != *shape) x = x.expand(*shape);  // topsaten does not broadcast
+  x = x.resolve_conj().resolve_neg();
+  return x.contiguous();  // topsaten ignores strides
+}
+
+at::Tensor empty_result(const Call& c, at::IntArrayRef shape, at::ScalarType dtype) {
+  return at::empty(shape, at::TensorOptions().dtype(dtype).device(c.device()));
+}
+
+Desc::Desc(const at::Tensor& t) {
+  TORCH_INTERNAL_ASSERT(t.is_contiguous() && t.device().is_privateuseone());
+  if (t.dim() == 0) {
+    dims_ = {1};  // topsaten rejects rank 0
+    strides_ = {1};
+  } else {
+    dims_ = t.sizes().vec();
+    strides_ = t.strides().vec();
+  }
+  t_ = topsaten::topsatenTensor(topsaten::topsatenSize_t(dims_.data(), static_cast<int64_t>(dims_.size())),
+                                topsaten::topsatenSize_t(strides_.data(), static_cast<int64_t>(strides_.size())),
+                                tops_dtype(t.scalar_type()), t.data_ptr());
+}
+
+Desc::Desc() = default;
+
+topsaten::topsatenScalar_t tops_scalar(const at::Scalar& s) {
+  topsaten::topsatenScalar_t r{};
+  if (s.isFloatingPoint()) {
+    r.dtype = topsaten::TOPSATEN_DATA_F64;
+    r.fval = s.toDouble();
+  } else if (s.isBoolean()) {
+    r.dtype = topsaten::TOPSATEN_DATA_I64;
+    r.ival = s.toBool() ? 1 : 0;
+  } else {
+    TORCH_CHECK(!s.isComplex(), "gcu: complex scalars have no topsaten form");
+    r.dtype = topsaten::TOPSATEN_DATA_I64;
+    r.ival = s.toLong();
+  }
+  return r;
+}
+
+topsaten::topsatenSize_t tops_size(const std::vector<int64_t>& v) {
+  return topsaten::topsatenSize_t(v.data(), static_cast<int64_t>(v.size()));
+}
+
+topsStream_t current_stream(c10::Device device) {
+  const auto* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1);
+  const c10::Stream s = impl->getStream(device);
+  void* handle = nullptr;
+#if TORCH_FL_TORCH_MAJOR > 2 || TORCH_FL_TORCH_MINOR >= 11
+  handle = impl->getStreamNativeHandle(s);
+#else
+  // torch 2.10 cannot name the native stream: use the device's default one.
+  TORCH_CHECK(s.id() == 0, "gcu kernels need torch >= 2.11 to run on a non-default stream");
+#endif
+  void* tops = nullptr;
+  const int st = tfl_gcu_tops_stream(static_cast<tfl_stream>(handle), device.index(), &tops);
+  TORCH_CHECK(st == 0, "gcu: cannot resolve the topsrt stream of ", device, " (status ", st, ")");
+  return static_cast<topsStream_t>(tops);
+}
+
+namespace {
+void* malloc_cb(size_t n) {
+  void* p = nullptr;
+  return topsMalloc(&p, n) == topsSuccess ? p : nullptr;
+}
+void free_cb(void* p) { (void)topsFree(p); }
+void* malloc_async_cb(size_t n, topsStream_t) { return malloc_cb(n); }
+void free_async_cb(void* p, topsStream_t) { free_cb(p); }
+}  // namespace
+
+void ensure_init() {
+  static std::once_flag once;
+  static topsaten::topsatenStatus_t status = topsaten::TOPSATEN_STATUS_SUCCESS;
+  static const char* failed = "";
+  std::call_once(once, [] {
+    using namespace topsaten;
+    // The SDK wants its scratch allocator before init.
+    if ((status = topsatenMallocFuncRegister(&malloc_cb))) { failed = "topsatenMallocFuncRegister"; return; }
+    if ((status = topsatenFreeFuncRegister(&free_cb))) { failed = "topsatenFreeFuncRegister"; return; }
+    if ((status = topsatenMallocAsyncFuncRegister(&malloc_async_cb))) { failed = "topsatenMallocAsyncFuncRegister"; return; }
+    if ((status = topsatenFreeAsyncFuncRegister(&free_async_cb))) { failed = "topsatenFreeAsyncFuncRegister"; return; }
+    if ((status = topsatenInit())) failed = "topsatenInit";
+  });
+  TORCH_CHECK(status == topsaten::TOPSATEN_STATUS_SUCCESS, "gcu: ", failed, " failed: ", status_name(status),
+              " (vendor gcu)");
+}
+
+const char* status_name(topsaten::topsatenStatus_t s) {
+  using namespace topsaten;
+  switch (s) {
+    case TOPSATEN_STATUS_SUCCESS: return "TOPSATEN_STATUS_SUCCESS";
+    case TOPSATEN_STATUS_ALLOC_FAILED: return "TOPSATEN_STATUS_ALLOC_FAILED";
+    case TOPSATEN_STATUS_BAD_PARAM: return "TOPSATEN_STATUS_BAD_PARAM";
+    case TOPSATEN_STATUS_NOT_SUPPORT: return "TOPSATEN_STATUS_NOT_SUPPORT";
+    case TOPSATEN_STATUS_INTERNAL_ERROR: return "TOPSATEN_STATUS_INTERNAL_ERROR";
+    case TOPSATEN_STATUS_RUNTIME_ERROR: return "TOPSATEN_STATUS_RUNTIME_ERROR";
+    case TOPSATEN_STATUS_EXECUTE_ERROR: return "TOPSATEN_STATUS_EXECUTE_ERROR";
+  }
+  return "TOPSATEN_STATUS_<unknown>";
+}
+
+void check(topsaten::topsatenStatus_t status, const char* tops_fn, const Call& c) {
+  if (status == topsaten::TOPSATEN_STATUS_SUCCESS) return;
+  TORCH_CHECK(false, "flagos: ", tops_fn, " failed for ", c.name(), " on ", c.device(), ": ",
+              status_name(status), " (vendor gcu, libtopsaten)");
+}
+
+}  // namespace tfl_gcu

@@ -1,0 +1,116 @@
+// Shared machinery of the generated topsaten kernels (tools/gen_kernels.py).
+//
+// Kernels are boxed: the router hands them the dispatcher stack of an aten
+// overload, they read the arguments BY NAME from aten's schema, so one
+// category routine serves every spelling of an op (functional, out=,
+// in-place, Tensor or Scalar `other`). What the SDK needs, done here once:
+//  - topsaten ignores strides: inputs are made contiguous first;
+//  - rank-0 shapes are described as {1};
+//  - no broadcasting: operands are expanded to the result shape explicitly;
+//  - no 64-bit kernels: a call whose compute dtype topsaten lacks (int64,
+//    float64, complex, ...) is DECLINED before it has any effect, and core
+//    serves it with its counted CPU fallback (docs/routing.md);
+//  - results are written into fresh contiguous tensors and copied into out=
+//    / in-place targets, which keeps out= resizing and aliasing exact;
+//  - every topsaten status is checked: an error names the topsaten function,
+//    the aten overload, the device and the status.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+#include <tops_runtime_api.h>
+#include <topsaten/topsaten.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tfl_gcu {
+
+enum class Form { Functional, Out, Inplace };
+
+// One boxed call: arguments by schema name, results pushed back.
+class Call {
+ public:
+  Call(const c10::OperatorHandle& op, torch::jit::Stack* stack, Form form);
+
+  const std::string& name() const { return name_; }  // "aten::add.Tensor"
+  Form form() const { return form_; }
+  bool has(const char* arg) const;
+  const c10::IValue& arg(const char* arg) const;
+  at::Tensor tensor(const char* arg) const;            // CPU 0-dim scalars allowed
+  std::optional<at::Tensor> opt_tensor(const char* arg) const;
+  std::vector<at::Tensor> tensors(const char* arg) const;
+  at::Scalar scalar(const char* arg) const;
+  int64_t int_(const char* arg) const;
+  bool bool_(const char* arg) const;
+  double double_(const char* arg) const;
+  std::optional<double> opt_double(const char* arg) const;
+  std::vector<int64_t> ints(const char* arg) const;
+  std::optional<std::vector<int64_t>> opt_ints(const char* arg) const;
+  std::optional<at::ScalarType> opt_dtype(const char* arg) const;
+
+  // The flagos device of the call (first flagos tensor argument); checks that
+  // every tensor argument is on it or a CPU 0-dim scalar, like CUDA does.
+  c10::Device device() const { return device_; }
+  // The out= / in-place target (the mutated argument).
+  at::Tensor target() const;
+
+  // Refuse the call (compute dtype without a topsaten kernel): core serves it
+  // on the CPU. Only before anything has been written.
+  [[noreturn]] void decline(const std::string& why) const;
+  // Finish: write `result` into the target for out=/in-place forms (resizing
+  // out= as PyTorch does) and push the return value.
+  void finish(const at::Tensor& result);
+  void finish(const std::vector<at::Tensor>& results);
+
+ private:
+  const c10::OperatorHandle& op_;
+  torch::jit::Stack* stack_;
+  Form form_;
+  std::string name_;
+  size_t base_;
+  c10::Device device_{c10::kPrivateUse1, 0};
+};
+
+// topsaten's dtype for a torch dtype; TOPSATEN_DATA_NONE when it has none.
+topsaten::topsatenDataType_t tops_dtype(at::ScalarType t);
+// Dtypes topsaten computes arithmetic in (float32/16, bfloat16, int32).
+bool arithmetic_dtype(at::ScalarType t);
+// Dtypes topsaten can read and compare (the above plus int16/int8/uint8/bool).
+bool storage_dtype(at::ScalarType t);
+
+// A tensor on the call's device, cast to `dtype`, materialised contiguous
+// (conj/neg bits resolved), optionally expanded to `shape` first.
+at::Tensor prepare(const Call& c, const at::Tensor& t, at::ScalarType dtype,
+                   std::optional<at::IntArrayRef> shape = std::nullopt);
+// Fresh contiguous result on the call's device.
+at::Tensor empty_result(const Call& c, at::IntArrayRef shape, at::ScalarType dtype);
+
+// Descriptor topsaten reads (rank 0 -> {1}; the tensor must be contiguous).
+class Desc {
+ public:
+  explicit Desc(const at::Tensor& t);
+  Desc();  // absent optional tensor
+  topsaten::topsatenTensor& get() { return t_; }
+  operator topsaten::topsatenTensor&() { return t_; }
+
+ private:
+  std::vector<int64_t> dims_, strides_;
+  topsaten::topsatenTensor t_;
+};
+
+topsaten::topsatenScalar_t tops_scalar(const at::Scalar& s);
+topsaten::topsatenSize_t tops_size(const std::vector<int64_t>& v);
+
+// The topsStream_t of the flagos current stream on `device` (the stream
+// every producer on that device enqueues on).
+topsStream_t current_stream(c10::Device device);
+// Registers the allocator callbacks and runs topsatenInit() once.
+void ensure_init();
+// Throws unless `status` is success, naming everything a user needs.
+void check(topsaten::topsatenStatus_t status, const char* tops_fn, const Call& c);
+const char* status_name(topsaten::topsatenStatus_t status);
+
+}  // namespace tfl_gcu

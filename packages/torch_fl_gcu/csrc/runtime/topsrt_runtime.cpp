@@ -1,0 +1,728 @@
+// The torch-fl runtime table (include/torch_fl/runtime.h) over Enflame's
+// topsrt. Compiled against the SDK header and runtime.h only, no torch.
+//
+// What the hardware requires (vendor-sdk-facts.md, seeds/gcu-installation.md):
+//  - device pointers are device-scoped: every call runs with the pointer's
+//    owning card current (H2D: dst decides; D2H, D2D, memset, free: src/ptr);
+//  - a D2D copy between two cards goes through topsMemcpyPeer(Async), never
+//    topsMemcpy (which fails and moves nothing), with the current card one of
+//    the two and, for the async form, a stream of the SOURCE card;
+//  - every topsrt status is checked and becomes an error naming the call, the
+//    card and the SDK's status string: a copy never reports success while
+//    moving nothing.
+#include <tops_runtime_api.h>
+#include <torch_fl/runtime.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#define TFL_GCU_API extern "C" __attribute__((visibility("default")))
+
+struct tfl_stream_st {
+  topsStream_t stream;
+  int device;
+};
+
+struct tfl_event_st {
+  topsEvent_t event;
+  int device;
+  uint32_t flags;
+};
+
+namespace {
+
+thread_local std::string t_error;
+
+tfl_status to_status(topsError_t e) {
+  switch (e) {
+    case topsSuccess: return TFL_OK;
+    case topsErrorInvalidValue: return TFL_ERROR_INVALID_VALUE;
+    case topsErrorOutOfMemory: return TFL_ERROR_OUT_OF_MEMORY;
+    case topsErrorNotInitialized: return TFL_ERROR_NOT_INITIALIZED;
+    case topsErrorInvalidDevicePointer: return TFL_ERROR_INVALID_POINTER;
+    case topsErrorInvalidMemcpyDirection: return TFL_ERROR_INVALID_MEMCPY_KIND;
+    case topsErrorNoDevice: return TFL_ERROR_INVALID_DEVICE;
+    case topsErrorInvalidDevice: return TFL_ERROR_INVALID_DEVICE;
+    case topsErrorNotReady: return TFL_ERROR_NOT_READY;
+    case topsErrorNotSupported: return TFL_ERROR_NOT_SUPPORTED;
+    case topsErrorInvalidHandle: return TFL_ERROR_INVALID_HANDLE;
+    default: return TFL_ERROR_DEVICE;
+  }
+}
+
+// Records "<call> on card N: <status string> (<detail>)" and maps the status.
+tfl_status fail_tops(const char* call, int card, topsError_t e, const std::string& detail = "") {
+  (void)topsGetLastError();  // clear the SDK's sticky copy: we report this one
+  char buf[512];
+  std::snprintf(buf, sizeof(buf), "%s on GCU card %d failed: %s (topsError_t %d)%s%s", call, card,
+                topsGetErrorString(e), static_cast<int>(e), detail.empty() ? "" : "; ",
+                detail.c_str());
+  t_error = buf;
+  return to_status(e);
+}
+
+tfl_status fail(tfl_status s, const std::string& msg) {
+  t_error = msg;
+  return s;
+}
+
+int current_card() {
+  int d = 0;
+  return topsGetDevice(&d) == topsSuccess ? d : -1;
+}
+
+#define TOPS_CHECK(card, call, ...)                                         \
+  do {                                                                      \
+    const topsError_t _e = call;                                            \
+    if (_e != topsSuccess) return fail_tops(#call, (card), _e, ##__VA_ARGS__); \
+  } while (0)
+
+// Makes `card` current for the scope (topsrt acts on the current card).
+class CardScope {
+ public:
+  explicit CardScope(int card) : card_(card) {
+    if (topsGetDevice(&prev_) != topsSuccess) prev_ = -1;
+    if (prev_ != card) status_ = topsSetDevice(card);
+  }
+  ~CardScope() {
+    if (prev_ >= 0 && prev_ != card_ && status_ == topsSuccess) (void)topsSetDevice(prev_);
+  }
+  topsError_t status() const { return status_; }
+
+ private:
+  int card_;
+  int prev_ = -1;
+  topsError_t status_ = topsSuccess;
+};
+
+#define ENTER_CARD(card)                                                     \
+  CardScope _scope(card);                                                    \
+  if (_scope.status() != topsSuccess) return fail_tops("topsSetDevice", (card), _scope.status())
+
+// ---- pointer ownership: every device allocation goes through malloc() ----
+std::shared_mutex g_ptr_mutex;
+std::map<uintptr_t, std::pair<size_t, int>> g_device_ptrs;  // start -> (size, card)
+std::set<uintptr_t> g_host_ptrs;                             // start -> pinned host
+std::map<uintptr_t, size_t> g_host_sizes;
+
+// Owning card of a device pointer (anywhere inside an allocation), or -1.
+int owner_of(const void* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  std::shared_lock<std::shared_mutex> lock(g_ptr_mutex);
+  auto it = g_device_ptrs.upper_bound(a);
+  if (it == g_device_ptrs.begin()) return -1;
+  --it;
+  return a < it->first + std::max<size_t>(it->second.first, 1) ? it->second.second : -1;
+}
+
+bool is_host_pinned(const void* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  std::shared_lock<std::shared_mutex> lock(g_ptr_mutex);
+  auto it = g_host_sizes.upper_bound(a);
+  if (it == g_host_sizes.begin()) return false;
+  --it;
+  return a < it->first + it->second;
+}
+
+// ---- streams ----
+int g_count = -1;
+std::mutex g_default_mutex;
+std::vector<tfl_stream_st*> g_default;  // per card, created lazily while that card is current
+
+tfl_status default_stream(int card, tfl_stream_st** out) {
+  std::lock_guard<std::mutex> lock(g_default_mutex);
+  if (card < 0 || card >= static_cast<int>(g_default.size()))
+    return fail(TFL_ERROR_INVALID_DEVICE, "topsrt runtime: no GCU card " + std::to_string(card));
+  if (!g_default[card]) {
+    ENTER_CARD(card);
+    topsStream_t s = nullptr;
+    TOPS_CHECK(card, topsStreamCreateWithFlags(&s, topsStreamDefault));
+    g_default[card] = new tfl_stream_st{s, card};
+  }
+  *out = g_default[card];
+  return TFL_OK;
+}
+
+// NULL -> the current card's default stream.
+tfl_status resolve(tfl_stream s, tfl_stream_st** out) {
+  if (s) {
+    *out = s;
+    return TFL_OK;
+  }
+  return default_stream(current_card(), out);
+}
+
+#define RESOLVE(var, s)                       \
+  tfl_stream_st* var = nullptr;               \
+  if (tfl_status _st = resolve((s), &var)) return _st
+
+// ---- host functions: an event on the stream, watched by one thread ----
+struct HostWork {
+  topsEvent_t event;
+  int card;
+  tfl_host_fn fn;
+  void* data;
+};
+std::mutex g_host_mutex;
+std::condition_variable g_host_cv;
+std::deque<HostWork>* g_host_queue = new std::deque<HostWork>();
+std::once_flag g_host_thread_once;
+
+void host_thread_main() {
+  for (;;) {
+    HostWork w;
+    {
+      std::unique_lock<std::mutex> lock(g_host_mutex);
+      g_host_cv.wait(lock, [] { return !g_host_queue->empty(); });
+      w = g_host_queue->front();
+      g_host_queue->pop_front();
+    }
+    {
+      CardScope scope(w.card);
+      (void)topsEventSynchronize(w.event);
+      (void)topsEventDestroy(w.event);
+    }
+    w.fn(w.data);
+  }
+}
+
+const char* kind_name(tfl_memcpy_kind k) {
+  switch (k) {
+    case TFL_MEMCPY_HOST_TO_HOST: return "HostToHost";
+    case TFL_MEMCPY_HOST_TO_DEVICE: return "HostToDevice";
+    case TFL_MEMCPY_DEVICE_TO_HOST: return "DeviceToHost";
+    case TFL_MEMCPY_DEVICE_TO_DEVICE: return "DeviceToDevice";
+  }
+  return "?";
+}
+
+std::string ptr_text(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%p", p);
+  return buf;
+}
+
+// Which card a copy runs on (the one owning the pointer that decides) and a
+// description of the mismatch when the kind does not fit the pointers.
+tfl_status copy_card(void* dst, const void* src, tfl_memcpy_kind kind, int* card, int* other) {
+  const int d = owner_of(dst), s = owner_of(src);
+  *other = -1;
+  switch (kind) {
+    case TFL_MEMCPY_HOST_TO_HOST:
+      if (d >= 0 || s >= 0) break;
+      *card = current_card();
+      return TFL_OK;
+    case TFL_MEMCPY_HOST_TO_DEVICE:
+      if (d < 0 || s >= 0) break;
+      *card = d;
+      return TFL_OK;
+    case TFL_MEMCPY_DEVICE_TO_HOST:
+      if (s < 0 || d >= 0) break;
+      *card = s;
+      return TFL_OK;
+    case TFL_MEMCPY_DEVICE_TO_DEVICE:
+      if (s < 0 || d < 0) break;
+      *card = s;
+      *other = d;
+      return TFL_OK;
+  }
+  return fail(TFL_ERROR_INVALID_MEMCPY_KIND,
+              std::string("topsrt runtime: memcpy kind ") + kind_name(kind) + " does not match dst " +
+                  ptr_text(dst) + (d >= 0 ? " (GCU card " + std::to_string(d) + ")" : " (host)") +
+                  " and src " + ptr_text(src) +
+                  (s >= 0 ? " (GCU card " + std::to_string(s) + ")" : " (host)"));
+}
+
+topsMemcpyKind tops_kind(tfl_memcpy_kind k) { return static_cast<topsMemcpyKind>(static_cast<int>(k)); }
+
+// ======================= the table's functions =======================
+
+tfl_status rt_init() {
+  static std::mutex m;
+  std::lock_guard<std::mutex> lock(m);
+  if (g_count >= 0) return TFL_OK;
+  int n = 0;
+  const topsError_t e = topsGetDeviceCount(&n);
+  if (e == topsErrorNoDevice) {
+    n = 0;
+  } else if (e != topsSuccess) {
+    return fail_tops("topsGetDeviceCount", -1, e);
+  }
+  {
+    std::lock_guard<std::mutex> l2(g_default_mutex);
+    g_default.assign(n, nullptr);
+  }
+  g_count = n;
+  return TFL_OK;
+}
+
+const char* rt_status_name(tfl_status s) {
+  switch (s) {
+    case TFL_OK: return "TFL_OK";
+    case TFL_ERROR_INVALID_VALUE: return "TFL_ERROR_INVALID_VALUE";
+    case TFL_ERROR_INVALID_DEVICE: return "TFL_ERROR_INVALID_DEVICE";
+    case TFL_ERROR_OUT_OF_MEMORY: return "TFL_ERROR_OUT_OF_MEMORY";
+    case TFL_ERROR_INVALID_POINTER: return "TFL_ERROR_INVALID_POINTER";
+    case TFL_ERROR_INVALID_MEMCPY_KIND: return "TFL_ERROR_INVALID_MEMCPY_KIND";
+    case TFL_ERROR_NOT_READY: return "TFL_ERROR_NOT_READY";
+    case TFL_ERROR_NOT_SUPPORTED: return "TFL_ERROR_NOT_SUPPORTED";
+    case TFL_ERROR_INVALID_HANDLE: return "TFL_ERROR_INVALID_HANDLE";
+    case TFL_ERROR_NOT_INITIALIZED: return "TFL_ERROR_NOT_INITIALIZED";
+    case TFL_ERROR_DEVICE: return "TFL_ERROR_DEVICE";
+    case TFL_ERROR_INJECTED: return "TFL_ERROR_INJECTED";
+  }
+  return "TFL_ERROR_UNKNOWN";
+}
+
+const char* rt_last_error() { return t_error.c_str(); }
+
+tfl_status rt_device_count(int* count) {
+  if (!count) return fail(TFL_ERROR_INVALID_VALUE, "device_count: NULL out-parameter");
+  if (tfl_status s = rt_init()) return s;
+  *count = g_count;
+  return TFL_OK;
+}
+
+tfl_status rt_get_device(int* device) {
+  if (!device) return fail(TFL_ERROR_INVALID_VALUE, "get_device: NULL out-parameter");
+  TOPS_CHECK(-1, topsGetDevice(device));
+  return TFL_OK;
+}
+
+tfl_status rt_set_device(int device) {
+  TOPS_CHECK(device, topsSetDevice(device));
+  return TFL_OK;
+}
+
+tfl_status rt_device_synchronize() {
+  const int card = current_card();
+  TOPS_CHECK(card, topsDeviceSynchronize());
+  return TFL_OK;
+}
+
+tfl_status rt_mem_get_info(size_t* free_bytes, size_t* total_bytes) {
+  const int card = current_card();
+  TOPS_CHECK(card, topsMemGetInfo(free_bytes, total_bytes));
+  return TFL_OK;
+}
+
+tfl_status rt_device_name(int device, char* buf, size_t len) {
+  if (!buf || len == 0) return fail(TFL_ERROR_INVALID_VALUE, "device_name: empty buffer");
+  if (device < 0 || device >= g_count)
+    return fail(TFL_ERROR_INVALID_DEVICE, "topsrt runtime: no GCU card " + std::to_string(device));
+  std::snprintf(buf, len, "Enflame GCU %d (topsrt)", device);
+  return TFL_OK;
+}
+
+tfl_status rt_malloc(void** ptr, size_t size) {
+  if (!ptr) return fail(TFL_ERROR_INVALID_VALUE, "malloc: NULL out-parameter");
+  if (size == 0) {
+    *ptr = nullptr;
+    return TFL_OK;
+  }
+  const int card = current_card();
+  void* p = nullptr;
+  TOPS_CHECK(card, topsMalloc(&p, size), std::to_string(size) + " bytes");
+  std::unique_lock<std::shared_mutex> lock(g_ptr_mutex);
+  g_device_ptrs[reinterpret_cast<uintptr_t>(p)] = {size, card};
+  *ptr = p;
+  return TFL_OK;
+}
+
+tfl_status rt_free(void* ptr) {
+  if (!ptr) return TFL_OK;
+  const int card = owner_of(ptr);
+  if (card < 0) {
+    return fail(TFL_ERROR_INVALID_POINTER,
+                "topsrt runtime: free of " + ptr_text(ptr) + ", which no GCU card allocated");
+  }
+  {
+    ENTER_CARD(card);  // device-scoped: free with the owner current
+    TOPS_CHECK(card, topsFree(ptr));
+  }
+  std::unique_lock<std::shared_mutex> lock(g_ptr_mutex);
+  g_device_ptrs.erase(reinterpret_cast<uintptr_t>(ptr));
+  return TFL_OK;
+}
+
+tfl_status rt_host_malloc(void** ptr, size_t size) {
+  if (!ptr) return fail(TFL_ERROR_INVALID_VALUE, "host_malloc: NULL out-parameter");
+  if (size == 0) {
+    *ptr = nullptr;
+    return TFL_OK;
+  }
+  void* p = nullptr;
+  TOPS_CHECK(-1, topsHostMalloc(&p, size, topsHostMallocDefault), std::to_string(size) + " bytes");
+  std::unique_lock<std::shared_mutex> lock(g_ptr_mutex);
+  g_host_sizes[reinterpret_cast<uintptr_t>(p)] = size;
+  *ptr = p;
+  return TFL_OK;
+}
+
+tfl_status rt_host_free(void* ptr) {
+  if (!ptr) return TFL_OK;
+  TOPS_CHECK(-1, topsHostFree(ptr));
+  std::unique_lock<std::shared_mutex> lock(g_ptr_mutex);
+  g_host_sizes.erase(reinterpret_cast<uintptr_t>(ptr));
+  return TFL_OK;
+}
+
+tfl_status rt_pointer_info(const void* ptr, tfl_pointer_kind* kind, int* device) {
+  if (!kind || !device) return fail(TFL_ERROR_INVALID_VALUE, "pointer_info: NULL out-parameter");
+  const int card = owner_of(ptr);
+  if (card >= 0) {
+    *kind = TFL_POINTER_DEVICE;
+    *device = card;
+  } else if (is_host_pinned(ptr)) {
+    *kind = TFL_POINTER_HOST;
+    *device = -1;
+  } else {
+    *kind = TFL_POINTER_UNKNOWN;
+    *device = -1;
+  }
+  return TFL_OK;
+}
+
+// Cross-card bytes, synchronously: topsMemcpyPeer with the source card current.
+tfl_status peer_sync(void* dst, int dcard, const void* src, int scard, size_t n) {
+  ENTER_CARD(scard);
+  TOPS_CHECK(scard, topsMemcpyPeer(dst, dcard, src, scard, n),
+             "GCU card " + std::to_string(scard) + " -> card " + std::to_string(dcard) + ", " +
+                 std::to_string(n) + " bytes");
+  return TFL_OK;
+}
+
+tfl_status rt_memcpy(void* dst, const void* src, size_t n, tfl_memcpy_kind kind) {
+  if (n == 0) return TFL_OK;
+  int card = -1, other = -1;
+  if (tfl_status s = copy_card(dst, src, kind, &card, &other)) return s;
+  if (kind == TFL_MEMCPY_HOST_TO_HOST) {
+    std::memmove(dst, src, n);
+    return TFL_OK;
+  }
+  if (kind == TFL_MEMCPY_DEVICE_TO_DEVICE && other != card) return peer_sync(dst, other, src, card, n);
+  ENTER_CARD(card);
+  // "after the current device's default stream work": order behind it first.
+  tfl_stream_st* ds = nullptr;
+  if (tfl_status s = default_stream(card, &ds)) return s;
+  TOPS_CHECK(card, topsStreamSynchronize(ds->stream));
+  TOPS_CHECK(card, topsMemcpy(dst, src, n, tops_kind(kind)),
+             std::string(kind_name(kind)) + ", " + std::to_string(n) + " bytes");
+  return TFL_OK;
+}
+
+tfl_status rt_memcpy_peer_async(void* dst, int dst_device, const void* src, int src_device, size_t n,
+                                tfl_stream stream);
+
+tfl_status rt_memcpy_async(void* dst, const void* src, size_t n, tfl_memcpy_kind kind, tfl_stream stream) {
+  if (n == 0) return TFL_OK;
+  int card = -1, other = -1;
+  if (tfl_status s = copy_card(dst, src, kind, &card, &other)) return s;
+  if (kind == TFL_MEMCPY_HOST_TO_HOST) {
+    RESOLVE(st, stream);
+    ENTER_CARD(st->device);
+    TOPS_CHECK(st->device, topsStreamSynchronize(st->stream));
+    std::memmove(dst, src, n);
+    return TFL_OK;
+  }
+  if (kind == TFL_MEMCPY_DEVICE_TO_DEVICE && other != card) {
+    return rt_memcpy_peer_async(dst, other, src, card, n, stream);
+  }
+  RESOLVE(st, stream);
+  if (st->device != card) {
+    return fail(TFL_ERROR_INVALID_VALUE,
+                std::string("topsrt runtime: memcpy_async ") + kind_name(kind) + " on GCU card " +
+                    std::to_string(card) + " was given a stream of card " + std::to_string(st->device));
+  }
+  ENTER_CARD(card);
+  TOPS_CHECK(card, topsMemcpyAsync(dst, src, n, tops_kind(kind), st->stream),
+             std::string(kind_name(kind)) + ", " + std::to_string(n) + " bytes");
+  return TFL_OK;
+}
+
+// Makes `waiter` wait for the work queued so far on `signal` (both streams).
+tfl_status stream_after(tfl_stream_st* waiter, tfl_stream_st* signal) {
+  if (waiter == signal) return TFL_OK;
+  topsEvent_t ev = nullptr;
+  {
+    ENTER_CARD(signal->device);
+    TOPS_CHECK(signal->device, topsEventCreateWithFlags(&ev, topsEventDisableTiming));
+    const topsError_t e = topsEventRecord(ev, signal->stream);
+    if (e != topsSuccess) {
+      (void)topsEventDestroy(ev);
+      return fail_tops("topsEventRecord", signal->device, e);
+    }
+  }
+  ENTER_CARD(waiter->device);
+  const topsError_t e = topsStreamWaitEvent(waiter->stream, ev, 0);
+  {
+    CardScope back(signal->device);
+    (void)topsEventDestroy(ev);
+  }
+  if (e != topsSuccess) return fail_tops("topsStreamWaitEvent", waiter->device, e);
+  return TFL_OK;
+}
+
+tfl_status rt_memcpy_peer_async(void* dst, int dst_device, const void* src, int src_device, size_t n,
+                                tfl_stream stream) {
+  if (n == 0) return TFL_OK;
+  const int d = owner_of(dst), s = owner_of(src);
+  if (d != dst_device || s != src_device) {
+    return fail(TFL_ERROR_INVALID_POINTER,
+                "topsrt runtime: memcpy_peer_async dst " + ptr_text(dst) + " is " +
+                    (d >= 0 ? "on GCU card " + std::to_string(d) : std::string("not a device pointer")) +
+                    " (expected card " + std::to_string(dst_device) + "), src " + ptr_text(src) + " is " +
+                    (s >= 0 ? "on GCU card " + std::to_string(s) : std::string("not a device pointer")) +
+                    " (expected card " + std::to_string(src_device) + ")");
+  }
+  RESOLVE(st, stream);
+  if (st->device == src_device) {
+    // The SDK's rule: current card and stream both of the source card.
+    ENTER_CARD(src_device);
+    TOPS_CHECK(src_device, topsMemcpyPeerAsync(dst, dst_device, src, src_device, n, st->stream),
+               "GCU card " + std::to_string(src_device) + " -> card " + std::to_string(dst_device) +
+                   ", " + std::to_string(n) + " bytes");
+    return TFL_OK;
+  }
+  // A stream of another card: run the copy on the source card's default
+  // stream, ordered after `stream` and with `stream` ordered after it.
+  tfl_stream_st* src_default = nullptr;
+  if (tfl_status e = default_stream(src_device, &src_default)) return e;
+  if (tfl_status e = stream_after(src_default, st)) return e;
+  {
+    ENTER_CARD(src_device);
+    TOPS_CHECK(src_device,
+               topsMemcpyPeerAsync(dst, dst_device, src, src_device, n, src_default->stream),
+               "GCU card " + std::to_string(src_device) + " -> card " + std::to_string(dst_device) +
+                   ", " + std::to_string(n) + " bytes");
+  }
+  return stream_after(st, src_default);
+}
+
+tfl_status rt_memset_async(void* ptr, int value, size_t n, tfl_stream stream) {
+  if (n == 0) return TFL_OK;
+  const int card = owner_of(ptr);
+  if (card < 0) {
+    return fail(TFL_ERROR_INVALID_POINTER,
+                "topsrt runtime: memset_async of " + ptr_text(ptr) + ", which no GCU card allocated");
+  }
+  RESOLVE(st, stream);
+  if (st->device != card) {
+    return fail(TFL_ERROR_INVALID_VALUE, "topsrt runtime: memset_async of a GCU card " +
+                                             std::to_string(card) + " pointer on a stream of card " +
+                                             std::to_string(st->device));
+  }
+  ENTER_CARD(card);
+  TOPS_CHECK(card, topsMemsetAsync(ptr, value, n, st->stream));
+  return TFL_OK;
+}
+
+tfl_status rt_stream_create(tfl_stream* stream, int priority) {
+  if (!stream) return fail(TFL_ERROR_INVALID_VALUE, "stream_create: NULL out-parameter");
+  // topsrt has no stream priorities: every stream is created alike.
+  const int card = current_card();
+  topsStream_t s = nullptr;
+  TOPS_CHECK(card, topsStreamCreateWithFlags(&s, topsStreamNonBlocking));
+  *stream = new tfl_stream_st{s, card};
+  return TFL_OK;
+}
+
+tfl_status rt_stream_destroy(tfl_stream stream) {
+  if (!stream) return fail(TFL_ERROR_INVALID_HANDLE, "stream_destroy: the default stream is not destroyed");
+  {
+    ENTER_CARD(stream->device);
+    TOPS_CHECK(stream->device, topsStreamDestroy(stream->stream));
+  }
+  delete stream;
+  return TFL_OK;
+}
+
+tfl_status rt_stream_synchronize(tfl_stream stream) {
+  RESOLVE(st, stream);
+  ENTER_CARD(st->device);
+  TOPS_CHECK(st->device, topsStreamSynchronize(st->stream));
+  return TFL_OK;
+}
+
+tfl_status rt_stream_query(tfl_stream stream) {
+  RESOLVE(st, stream);
+  ENTER_CARD(st->device);
+  const topsError_t e = topsStreamQuery(st->stream);
+  if (e == topsErrorNotReady) return TFL_ERROR_NOT_READY;
+  if (e != topsSuccess) return fail_tops("topsStreamQuery", st->device, e);
+  return TFL_OK;
+}
+
+tfl_status rt_stream_wait_event(tfl_stream stream, tfl_event event) {
+  if (!event) return fail(TFL_ERROR_INVALID_HANDLE, "stream_wait_event: NULL event");
+  RESOLVE(st, stream);
+  ENTER_CARD(st->device);
+  TOPS_CHECK(st->device, topsStreamWaitEvent(st->stream, event->event, 0));
+  return TFL_OK;
+}
+
+tfl_status rt_launch_host_func(tfl_stream stream, tfl_host_fn fn, void* user_data) {
+  if (!fn) return fail(TFL_ERROR_INVALID_VALUE, "launch_host_func: NULL function");
+  RESOLVE(st, stream);
+  topsEvent_t ev = nullptr;
+  {
+    ENTER_CARD(st->device);
+    TOPS_CHECK(st->device, topsEventCreateWithFlags(&ev, topsEventDisableTiming));
+    const topsError_t e = topsEventRecord(ev, st->stream);
+    if (e != topsSuccess) {
+      (void)topsEventDestroy(ev);
+      return fail_tops("topsEventRecord", st->device, e);
+    }
+  }
+  std::call_once(g_host_thread_once, [] { std::thread(host_thread_main).detach(); });
+  {
+    std::lock_guard<std::mutex> lock(g_host_mutex);
+    g_host_queue->push_back(HostWork{ev, st->device, fn, user_data});
+  }
+  g_host_cv.notify_one();
+  return TFL_OK;
+}
+
+tfl_status rt_event_create(tfl_event* event, uint32_t flags) {
+  if (!event) return fail(TFL_ERROR_INVALID_VALUE, "event_create: NULL out-parameter");
+  if (flags & ~static_cast<uint32_t>(TFL_EVENT_DISABLE_TIMING))
+    return fail(TFL_ERROR_INVALID_VALUE, "event_create: unknown flags " + std::to_string(flags));
+  const int card = current_card();
+  topsEvent_t e = nullptr;
+  TOPS_CHECK(card, topsEventCreateWithFlags(&e, (flags & TFL_EVENT_DISABLE_TIMING) ? topsEventDisableTiming
+                                                                                    : topsEventDefault));
+  *event = new tfl_event_st{e, card, flags};
+  return TFL_OK;
+}
+
+tfl_status rt_event_destroy(tfl_event event) {
+  if (!event) return fail(TFL_ERROR_INVALID_HANDLE, "event_destroy: NULL event");
+  {
+    ENTER_CARD(event->device);
+    TOPS_CHECK(event->device, topsEventDestroy(event->event));
+  }
+  delete event;
+  return TFL_OK;
+}
+
+tfl_status rt_event_record(tfl_event event, tfl_stream stream) {
+  if (!event) return fail(TFL_ERROR_INVALID_HANDLE, "event_record: NULL event");
+  RESOLVE(st, stream);
+  ENTER_CARD(st->device);
+  TOPS_CHECK(st->device, topsEventRecord(event->event, st->stream));
+  event->device = st->device;
+  return TFL_OK;
+}
+
+tfl_status rt_event_synchronize(tfl_event event) {
+  if (!event) return fail(TFL_ERROR_INVALID_HANDLE, "event_synchronize: NULL event");
+  ENTER_CARD(event->device);
+  TOPS_CHECK(event->device, topsEventSynchronize(event->event));
+  return TFL_OK;
+}
+
+tfl_status rt_event_query(tfl_event event) {
+  if (!event) return fail(TFL_ERROR_INVALID_HANDLE, "event_query: NULL event");
+  ENTER_CARD(event->device);
+  const topsError_t e = topsEventQuery(event->event);
+  if (e == topsErrorNotReady) return TFL_ERROR_NOT_READY;
+  if (e != topsSuccess) return fail_tops("topsEventQuery", event->device, e);
+  return TFL_OK;
+}
+
+tfl_status rt_event_elapsed_ms(float* ms, tfl_event start, tfl_event end) {
+  if (!ms || !start || !end) return fail(TFL_ERROR_INVALID_VALUE, "event_elapsed_ms: NULL argument");
+  ENTER_CARD(end->device);
+  const topsError_t e = topsEventElapsedTime(ms, start->event, end->event);
+  if (e == topsErrorNotReady) return fail_tops("topsEventElapsedTime", end->device, e, "an event has not completed");
+  if (e != topsSuccess) return fail_tops("topsEventElapsedTime", end->device, e);
+  return TFL_OK;
+}
+
+const tfl_runtime_v1 kTable = {
+    /*abi_version=*/TFL_RUNTIME_ABI_VERSION,
+    /*struct_size=*/sizeof(tfl_runtime_v1),
+    /*name=*/"topsrt",
+    // No host-addressable memory (GCU memory is device-scoped); topsaten and
+    // Triton kernels on one stream are not ordered by the hardware.
+    /*capabilities=*/TFL_CAP_PEER_COPY | TFL_CAP_EVENT_TIMING | TFL_CAP_UNORDERED_PRODUCERS |
+        TFL_CAP_PINNED_HOST_MEMORY,
+    rt_init,
+    rt_status_name,
+    rt_last_error,
+    rt_device_count,
+    rt_get_device,
+    rt_set_device,
+    rt_device_synchronize,
+    rt_mem_get_info,
+    rt_device_name,
+    rt_malloc,
+    rt_free,
+    rt_host_malloc,
+    rt_host_free,
+    rt_pointer_info,
+    rt_memcpy,
+    rt_memcpy_async,
+    rt_memcpy_peer_async,
+    rt_memset_async,
+    rt_stream_create,
+    rt_stream_destroy,
+    rt_stream_synchronize,
+    rt_stream_query,
+    rt_stream_wait_event,
+    rt_launch_host_func,
+    rt_event_create,
+    rt_event_destroy,
+    rt_event_record,
+    rt_event_synchronize,
+    rt_event_query,
+    rt_event_elapsed_ms,
+};
+
+}  // namespace
+
+TFL_GCU_API const tfl_runtime_v1* tfl_runtime_get(uint32_t abi_version) {
+  return abi_version == TFL_RUNTIME_ABI_VERSION ? &kTable : nullptr;
+}
+
+// ---- for the package's kernels and Python (not part of runtime.h) ----
+
+// The topsStream_t behind a runtime stream (NULL: `device`'s default stream),
+// for topsaten calls and Triton launches on the flagos current stream.
+TFL_GCU_API int tfl_gcu_tops_stream(tfl_stream stream, int device, void** out) {
+  if (!out) return TFL_ERROR_INVALID_VALUE;
+  if (stream) {
+    *out = stream->stream;
+    return TFL_OK;
+  }
+  if (tfl_status s = rt_init()) return s;
+  tfl_stream_st* st = nullptr;
+  if (tfl_status s = default_stream(device, &st)) return s;
+  *out = st->stream;
+  return TFL_OK;
+}
+
+// Presence check without torch: number of cards, or a message why none.
+TFL_GCU_API int tfl_gcu_probe(int* count, char* msg, size_t len) {
+  int n = 0;
+  const topsError_t e = topsGetDeviceCount(&n);
+  if (e == topsSuccess) {
+    *count = n;
+    return 0;
+  }
+  *count = 0;
+  if (msg && len) std::snprintf(msg, len, "topsGetDeviceCount failed: %s", topsGetErrorString(e));
+  return static_cast<int>(e);
+}
+
+TFL_GCU_API const char* tfl_gcu_last_error() { return t_error.c_str(); }

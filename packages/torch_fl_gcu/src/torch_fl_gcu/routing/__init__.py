@@ -1,0 +1,1 @@
+"""The GCU route table (``routes/gcu.conf``) and its generator (:mod:`.generate`)."""
