@@ -13,18 +13,27 @@ the repetitions (the median is in ``--json``).
     python benchmarks/compile.py [--dim 256] [--seq 128] [--batch 8] [--native cpu|cuda]
 
 Prints ratios; asserts nothing about timings.
+
+With ``--native cuda`` the native side runs in a child process started without torch-fl
+(``TORCH_DEVICE_BACKEND_AUTOLOAD=0``): once a PrivateUse1 backend is registered, PyTorch's autograd
+engine asserts on a backward over CUDA tensors in that process (seen with torch 2.11), so the native
+CUDA side cannot share a process with flagos. Its blocks are then timed in the child, after the
+flagos side, instead of interleaved.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
 import torch
 import torch.nn.functional as F
-import torch_fl
 from _bench_env import describe, load_avg
 from torch import nn
 
@@ -80,7 +89,17 @@ def main() -> None:
         help="native device (default: cuda if the vendor compiles with Triton for cuda, else cpu)",
     )
     p.add_argument("--json", default=None)
+    p.add_argument("--sides", default="flagos,native", help=argparse.SUPPRESS)
     args = p.parse_args()
+
+    if args.sides == "native":  # the child of a --native cuda run: no torch-fl in this process
+        assert "torch_fl" not in sys.modules
+        times = measure({"native": torch.device(args.native)}, args)
+        with open(args.json, "w") as f:
+            json.dump(times, f)
+        return
+
+    import torch_fl
 
     native = args.native or (torch_fl.compile.triton_target() or "cpu")
     devices = {"flagos": torch.device("flagos"), "native": torch.device(native)}
@@ -90,6 +109,27 @@ def main() -> None:
         f"native {native}; block dim {args.dim} heads {args.heads} batch {args.batch} "
         f"seq {args.seq}; {args.steps} steps x {args.reps} reps"
     )
+    if native == "cuda":
+        times = measure({"flagos": devices["flagos"]}, args)
+        times.update(native_in_child(args))
+    else:
+        times = measure(devices, args)
+    report(times, devices, env, native, args)
+
+
+def native_in_child(args: argparse.Namespace) -> dict[str, list[float]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "native.json")
+        cmd = [sys.executable, __file__, "--sides", "native", "--native", "cuda", "--json", out]
+        for k in ("dim", "heads", "seq", "batch", "steps", "reps"):
+            cmd += [f"--{k}", str(getattr(args, k))]
+        env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+        subprocess.run(cmd, check=True, env=env)
+        with open(out) as f:
+            return json.load(f)
+
+
+def measure(devices: dict[str, torch.device], args: argparse.Namespace) -> dict[str, list[float]]:
     variants = {}
     for side, dev in devices.items():
         for compiled in (False, True):
@@ -109,6 +149,10 @@ def main() -> None:
                 step()
             _sync(dev)
             times[name].append((time.perf_counter() - t0) / args.steps * 1e3)
+    return times
+
+
+def report(times, devices, env, native, args) -> None:
     best = {n: min(v) for n, v in times.items()}
     print(f"\nstep time (ms, min over reps; load avg {load_avg()}):")
     print(f"  {'':10} {'eager':>10} {'compiled':>10} {'speed-up':>9}")
