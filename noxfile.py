@@ -108,6 +108,9 @@ def tests(session: nox.Session) -> None:
     _pytest(session, str(CORE / "tests"), *args, env=env)
     _pytest(session, str(CUDA / "tests"), *args, env=env)
     _pytest(session, str(ROOT / "tests"), *args, env=env)
+    # The emulated Enflame GCU: torch-fl-gcu's tests and the same contract suites.
+    _install_gcu(session)
+    _test_gcu(session, args)
 
 
 # GPU machines ship their own CUDA torch: the cuda sessions always reuse the interpreter's.
@@ -127,9 +130,6 @@ def test_cuda(session: nox.Session) -> None:
     args = session.posargs or []
     _pytest(session, str(CUDA / "tests"), *args, env=env)
     _pytest(session, str(ROOT / "tests"), *args, env=env)
-    # The emulated Enflame GCU: torch-fl-gcu's tests and the same contract suites.
-    _install_gcu(session)
-    _test_gcu(session, args)
 
 
 @nox.session(name="build-gcu", venv_params=_venv_params())
