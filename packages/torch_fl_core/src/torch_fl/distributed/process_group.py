@@ -67,8 +67,14 @@ class ProcessGroupFlagos(dist.ProcessGroup):
         # Registered so torch's own lookups work: init_process_group(device_id=flagos:i) asks
         # _get_backend(flagos) whether it can split, object collectives and barrier() read
         # _device_types (cpu among them -> objects travel as CPU tensors, no device copies).
+        # init_process_group(device_id=flagos:i) then calls eager_connect_single_device(flagos:i)
+        # on the backend registered for flagos if it supports splitting, and ProcessGroupNCCL
+        # rejects a flagos device there (CUDAGuardImpl, seen on the H200). On the NCCL tier the
+        # host gloo backend (whose eager connect is a no-op) answers those lookups instead;
+        # collectives always go through this class's methods.
+        lookups = self._inner.cpu if self._choice.name == tiers.NCCL else self._inner.device
         self._register_backend(
-            torch.device(BACKEND_NAME), dist.ProcessGroup.BackendType.CUSTOM, self._inner.device
+            torch.device(BACKEND_NAME), dist.ProcessGroup.BackendType.CUSTOM, lookups
         )
         self._register_backend(
             torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, self._inner.cpu
@@ -130,7 +136,12 @@ class ProcessGroupFlagos(dist.ProcessGroup):
             works = body(backend, call)
         except Exception as exc:
             raise _rewrap(exc, where) from exc
-        if isinstance(works, dist.Work):
+        if works is None:
+            # A backend may finish a non-async collective "at the C++ level" and return no work
+            # (ProcessGroupNCCL with opts.asyncOp=False on torch 2.11: it enqueued on the current
+            # stream, which is the flagos one); torch's own callers accept None the same way.
+            works = []
+        elif isinstance(works, dist.Work):
             works = [works]
         device_async = kind == "flagos" and self._choice.name in (tiers.NCCL, tiers.FLAGCX)
         return FlagosWork(where, works, call, value, post, device_async=device_async)
@@ -448,6 +459,8 @@ class ProcessGroupFlagos(dist.ProcessGroup):
             # barrier is also ordered on the device's stream.
             work = self.allreduce([torch.zeros(1, device=device)])
             work.wait()
+            # A barrier also blocks the host, as ProcessGroupNCCL's does.
+            torch.flagos.current_stream(device).synchronize()
             return work
         if torch.flagos.is_available():
             # Host barrier on the gloo tiers: everything this rank enqueued on flagos first.
