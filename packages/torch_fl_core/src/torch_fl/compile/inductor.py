@@ -202,6 +202,30 @@ def _backend_for_flagos(utils: ModuleType, kind: str) -> None:
             module.get_current_backend = get_current_backend
 
 
+def _refuse_flagos_graphs(compile_fx_module: ModuleType, vendor: str) -> None:
+    """A vendor that cannot compile gets a clear error when a flagos graph reaches Inductor.
+
+    Why here and not only in the scheduling class: Inductor may lower such a graph with its CPU
+    C++ codegen anyway, and C++ kernels dereferencing device pointers crash the process.
+    """
+    original = compile_fx_module.compile_fx
+    if getattr(original, "_torch_fl", False):
+        return
+
+    def compile_fx(model: Any, example_inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        if any(
+            isinstance(t, torch.Tensor) and t.device.type == _DEVICE for t in example_inputs or ()
+        ):
+            raise RuntimeError(
+                f"flagos: vendor {vendor!r} cannot run torch.compile'd code: its memory is not "
+                f"host-addressable and it declares no compile_scheduling (see docs/compile.md)"
+            )
+        return original(model, example_inputs, *args, **kwargs)
+
+    compile_fx._torch_fl = True  # type: ignore[attr-defined]
+    compile_fx_module.compile_fx = compile_fx
+
+
 def register(_compile_fx: ModuleType) -> None:
     """Register ``flagos`` with Inductor, once ``torch._inductor.compile_fx`` is imported.
 
@@ -217,7 +241,9 @@ def register(_compile_fx: ModuleType) -> None:
     common.register_backend_for_device(_DEVICE, _scheduling_class(), _wrapper_classes()[0])
     common.register_device_op_overrides(_DEVICE, _device_op_overrides(common))
     kind = scheduling.scheduling()
-    if kind is not None:
+    if kind is None:
+        _refuse_flagos_graphs(_compile_fx, scheduling.vendor_name())
+    else:
         _backend_for_flagos(utils, kind)
     if kind == "cpp":
         _host_nodes_are_cpu(scheduler)
