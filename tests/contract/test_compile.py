@@ -28,7 +28,7 @@ def _vendor_compiles(request, flagos):
         return
     if torch_fl.compile.scheduling() is None:
         pytest.skip(
-            f"vendor {torch_fl.compile.vendor_name()!r} declares no compile_scheduling and its "
+            f"vendor {torch_fl.vendor().name!r} declares no compile_scheduling and its "
             "memory is not host-addressable: torch.compile is absent there (docs/compile.md)"
         )
 
@@ -249,7 +249,7 @@ def test_uncompilable_vendor_errors_cleanly(dynamo):
     import torch_fl.compile
 
     if torch_fl.compile.scheduling() is not None:
-        pytest.skip(f"vendor {torch_fl.compile.vendor_name()!r} compiles")
+        pytest.skip(f"vendor {torch_fl.vendor().name!r} compiles")
     x = torch.randn(8, device="flagos")
     with pytest.raises(Exception, match="cannot run torch.compile'd code"):
         torch.compile(lambda t: t.sin() + 1)(x)
