@@ -62,7 +62,9 @@ def make_device_libs(lib: Path, core: Path) -> dict[str, Path]:
     libtorch_hip.so (needs libc10_hip.so and libc10.so, imports FUSE from the shim). ``core``:
     a directory whose libc10.so they link against (its soname is what counts)."""
     c10_hip = build_lib(
-        lib / "libc10_hip.so", "int tfl_fake_c10_hip(void) { return 1; }\n", needed=[core / "libc10.so"]
+        lib / "libc10_hip.so",
+        "int tfl_fake_c10_hip(void) { return 1; }\n",
+        needed=[core / "libc10.so"],
     )
     magma = build_lib(lib / "libmagma.so", "int tfl_fake_magma(void) { return 2; }\n")
     torch_hip = build_lib(

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from conftest import FUSE, build_lib, make_device_libs, make_shim, run_python, torch_base_version
-
 from torch_fl_dcu.tools import abi_check, nm
 from torch_fl_dcu.tools.manifest import (
     DEFAULT_MANIFEST,

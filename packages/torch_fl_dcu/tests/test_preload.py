@@ -4,6 +4,7 @@ real core, and each way it must refuse, with its message."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -53,13 +54,17 @@ def test_torch_files_untouched(bundle):
 
     before = {p: p.stat().st_mtime_ns for p in (torch_dir() / "lib").iterdir()}
     version = (torch_dir() / "version.py").read_bytes()
-    done = run_python(LOADED, bundle, {"FLAGOS_VENDOR": "sim", "FLAGOS_DCU_SKIP_RUNTIME_CHECK": "1"})
+    done = run_python(
+        LOADED, bundle, {"FLAGOS_VENDOR": "sim", "FLAGOS_DCU_SKIP_RUNTIME_CHECK": "1"}
+    )
     assert done.returncode == 0, done.stderr
     assert {p: p.stat().st_mtime_ns for p in (torch_dir() / "lib").iterdir()} == before
     assert (torch_dir() / "version.py").read_bytes() == version
 
 
-@pytest.mark.skipif(not pth_installed(), reason="torch-fl-dcu is not installed (no torch_fl_dcu.pth)")
+@pytest.mark.skipif(
+    not pth_installed(), reason="torch-fl-dcu is not installed (no torch_fl_dcu.pth)"
+)
 def test_startup_hook_loads_the_bundle_without_an_explicit_import(bundle):
     code = "import torch, torch_fl_dcu; print('HIP', torch.version.hip); print('STATUS', torch_fl_dcu.state().status)"
     done = run_python(code, bundle, {"FLAGOS_VENDOR": "sim", "FLAGOS_DCU_SKIP_RUNTIME_CHECK": "1"})
@@ -91,7 +96,12 @@ def test_wrong_order_of_needed_libraries(bundle):
 
     write_bundle_json(
         bundle,
-        libraries=["libtorch_fl_dcu_abi_shim.so", "libtorch_hip.so", "libmagma.so", "libc10_hip.so"],
+        libraries=[
+            "libtorch_fl_dcu_abi_shim.so",
+            "libtorch_hip.so",
+            "libmagma.so",
+            "libc10_hip.so",
+        ],
     )
     done = run_python("import torch_fl_dcu", bundle)
     assert done.returncode != 0
@@ -104,7 +114,12 @@ def test_shim_must_load_first(bundle):
 
     write_bundle_json(
         bundle,
-        libraries=["libc10_hip.so", "libmagma.so", "libtorch_fl_dcu_abi_shim.so", "libtorch_hip.so"],
+        libraries=[
+            "libc10_hip.so",
+            "libmagma.so",
+            "libtorch_fl_dcu_abi_shim.so",
+            "libtorch_hip.so",
+        ],
     )
     done = run_python("import torch_fl_dcu", bundle)
     assert done.returncode != 0
@@ -114,7 +129,10 @@ def test_shim_must_load_first(bundle):
 def test_without_the_shim_the_unbound_symbol_names_the_shim(bundle):
     from conftest import write_bundle_json
 
-    write_bundle_json(bundle, libraries=["libc10_hip.so", "libmagma.so", "libtorch_hip.so"])
+    # bundle.json without the shim in its load list (but still knowing the shim's symbols).
+    write_bundle_json(
+        bundle, libraries=["libc10_hip.so", "libmagma.so", "libtorch_hip.so"], shim=None
+    )
     done = run_python("import torch_fl_dcu", bundle)
     assert done.returncode != 0
     assert f"undefined symbol: {FUSE}" in done.stderr
@@ -125,7 +143,10 @@ def test_unknown_symbol_points_at_the_abi_check(bundle):
     from conftest import write_bundle_json
 
     write_bundle_json(
-        bundle, libraries=["libc10_hip.so", "libmagma.so", "libtorch_hip.so"], shim=None, shim_symbols=[]
+        bundle,
+        libraries=["libc10_hip.so", "libmagma.so", "libtorch_hip.so"],
+        shim=None,
+        shim_symbols=[],
     )
     done = run_python("import torch_fl_dcu", bundle)
     assert done.returncode != 0
@@ -216,7 +237,8 @@ def test_dtk_hipified_torch_needs_no_bundle(bundle, tmp_path):
     (fake / "__init__.py").write_text("")
     (fake / "version.py").write_text("__version__ = '2.10.0+das.dtk'\nhip = '6.3.26113'\n")
     code = "import torch_fl_dcu; print('STATUS', torch_fl_dcu.state().status)"
-    done = run_python(code, bundle, {"PYTHONPATH": str(tmp_path / "site")})
+    path = os.pathsep.join(p for p in (str(tmp_path / "site"), os.environ.get("PYTHONPATH")) if p)
+    done = run_python(code, bundle, {"PYTHONPATH": path})
     assert done.returncode == 0, done.stderr
     assert _field(done.stdout, "STATUS") == "native"
 

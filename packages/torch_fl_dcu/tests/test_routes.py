@@ -6,7 +6,6 @@ import pytest
 import torch
 from torch_fl.routing.route_table import parse_file, parse_text
 from torch_fl.routing.validation import op_exists
-
 from torch_fl_dcu import flaggems, generate_routes
 from torch_fl_dcu.generate_routes import BOX, FLAGGEMS_TABLE, TABLE, cuda_declared, load_gaps
 
@@ -44,7 +43,13 @@ def test_check_fails_on_a_stale_table(tmp_path):
 def test_cuda_declarations_read_from_torchs_schema():
     declared = cuda_declared()
     # direct CUDA dispatch, structured delegates (functional and in-place forms), and not a view
-    for op in ("aten::mm.out", "aten::mm", "aten::add.Tensor", "aten::add_.Tensor", "aten::_softmax"):
+    for op in (
+        "aten::mm.out",
+        "aten::mm",
+        "aten::add.Tensor",
+        "aten::add_.Tensor",
+        "aten::_softmax",
+    ):
         assert op in declared, op
     assert "aten::_conj" not in declared and "aten::transpose.int" not in declared
 
@@ -69,18 +74,21 @@ def test_gap_rules_in_the_checked_in_flaggems_table():
     table = parse_file(FLAGGEMS_TABLE)
     assert TABLE.resolve() in table.files  # it includes the box:cuda base
     routes = table.resolve()
-    declared = cuda_declared()
+    boxed = set(generate_routes.generate_box()[0])
     text = FLAGGEMS_TABLE.read_text()
     for op in SEED_GAPS:
         full = "aten::" + op
-        if full in declared:
+        if full in boxed:
             assert routes[full].backend == BOX, op
         else:
-            # _conj, transpose.int, slice_backward: no CUDA kernel of their own; they keep
-            # PyTorch's default on flagos (lazy views for _conj and transpose.int).
+            # _conj, transpose.int, slice_backward: no CUDA kernel of their own; silu_backward:
+            # CompositeImplicitAutograd. They keep PyTorch's default on flagos (lazy views for
+            # _conj and transpose.int), so FlagGems never serves them.
             assert full not in routes, op
             assert f"# {op}: not routed" in text
     assert {"aten::_conj", "aten::transpose.int", "aten::slice_backward"}.isdisjoint(routes)
+    for op in ("mm", "bmm", "relu", "relu_", "mse_loss"):
+        assert routes["aten::" + op].backend == BOX, op
 
 
 def test_gaps_override_flaggems_claims():

@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.metadata
 
 from conftest import run_python
-
 from torch_fl_dcu.vendor import ROUTE_TABLE, vendor
 
 
@@ -47,9 +46,7 @@ def test_bundle_without_device_reports_hip_reason(bundle):
         "import torch\nfrom torch_fl_dcu.vendor import vendor\n"
         "print('P', vendor.platform()); print('WHY', vendor.why_absent())\n"
     )
-    done = run_python(
-        code, bundle, {"FLAGOS_VENDOR": "dcu", "FLAGOS_DCU_SKIP_RUNTIME_CHECK": "1"}
-    )
+    done = run_python(code, bundle, {"FLAGOS_VENDOR": "dcu", "FLAGOS_DCU_SKIP_RUNTIME_CHECK": "1"})
     assert done.returncode == 0, done.stderr
     assert "P bundle" in done.stdout
     assert "no HIP runtime" in done.stdout or "hipGetDeviceCount" in done.stdout

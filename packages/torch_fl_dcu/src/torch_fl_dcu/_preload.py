@@ -246,8 +246,10 @@ def _dlopen(path: Path, bundle: Bundle) -> None:
         m = re.search(r"undefined symbol: (\S+)", text)
         if m and m.group(1) in bundle.shim_symbols:
             hint = (
-                f" {m.group(1)} is defined by the ABI shim {bundle.shim}, which must load before "
-                f"{path.name}; re-stage the bundle (FLAGOS_DCU_PRELOAD=0 python -m torch_fl_dcu.tools.stage)."
+                f" {m.group(1)} is defined by the ABI shim "
+                f"({bundle.shim or 'not in this bundle.json'}), which must load before "
+                f"{path.name}; re-stage the bundle (FLAGOS_DCU_PRELOAD=0 python -m "
+                f"torch_fl_dcu.tools.stage)."
             )
         elif m:
             hint = (

@@ -11,8 +11,9 @@ CUDA kernel goes to ``box:cuda`` (DTK's HIP kernel, registered under the CUDA ke
 of the flagos memory), with the exclusions of the sim and cuda tables (core's copies, allocation and
 views; CompositeImplicitAutograd; factories with a Device argument; sparse layouts; see
 :mod:`torch_fl.routing.generate`). The CUDA kernels are read from the schema torch ships
-(``torchgen/packaged/ATen/native/native_functions.yaml``: a ``CUDA`` dispatch entry, or a
-``structured_delegate`` to an overload with one), not from the dispatcher: DTK's hipified torch
+(``torchgen/packaged/ATen/native/native_functions.yaml``: a ``CUDA`` dispatch entry, a
+``ufunc_inner_loop`` (ufunc codegen emits CPU and CUDA kernels), or a ``structured_delegate`` to an
+overload with one), not from the dispatcher: DTK's hipified torch
 compiles the same declarations into ``libtorch_hip.so`` under the CUDA key, and this way the table
 is generated and ``--check``-ed on any build of the same torch minor, a CPU one included. Where the
 process has CUDA-key kernels (DTK's torch, or a loaded bundle), ``--check`` also names the routed
@@ -63,8 +64,12 @@ BOX = "box:cuda"
 def native_functions_yaml() -> Path:
     import torchgen
 
-    return Path(torchgen.__file__).resolve().parent / "packaged" / "ATen" / "native" / (
-        "native_functions.yaml"
+    return (
+        Path(torchgen.__file__).resolve().parent
+        / "packaged"
+        / "ATen"
+        / "native"
+        / ("native_functions.yaml")
     )
 
 
@@ -75,6 +80,8 @@ def cuda_declared(path: Path | None = None) -> set[str]:
     delegates: dict[str, str] = {}
     for e in entries:
         name = "aten::" + e["func"].split("(", 1)[0].strip()
+        if e.get("ufunc_inner_loop"):
+            direct.add(name)  # ufunc codegen emits its CPU and CUDA kernels (add.out)
         for keys in (e.get("dispatch") or {}).keys():
             if "CUDA" in (k.strip() for k in str(keys).split(",")):
                 direct.add(name)
@@ -167,7 +174,8 @@ def flaggems_text(
         f"# generated-for: torch {torch_minor()}",
         "# FlagGems-first: every overload FlagGems claims goes to flaggems, then the DCU gap set",
         "# (routing/gaps.json) sends its overloads back to box:cuda, or to no route at all where",
-        "# the CUDA key has no kernel of its own (PyTorch's default on flagos).",
+        "# the box:cuda base has none (no CUDA kernel of its own, a view, or a decomposing",
+        "# CompositeImplicitAutograd overload: PyTorch's default on flagos).",
     ]
     if gems is None:
         head.append(f"# FlagGems routes: none -- {gems_why}; regenerate where it is importable.")
@@ -184,7 +192,8 @@ def flaggems_text(
             body.append(f"{op} = {BOX}  # {entry['family']}: {entry['reason']}")
         else:
             body.append(
-                f"# {op}: not routed (no CUDA kernel of its own; PyTorch's default on flagos) "
+                f"# {op}: not routed (not in the box:cuda base: no CUDA kernel of its own, or it "
+                f"decomposes; PyTorch's default on flagos) "
                 f"-- {entry['family']}: {entry['reason']}"
             )
     return "\n".join(head + body) + "\n"
@@ -249,7 +258,9 @@ def main(argv: Iterable[str] | None = None) -> int:
         tmp = path.with_name(path.name + f".tmp{os.getpid()}")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(path)
-        print(f"wrote {path}: {sum(1 for ln in text.splitlines() if ' = ' in ln and not ln.startswith('#'))} routes")
+        print(
+            f"wrote {path}: {sum(1 for ln in text.splitlines() if ' = ' in ln and not ln.startswith('#'))} routes"
+        )
     return 0
 
 

@@ -11,10 +11,11 @@ import ctypes
 import os
 from pathlib import Path
 
+from torch_fl.vendors import Vendor
+
 # The package first: it loads the DTK bundle (or raises the reason it cannot). When torch imports
 # this module through torch_fl's vendor discovery, the start-up hook has normally done it already.
 import torch_fl_dcu
-from torch_fl.vendors import Vendor
 
 __all__ = ["ROUTE_TABLE", "FLAGGEMS_ROUTE_TABLE", "ENV_TEST_ON_CUDA", "DcuVendor", "vendor"]
 
@@ -45,20 +46,25 @@ def _hip_device_count() -> tuple[int, str]:
             continue
         status = fn(ctypes.byref(count))
         if status != 0:
-            return 0, f"hipGetDeviceCount returned error {status} (driver not loaded, or no /dev/kfd)"
+            return (
+                0,
+                f"hipGetDeviceCount returned error {status} (driver not loaded, or no /dev/kfd)",
+            )
         return count.value, ""
     return 0, f"no HIP runtime ({', '.join(_HIP_RUNTIMES)}) is loaded or loadable"
 
 
 class DcuVendor(Vendor):
     name = "dcu"
-    description = "Hygon DCUs through DTK's CUDA-key HIP backend (delegate runtime, box:cuda, FlagGems)"
+    description = (
+        "Hygon DCUs through DTK's CUDA-key HIP backend (delegate runtime, box:cuda, FlagGems)"
+    )
     #: torch.compile: Inductor's Triton scheduling (FlagTree's hcu backend declares device "cuda").
     compile_scheduling = "triton"
     triton_target = "cuda"
 
     def platform(self) -> str:
-        """"native" (DTK's hipified torch), "bundle" (official torch + DTK bundle), "cuda-test"
+        """ "native" (DTK's hipified torch), "bundle" (official torch + DTK bundle), "cuda-test"
         (the test-only switch on a CUDA torch), or "none"."""
         import torch
 

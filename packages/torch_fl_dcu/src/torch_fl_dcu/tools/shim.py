@@ -53,13 +53,13 @@ def shim_source(symbols: list[ShimSymbol]) -> str:
     for i, s in enumerate(symbols):
         if s.kind == "func":
             lines += [
-                f"__attribute__((visibility(\"default\"), noreturn)) void tfl_dcu_shim_{i}(void) "
+                f'__attribute__((visibility("default"), noreturn)) void tfl_dcu_shim_{i}(void) '
                 f"__asm__({_c_string(s.name)});",
                 f"void tfl_dcu_shim_{i}(void) {{ tfl_dcu_shim_called({_c_string(readable[s.name])}); }}",
             ]
         else:
             lines.append(
-                f"__attribute__((visibility(\"default\"), aligned(16))) unsigned char "
+                f'__attribute__((visibility("default"), aligned(16))) unsigned char '
                 f"tfl_dcu_shim_{i}[{max(s.size, 1)}] __asm__({_c_string(s.name)}) = {{0}};"
             )
     lines += ["}", ""]

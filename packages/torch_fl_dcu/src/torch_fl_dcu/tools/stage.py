@@ -212,7 +212,9 @@ def main(argv: Iterable[str] | None = None) -> int:
     except (StageError, _preload.DcuBundleError, FileNotFoundError) as exc:
         print(f"torch-fl-dcu stage: {exc}", file=sys.stderr)
         return 1
-    print(f"staged {len(data['libraries'])} libraries into {dest} for torch {data['torch_version']}")
+    print(
+        f"staged {len(data['libraries'])} libraries into {dest} for torch {data['torch_version']}"
+    )
     return 0
 
 
