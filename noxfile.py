@@ -3,13 +3,18 @@
     nox -s demo          build core and run the main job (python -m torch_fl.demo)
     nox -s tests         build core and run its unit tests plus the contract suites (sim vendor);
                          then build torch-fl-gcu against the TopsRider emulator and run its tests
-                         and the contract suites with FLAGOS_VENDOR=gcu
+                         and the contract suites with FLAGOS_VENDOR=gcu; and the CPU-testable parts of
+                         torch-fl-cuda and torch-fl-dcu (generators, preload guards, ABI tooling)
     nox -s build-gcu     build torch-fl-gcu against $TOPS_HOME, else against the emulator
     nox -s test-gcu      build-gcu, then the package's tests and the contract suites (FLAGOS_VENDOR=gcu)
     nox -s lint          ruff format --check + ruff check
     nox -s bench         benchmarks that run on this machine
     nox -s build-cuda    build core and install the cuda vendor (GPU machines: uses their torch)
     nox -s test-cuda     the cuda vendor's tests and the contract suites with FLAGOS_VENDOR=cuda
+    nox -s build-dcu     build core and torch-fl-dcu; stages DTK's device libraries into it first when
+                         $ROCM_PATH (or $FLAGOS_DCU_TORCH_LIB) holds DTK's torch
+    nox -s test-dcu      build-dcu, the package's tests (CPU: fabricated libraries), and the contract
+                         suites with FLAGOS_VENDOR=dcu where a DCU is present
 
 Environment knobs:
     TORCH_FL_TORCH      pip requirement for torch (default: torch==2.13.0, the CPU CI wheel)
@@ -28,6 +33,7 @@ ROOT = Path(__file__).parent
 CORE = ROOT / "packages" / "torch_fl_core"
 CUDA = ROOT / "packages" / "torch_fl_cuda"
 GCU = ROOT / "packages" / "torch_fl_gcu"
+DCU = ROOT / "packages" / "torch_fl_dcu"
 GCU_EMULATOR = GCU / "emulator"
 BUILD_DEPS = ["scikit-build-core>=0.10", "nanobind>=2.0", "cmake>=3.26", "ninja", "pyyaml"]
 TEST_DEPS = ["pytest>=8", "pytest-timeout", "numpy", "expecttest", "transformers>=4.40"]
@@ -107,6 +113,9 @@ def tests(session: nox.Session) -> None:
     args = session.posargs or []
     _pytest(session, str(CORE / "tests"), *args, env=env)
     _pytest(session, str(CUDA / "tests"), *args, env=env)
+    # torch-fl-dcu: preload guards, ABI shim and check, staging, routes, on fabricated libraries.
+    session.install("--no-build-isolation", "--no-deps", str(DCU))
+    _pytest(session, str(DCU / "tests"), *args, env=env)
     _pytest(session, str(ROOT / "tests"), *args, env=env)
     # The emulated Enflame GCU: torch-fl-gcu's tests and the same contract suites.
     _install_gcu(session)
@@ -130,6 +139,54 @@ def test_cuda(session: nox.Session) -> None:
     args = session.posargs or []
     _pytest(session, str(CUDA / "tests"), *args, env=env)
     _pytest(session, str(ROOT / "tests"), *args, env=env)
+
+
+def _dtk_torch_lib() -> str | None:
+    """DTK's torch/lib when this machine has DTK (what the staging tool would find), else None."""
+    explicit = os.environ.get("FLAGOS_DCU_TORCH_LIB")
+    if explicit:
+        return explicit
+    rocm = Path(os.environ.get("ROCM_PATH", "/opt/dtk"))
+    found = sorted(rocm.glob("**/site-packages/torch/lib/libtorch_hip.so")) if rocm.is_dir() else []
+    return str(found[0].parent) if found else None
+
+
+def _install_dcu(session: nox.Session) -> None:
+    """Install torch-fl-dcu; with DTK present, stage its device libraries into the wheel first."""
+    dtk_lib = _dtk_torch_lib()
+    if dtk_lib is None:
+        session.log("torch-fl-dcu: no DTK torch under $ROCM_PATH: installing without a bundle")
+    else:
+        # Staged into the source tree (ignored by git) so the wheel built next carries it.
+        session.install("--no-build-isolation", "--no-deps", str(DCU))
+        session.run(
+            "python", "-m", "torch_fl_dcu.tools.stage", "--dtk-torch-lib", dtk_lib,
+            "--dest", str(DCU / "src" / "torch_fl_dcu" / "_bundle"),
+            env={"FLAGOS_DCU_PRELOAD": "0"},
+        )  # fmt: skip
+    session.install("--no-build-isolation", "--no-deps", "--force-reinstall", str(DCU))
+
+
+@nox.session(name="build-dcu", venv_params=_venv_params())
+def build_dcu(session: nox.Session) -> None:
+    """Build core and torch-fl-dcu (staging DTK's device libraries when DTK is installed)."""
+    _install_core(session)
+    _install_dcu(session)
+
+
+@nox.session(name="test-dcu", venv_params=_venv_params())
+def test_dcu(session: nox.Session) -> None:
+    """build-dcu, the package's tests, and the contract suites with FLAGOS_VENDOR=dcu on a DCU."""
+    _install_core(session, *TEST_DEPS)
+    _install_dcu(session)
+    args = session.posargs or []
+    _pytest(session, str(DCU / "tests"), *args, env={"FLAGOS_VENDOR": "sim"})
+    probe = "from torch_fl_dcu.vendor import vendor; print(int(vendor.is_present()))"
+    present = session.run("python", "-c", probe, silent=True, env={"FLAGOS_VENDOR": "sim"})
+    if str(present).strip().endswith("1"):
+        _pytest(session, str(ROOT / "tests"), *args, env={"FLAGOS_VENDOR": "dcu"})
+    else:
+        session.warn("no DCU here: the contract suites with FLAGOS_VENDOR=dcu did not run")
 
 
 @nox.session(name="build-gcu", venv_params=_venv_params())

@@ -1,0 +1,268 @@
+"""Generator of the dcu vendor's route tables.
+
+::
+
+    python -m torch_fl_dcu.generate_routes            # rewrite routes/dcu.conf and dcu-flaggems.conf
+    python -m torch_fl_dcu.generate_routes --check    # exit 1 if either is out of date
+    python -m torch_fl_dcu.generate_routes --dir packages/torch_fl_dcu/src/torch_fl_dcu  # source tree
+
+``routes/dcu.conf`` is the ``box:cuda`` base: every ``aten`` overload for which torch declares a
+CUDA kernel goes to ``box:cuda`` (DTK's HIP kernel, registered under the CUDA key, on alias views
+of the flagos memory), with the exclusions of the sim and cuda tables (core's copies, allocation and
+views; CompositeImplicitAutograd; factories with a Device argument; sparse layouts; see
+:mod:`torch_fl.routing.generate`). The CUDA kernels are read from the schema torch ships
+(``torchgen/packaged/ATen/native/native_functions.yaml``: a ``CUDA`` dispatch entry, a
+``ufunc_inner_loop`` (ufunc codegen emits CPU and CUDA kernels), or a ``structured_delegate`` to an
+overload with one), not from the dispatcher: DTK's hipified torch
+compiles the same declarations into ``libtorch_hip.so`` under the CUDA key, and this way the table
+is generated and ``--check``-ed on any build of the same torch minor, a CPU one included. Where the
+process has CUDA-key kernels (DTK's torch, or a loaded bundle), ``--check`` also names the routed
+overloads whose kernel did not register; the loader skips those (the table is generated).
+
+``routes/dcu-flaggems.conf`` includes it, sends to ``flaggems`` every overload FlagGems claims when
+a Triton with the ``hcu`` backend and FlagGems are importable (otherwise none, and the banner says
+why), and then applies the DCU gap set (``routing/gaps.json``, each with its reason): back to
+``box:cuda`` where it has a kernel, else no route at all (PyTorch's default on flagos: the
+composite kernel, or core's lazy view for ``_conj``/``transpose.int``). The vendor loads it when
+its ``flaggems`` backend is registered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+import torch
+import yaml
+from torch_fl.routing.generate import EXCLUDED, STUB_COMPOSITES, _core_native, _schema
+from torch_fl.routing.route_table import short_op_name
+from torch_fl.routing.validation import torch_minor
+
+__all__ = [
+    "GAPS",
+    "TABLE",
+    "FLAGGEMS_TABLE",
+    "box_text",
+    "cuda_declared",
+    "flaggems_text",
+    "generate_box",
+    "load_gaps",
+    "main",
+]
+
+HERE = Path(__file__).resolve().parent
+TABLE = HERE / "routes" / "dcu.conf"
+FLAGGEMS_TABLE = HERE / "routes" / "dcu-flaggems.conf"
+GAPS = HERE / "routing" / "gaps.json"
+BOX = "box:cuda"
+
+
+def native_functions_yaml() -> Path:
+    import torchgen
+
+    return (
+        Path(torchgen.__file__).resolve().parent
+        / "packaged"
+        / "ATen"
+        / "native"
+        / ("native_functions.yaml")
+    )
+
+
+def cuda_declared(path: Path | None = None) -> set[str]:
+    """``aten::`` overloads torch declares a CUDA kernel for (directly or structured)."""
+    entries = yaml.load((path or native_functions_yaml()).read_text(), Loader=yaml.CSafeLoader)
+    direct: set[str] = set()
+    delegates: dict[str, str] = {}
+    for e in entries:
+        name = "aten::" + e["func"].split("(", 1)[0].strip()
+        if e.get("ufunc_inner_loop"):
+            direct.add(name)  # ufunc codegen emits its CPU and CUDA kernels (add.out)
+        for keys in (e.get("dispatch") or {}).keys():
+            if "CUDA" in (k.strip() for k in str(keys).split(",")):
+                direct.add(name)
+        if e.get("structured_delegate"):
+            delegates[name] = "aten::" + str(e["structured_delegate"]).strip()
+    return direct | {op for op, out in delegates.items() if out in direct}
+
+
+def generate_box() -> tuple[list[str], dict[str, int]]:
+    """The overloads routed to box:cuda, and per exclusion rule how many were left out."""
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    declared = cuda_declared()
+    native = _core_native()
+    existing = {n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")}
+    routed: list[str] = []
+    left = dict.fromkeys(
+        ("core-native", "composite", "view", "device argument", "sparse layout", "by name"), 0
+    )
+    for op in sorted(existing):
+        if op in STUB_COMPOSITES:
+            routed.append(op)
+            continue
+        if op not in declared:
+            continue
+        base = op.removeprefix("aten::").partition(".")[0]
+        schema = _schema(op)
+        if base in EXCLUDED:
+            left["by name"] += 1
+        elif has(op, "CompositeImplicitAutograd"):
+            left["composite"] += 1
+        elif op in native:
+            left["core-native"] += 1
+        elif any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns):
+            left["view"] += 1
+        elif any("Device" in str(a.type) for a in schema.arguments):
+            left["device argument"] += 1
+        elif "sparse" in base:
+            left["sparse layout"] += 1
+        else:
+            routed.append(op)
+    return routed, left
+
+
+def box_text() -> str:
+    routed, left = generate_box()
+    lines = [
+        "# dcu.conf: route table of the dcu vendor (torch-fl-dcu) without FlagGems.",
+        "# GENERATED by `python -m torch_fl_dcu.generate_routes`; do not edit.",
+        "# `python -m torch_fl_dcu.generate_routes --check` verifies it (the package tests run it).",
+        "#",
+        f"# generated-for: torch {torch_minor()}",
+        "#",
+        f"# {len(routed)} overloads for which torch declares a CUDA kernel (native_functions.yaml)",
+        f"# go to {BOX}: on DCU that is DTK's HIP kernel under the CUDA key, run on alias views of",
+        "# the flagos memory on the flagos (= CUDA-key) current stream. Left out:",
+        f"#   {left['core-native']:4d} served natively by core (allocation, copies, views, .item())",
+        f"#   {left['composite']:4d} CompositeImplicitAutograd (they decompose into routed operators)",
+        f"#   {left['view']:4d} views (their result must share the flagos storage)",
+        f"#   {left['device argument']:4d} with a Device argument (factories)",
+        f"#   {left['sparse layout']:4d} sparse-layout operators",
+        f"#   {left['by name']:4d} excluded by name: {', '.join(sorted(EXCLUDED))}",
+        "# A declared kernel that DTK's build did not register is skipped when the table loads.",
+        "# FlagGems routes and the DCU gap set: dcu-flaggems.conf.",
+        "",
+    ]
+    lines += [f"{short_op_name(op)} = {BOX}" for op in routed]
+    return "\n".join(lines) + "\n"
+
+
+def load_gaps(path: Path = GAPS) -> dict[str, dict[str, str]]:
+    """{overload: {"family", "reason"}} of the DCU gap set; every entry must have both."""
+    gaps = json.loads(path.read_text(encoding="utf-8"))["gaps"]
+    for op, entry in gaps.items():
+        if not entry.get("reason") or not entry.get("family"):
+            raise ValueError(f"{path}: gap {op!r} needs a family and a reason")
+    return gaps
+
+
+def flaggems_text(
+    gems: Iterable[str] | None, gems_why: str, boxed: set[str], gaps_path: Path = GAPS
+) -> str:
+    """``gems``: overloads FlagGems claims (None when it cannot run here); ``boxed``: the
+    overloads of the box:cuda base (``aten::`` names)."""
+    gaps = load_gaps(gaps_path)
+    gem_ops = sorted(set(gems or ()) - set(gaps))
+    head = [
+        "# dcu-flaggems.conf: the dcu vendor's table when FlagGems runs (Triton hcu backend).",
+        "# GENERATED by `python -m torch_fl_dcu.generate_routes` from routing/gaps.json; do not edit.",
+        "#",
+        f"# generated-for: torch {torch_minor()}",
+        "# FlagGems-first: every overload FlagGems claims goes to flaggems, then the DCU gap set",
+        "# (routing/gaps.json) sends its overloads back to box:cuda, or to no route at all where",
+        "# the box:cuda base has none (no CUDA kernel of its own, a view, or a decomposing",
+        "# CompositeImplicitAutograd overload: PyTorch's default on flagos).",
+    ]
+    if gems is None:
+        head.append(f"# FlagGems routes: none -- {gems_why}; regenerate where it is importable.")
+    else:
+        head.append(f"# FlagGems routes: {len(gem_ops)} -- {gems_why}.")
+    head += ["", "include dcu.conf", ""]
+    body = [f"{op} = flaggems" for op in gem_ops]
+    if body:
+        body.append("")
+    body.append("# The DCU gap set.")
+    for op, entry in sorted(gaps.items()):
+        full = "aten::" + op
+        if full in boxed:
+            body.append(f"{op} = {BOX}  # {entry['family']}: {entry['reason']}")
+        else:
+            body.append(
+                f"# {op}: not routed (not in the box:cuda base: no CUDA kernel of its own, or it "
+                f"decomposes; PyTorch's default on flagos) "
+                f"-- {entry['family']}: {entry['reason']}"
+            )
+    return "\n".join(head + body) + "\n"
+
+
+def _flaggems_claims() -> tuple[list[str] | None, str]:
+    from torch_fl_dcu import flaggems
+
+    ok, why = flaggems.hcu_triton()
+    return (flaggems.claimed_overloads() if ok else None), why
+
+
+def unregistered(routed: Iterable[str]) -> list[str]:
+    """Routed overloads without a CUDA-key kernel in this process (empty on a CPU torch)."""
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    if not has("aten::add.Tensor", "CUDA"):
+        return []
+    return [op for op in routed if op not in STUB_COMPOSITES and not has(op, "CUDA")]
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m torch_fl_dcu.generate_routes")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a table is out of date")
+    parser.add_argument(
+        "--dir",
+        default=None,
+        help="package directory holding routes/ and routing/ (default: this package; pass the "
+        "source tree's packages/torch_fl_dcu/src/torch_fl_dcu to regenerate the checked-in files)",
+    )
+    args = parser.parse_args(None if argv is None else list(argv))
+    here = Path(args.dir).resolve() if args.dir else HERE
+    table, gems_table = here / "routes" / TABLE.name, here / "routes" / FLAGGEMS_TABLE.name
+    routed, _left = generate_box()
+    gems, why = _flaggems_claims()
+    texts = {
+        table: box_text(),
+        gems_table: flaggems_text(gems, why, set(routed), here / "routing" / GAPS.name),
+    }
+    missing = unregistered(routed)
+    if missing:
+        print(
+            f"{len(missing)} routed overloads have no CUDA-key kernel in this torch (skipped when "
+            f"the table loads): {', '.join(short_op_name(o) for o in missing[:20])}"
+            + (" ..." if len(missing) > 20 else "")
+        )
+    if args.check:
+        stale = []
+        for path, text in texts.items():
+            current = path.read_text(encoding="utf-8") if path.exists() else ""
+            if current and f"generated-for: torch {torch_minor()}" not in current:
+                print(f"{path}: generated for another torch minor; not checked here")
+                continue
+            if current != text:
+                stale.append(path)
+        for path in stale:
+            print(f"{path} is out of date: python -m torch_fl_dcu.generate_routes", file=sys.stderr)
+        if not stale:
+            print("dcu tables up to date")
+        return 1 if stale else 0
+    for path, text in texts.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+        print(
+            f"wrote {path}: {sum(1 for ln in text.splitlines() if ' = ' in ln and not ln.startswith('#'))} routes"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

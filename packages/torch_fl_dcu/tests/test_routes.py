@@ -1,0 +1,129 @@
+"""dcu.conf / dcu-flaggems.conf: generated, checked, and the DCU gap set routed as the seeds say."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch_fl.routing.route_table import parse_file, parse_text
+from torch_fl.routing.validation import op_exists
+from torch_fl_dcu import flaggems, generate_routes
+from torch_fl_dcu.generate_routes import BOX, FLAGGEMS_TABLE, TABLE, cuda_declared, load_gaps
+
+SEED_GAPS = {
+    "silu_backward",
+    "slice_backward",
+    "_conj",
+    "relu",
+    "relu_",
+    "mm",
+    "bmm",
+    "mse_loss",
+    "transpose.int",
+}
+
+
+def test_generator_check_passes_here(capsys):
+    assert generate_routes.main(["--check"]) == 0
+    assert "dcu tables up to date" in capsys.readouterr().out
+
+
+def test_check_fails_on_a_stale_table(tmp_path):
+    import shutil
+
+    pkg = tmp_path / "pkg"
+    shutil.copytree(TABLE.parent.parent / "routes", pkg / "routes")
+    shutil.copytree(TABLE.parent.parent / "routing", pkg / "routing")
+    table = pkg / "routes" / "dcu.conf"
+    table.write_text(table.read_text().replace("mm = box:cuda\n", ""))
+    assert generate_routes.main(["--check", "--dir", str(pkg)]) == 1
+    assert generate_routes.main(["--dir", str(pkg)]) == 0
+    assert generate_routes.main(["--check", "--dir", str(pkg)]) == 0
+
+
+def test_cuda_declarations_read_from_torchs_schema():
+    declared = cuda_declared()
+    # direct CUDA dispatch, structured delegates (functional and in-place forms), and not a view
+    for op in (
+        "aten::mm.out",
+        "aten::mm",
+        "aten::add.Tensor",
+        "aten::add_.Tensor",
+        "aten::_softmax",
+    ):
+        assert op in declared, op
+    assert "aten::_conj" not in declared and "aten::transpose.int" not in declared
+
+
+def test_box_base_routes_the_runtime_check_ops():
+    rules = {(r.op, r.backend) for r in parse_file(TABLE).rules}
+    for op in ("aten::mm", "aten::bmm", "aten::add.Tensor", "aten::_softmax"):
+        assert (op, BOX) in rules
+    assert all(r.backend == BOX for r in parse_file(TABLE).rules)
+    assert all(op_exists(r.op) for r in parse_file(TABLE).rules)
+
+
+def test_gap_set_is_the_seeds_and_each_names_a_real_overload_with_a_reason():
+    gaps = load_gaps()
+    assert set(gaps) == SEED_GAPS
+    for op, entry in gaps.items():
+        assert op_exists("aten::" + op), op
+        assert entry["reason"] and entry["family"]
+
+
+def test_gap_rules_in_the_checked_in_flaggems_table():
+    table = parse_file(FLAGGEMS_TABLE)
+    assert TABLE.resolve() in table.files  # it includes the box:cuda base
+    routes = table.resolve()
+    boxed = set(generate_routes.generate_box()[0])
+    text = FLAGGEMS_TABLE.read_text()
+    for op in SEED_GAPS:
+        full = "aten::" + op
+        if full in boxed:
+            assert routes[full].backend == BOX, op
+        else:
+            # _conj, transpose.int, slice_backward: no CUDA kernel of their own; silu_backward:
+            # CompositeImplicitAutograd. They keep PyTorch's default on flagos (lazy views for
+            # _conj and transpose.int), so FlagGems never serves them.
+            assert full not in routes, op
+            assert f"# {op}: not routed" in text
+    assert {"aten::_conj", "aten::transpose.int", "aten::slice_backward"}.isdisjoint(routes)
+    for op in ("mm", "bmm", "relu", "relu_", "mse_loss"):
+        assert routes["aten::" + op].backend == BOX, op
+
+
+def test_gaps_override_flaggems_claims():
+    declared = {"aten::mm", "aten::abs", "aten::relu"}
+    text = generate_routes.flaggems_text(["abs", "mm", "relu", "_conj"], "test", declared)
+    routes = parse_text(text.replace("include dcu.conf", "")).resolve()
+    assert routes["aten::abs"].backend == "flaggems"
+    assert routes["aten::mm"].backend == BOX and routes["aten::relu"].backend == BOX
+    assert "aten::_conj" not in routes  # must stay core's lazy view, never FlagGems'
+
+
+def test_banner_says_why_no_flaggems_routes_here():
+    ok, why = flaggems.hcu_triton()
+    if ok:
+        pytest.skip("FlagTree hcu Triton and flag_gems are installed here")
+    assert f"# FlagGems routes: none -- {why}" in FLAGGEMS_TABLE.read_text()
+
+
+def test_flaggems_backend_off_with_reason_and_gems_vendor_hygon(monkeypatch):
+    monkeypatch.delenv("GEMS_VENDOR", raising=False)
+    ok, why = flaggems.hcu_triton()
+    if not ok:
+        assert flaggems.register_backend() is False
+        assert flaggems.status() == f"off: {why}"
+    flaggems._prepare_environment()
+    import os
+
+    assert os.environ["GEMS_VENDOR"] == "hygon"
+    monkeypatch.setenv("FLAGOS_FLAGGEMS", "0")
+    assert flaggems.register_backend() is False and "FLAGOS_FLAGGEMS=0" in flaggems.status()
+
+
+def test_tables_name_this_torch_minor():
+    from torch_fl.routing.validation import torch_minor
+
+    for path in (TABLE, FLAGGEMS_TABLE):
+        assert f"generated-for: torch {torch_minor()}" in path.read_text()
+    assert torch.__version__.startswith(torch_minor())
