@@ -36,24 +36,21 @@ def enflame_triton() -> tuple[bool, str]:
 
 
 def flaggems_ops() -> dict[str, object]:
-    """aten overload (``aten::abs``, ``aten::add.Tensor``) -> FlagGems callable."""
-    import flag_gems
+    """aten overload (``aten::abs``, ``aten::add.Tensor``) -> FlagGems callable (imports FlagGems)."""
+    from torch_fl.routing import flaggems as core
 
-    ops: dict[str, object] = {}
-    for entry in getattr(flag_gems, "_FULL_CONFIG", ()):
-        name, fn = entry[0], entry[1]
-        full = name if "::" in name else f"aten::{name}"
-        ops.setdefault(full, fn)
-    return ops
+    return {
+        f"aten::{name}" if "::" not in name else name: fn
+        for name, fn in core.kernel_table().items()
+    }
 
 
 def register_if_available() -> bool:
-    """Register the ``flaggems`` Python backend when it can run here; False otherwise."""
-    ok, _ = enflame_triton()
-    if not ok:
-        return False
-    from torch_fl.routing import register_python_backend
+    """Register the ``flaggems`` Python backend (core's mechanism, :mod:`torch_fl.routing.flaggems`)
+    when it can run here; False otherwise (``torch_fl.routing.flaggems.status()`` says why)."""
+    from torch_fl.routing import flaggems as core
 
-    kernels = {k.removeprefix("aten::"): v for k, v in flaggems_ops().items()}
-    register_python_backend(BACKEND, kernels)
-    return True
+    # No alias views: the enflame Triton backend launches on flagos memory as it is.
+    return core.register(
+        vendor="gcu", gems_vendor="enflame", view_device=None, available=enflame_triton()
+    )
