@@ -20,6 +20,7 @@
 #include "aten/cpu_fallback.h"
 #include "profiler/route_scope.h"
 #include "router/backend.h"
+#include "router/box_alias.h"
 #include "router/box_backend.h"
 #include "router/library_backend.h"
 #include "router/producer_order.h"
@@ -106,6 +107,7 @@ NB_MODULE(_C, m) {
         // Host kernels can run on this runtime's memory: offer box:cpu.
         if (has_capability(TFL_CAP_HOST_ADDRESSABLE_MEMORY) && !find_backend("box:cpu")) {
           register_backend(make_box_backend(c10::DispatchKey::CPU, c10::DeviceType::CPU));
+          box::install_host_result_allocator();
         }
         if (const auto type = mirror_device_type()) {
           // The delegate runtime: the mirrored backend's kernels run on flagos

@@ -1,11 +1,14 @@
 #include "router/box_alias.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/CPUAllocator.h>
 #include <c10/core/TensorImpl.h>
 
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
 
 #include "glue/caching_allocator.h"
 #include "glue/mirror_allocator.h"
@@ -58,10 +61,73 @@ c10::Allocator* grow_allocator(c10::DeviceIndex flagos_device, c10::Device targe
   return a;
 }
 
+// ---- host results in flagos memory (HostResultScope) ----------------------
+thread_local int t_result_device = -1;
+
+// Live host-result allocations: data -> the flagos DataPtr (null once adopted).
+// The CPU-side DataPtr's context is the data pointer itself, so raw_allocate /
+// raw_deallocate through this allocator keep working.
+std::mutex g_results_mutex;
+std::unordered_map<void*, c10::DataPtr*>& results() {
+  static auto* m = new std::unordered_map<void*, c10::DataPtr*>();
+  return *m;
+}
+c10::Allocator* g_base_cpu = nullptr;
+
+void release_host_result(void* data) {
+  c10::DataPtr* inner = nullptr;
+  bool ours = false;
+  {
+    std::lock_guard<std::mutex> lock(g_results_mutex);
+    auto it = results().find(data);
+    if (it != results().end()) {
+      ours = true;
+      inner = it->second;
+      results().erase(it);
+    }
+  }
+  if (ours) {
+    delete inner;  // null when adopted: the flagos storage owns the memory now
+  } else {
+    g_base_cpu->raw_deleter()(data);  // a raw_allocate of the default allocator
+  }
+}
+
+class HostResultAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t n) override {
+    const int device = t_result_device;
+    if (C10_LIKELY(device < 0) || n == 0) return g_base_cpu->allocate(n);
+    auto* inner = new c10::DataPtr(caching_allocator()->allocate(n));
+    void* data = inner->get();
+    {
+      std::lock_guard<std::mutex> lock(g_results_mutex);
+      results()[data] = inner;
+    }
+    return {data, data, &release_host_result, c10::Device(c10::DeviceType::CPU)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &release_host_result; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+};
+
+std::optional<c10::DataPtr> take_host_result(const c10::Storage& s) {
+  const c10::DataPtr& dp = s.data_ptr();
+  if (dp.get_deleter() != &release_host_result) return std::nullopt;
+  std::lock_guard<std::mutex> lock(g_results_mutex);
+  auto it = results().find(dp.get_context());
+  if (it == results().end() || it->second == nullptr) return std::nullopt;
+  c10::DataPtr out = std::move(*it->second);
+  delete it->second;
+  it->second = nullptr;  // the CPU storage's deleter now only forgets the entry
+  return out;
+}
+
 // The flagos memory of a storage grown through GrowAllocator, taken over.
 std::optional<c10::DataPtr> take_grown(const c10::Storage& s) {
   auto* inner = s.data_ptr().cast_context<c10::DataPtr>(&release_grown);
-  if (!inner) return std::nullopt;
+  if (!inner) return take_host_result(s);
   return std::move(*inner);
 }
 
@@ -88,6 +154,20 @@ at::Tensor build_alias(const at::Tensor& t, c10::DataPtr dp, c10::Device device,
 }
 
 }  // namespace
+
+HostResultScope::HostResultScope(c10::DeviceIndex device) : prev_(t_result_device) {
+  if (g_base_cpu) t_result_device = device;
+}
+HostResultScope::~HostResultScope() { t_result_device = prev_; }
+
+void install_host_result_allocator() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    g_base_cpu = c10::GetDefaultCPUAllocator();
+    // Never destroyed: CPU tensors may outlive every static.
+    c10::SetCPUAllocator(new HostResultAllocator(), /*priority=*/1);
+  });
+}
 
 at::Tensor make_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey key) {
   const c10::Storage& base = t.storage();

@@ -36,4 +36,21 @@ at::Tensor to_flagos(const at::Tensor& result, c10::DeviceIndex device, c10::Dev
 at::Tensor view_of_input_or_fresh(const at::Tensor& result, const at::Tensor* const* bases, size_t n,
                                   c10::DeviceIndex device, c10::DeviceType type);
 
+// box:cpu results without a copy: while a host kernel runs for a box:cpu call
+// on `device` (this scope, on the calling thread), CPU allocations come from
+// the flagos pool of that device, so a fresh result is already flagos memory
+// and to_flagos adopts it. Installed with install_host_result_allocator() as
+// the CPU allocator; everything outside such a scope goes to the default one.
+class HostResultScope {
+ public:
+  explicit HostResultScope(c10::DeviceIndex device);
+  ~HostResultScope();
+  HostResultScope(const HostResultScope&) = delete;
+  HostResultScope& operator=(const HostResultScope&) = delete;
+
+ private:
+  int prev_;
+};
+void install_host_result_allocator();
+
 }  // namespace torch_fl::box

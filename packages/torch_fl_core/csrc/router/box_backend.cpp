@@ -38,10 +38,12 @@ class BoxBackend final : public Backend {
     const c10::DeviceIndex device = found ? *found : current_device();
     const c10::Device target = box::target_device(type_, device);
     CurrentDeviceScope scope(device);
+    std::optional<box::HostResultScope> results;
     if (type_ == c10::DeviceType::CPU) {
       // A host kernel cannot enqueue on the flagos stream: wait for the
       // stream's earlier work first (ARCHITECTURE.md section 4).
       TFL_CALL(device, stream_synchronize, native_stream(current_stream(device)));
+      results.emplace(device);  // its fresh results come from the flagos pool
     }
     if (has_generator_argument(schema)) {
       if (type_ == c10::DeviceType::CPU) {

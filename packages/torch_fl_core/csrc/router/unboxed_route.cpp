@@ -44,10 +44,13 @@ BoxScope::BoxScope(const Observer& obs, const c10::OperatorHandle& op, c10::Devi
     // A host kernel cannot enqueue on the flagos stream: wait for the
     // stream's earlier work first (ARCHITECTURE.md section 4).
     TFL_CALL(device_, stream_synchronize, native_stream(current_stream(device_)));
+    results_.emplace(device_);  // fresh results of the host kernel in flagos memory
   }
-  // The route as a profiler row (only box:cpu takes this unboxed path).
-  static const std::string kBackend = "box:cpu";
-  profiler::push_route_scope(kBackend, op, device_);
+  // The route as a profiler row (box:<key> backends take this unboxed path).
+  static const std::string kCpu = "box:cpu";
+  static const std::string kMirror =
+      mirror_device_type() ? "box:" + c10::DeviceTypeName(*mirror_device_type(), true) : "box:?";
+  profiler::push_route_scope(type == c10::DeviceType::CPU ? kCpu : kMirror, op, device_);
 }
 
 BoxScope::~BoxScope() {

@@ -144,6 +144,7 @@ class BoxScope {
  private:
   c10::DeviceIndex device_;
   int previous_ = -1;
+  std::optional<box::HostResultScope> results_;  // box:cpu: fresh results in flagos memory
 };
 
 // ---- results ---------------------------------------------------------------
