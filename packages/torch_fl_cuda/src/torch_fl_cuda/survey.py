@@ -307,29 +307,15 @@ def worker_main() -> int:
 
 
 def candidates() -> list[str]:
-    """FlagGems overloads a route may name on this torch (not core's, not excluded)."""
-    import torch
-    from torch_fl.routing.generate import EXCLUDED, _core_native, _schema
+    """FlagGems overloads a route may name on this torch: the box-table rules of core's generator
+    (not core's own, not excluded, no CompositeImplicit, no Device argument, no views/sparse)."""
+    from torch_fl.routing.generate import classify_box_routes
 
     from torch_fl_cuda.flaggems import _servable, claimed_overloads
 
-    native = _core_native()
-    out = []
-    for op in _servable(claimed_overloads()):
-        full = f"aten::{op}"
-        base = op.partition(".")[0]
-        if base in EXCLUDED or full in native:
-            continue
-        try:
-            if torch._C._dispatch_has_kernel_for_dispatch_key(full, "CompositeImplicitAutograd"):
-                continue  # decomposes on flagos too: a route would bypass its autograd
-        except RuntimeError:
-            continue  # a name FlagGems spells without the overload this torch needs
-        schema = _schema(full)
-        if any("Device" in str(a.type) for a in schema.arguments):
-            continue
-        out.append(op)
-    return out
+    claimed = {f"aten::{op}" for op in _servable(claimed_overloads())}
+    routed, _ = classify_box_routes(claimed.__contains__, route_composite_implicit=False)
+    return [op.removeprefix("aten::") for op in routed if op in claimed]
 
 
 def _tables(ops: list[str], workdir: Path) -> tuple[str, str]:

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import torch
 import yaml
-from torch_fl.routing.generate import EXCLUDED, STUB_COMPOSITES, _core_native, _schema
+from torch_fl.routing.generate import EXCLUDED, STUB_COMPOSITES, classify_box_routes
 from torch_fl.routing.route_table import short_op_name
 from torch_fl.routing.validation import torch_minor
 
@@ -92,37 +92,11 @@ def cuda_declared(path: Path | None = None) -> set[str]:
 
 def generate_box() -> tuple[list[str], dict[str, int]]:
     """The overloads routed to box:cuda, and per exclusion rule how many were left out."""
-    has = torch._C._dispatch_has_kernel_for_dispatch_key
     declared = cuda_declared()
-    native = _core_native()
-    existing = {n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")}
-    routed: list[str] = []
-    left = dict.fromkeys(
-        ("core-native", "composite", "view", "device argument", "sparse layout", "by name"), 0
-    )
-    for op in sorted(existing):
-        if op in STUB_COMPOSITES:
-            routed.append(op)
-            continue
-        if op not in declared:
-            continue
-        base = op.removeprefix("aten::").partition(".")[0]
-        schema = _schema(op)
-        if base in EXCLUDED:
-            left["by name"] += 1
-        elif has(op, "CompositeImplicitAutograd"):
-            left["composite"] += 1
-        elif op in native:
-            left["core-native"] += 1
-        elif any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns):
-            left["view"] += 1
-        elif any("Device" in str(a.type) for a in schema.arguments):
-            left["device argument"] += 1
-        elif "sparse" in base:
-            left["sparse layout"] += 1
-        else:
-            routed.append(op)
-    return routed, left
+    routed, left = classify_box_routes(declared.__contains__, route_composite_implicit=False)
+    counts = {rule: len(ops) for rule, ops in left.items()}
+    counts["by name"] = counts.pop("excluded by name")
+    return routed, counts
 
 
 def box_text() -> str:

@@ -40,7 +40,7 @@ import difflib
 import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import torch
@@ -48,7 +48,15 @@ import torch
 from torch_fl.routing.route_table import short_op_name
 from torch_fl.routing.validation import torch_minor
 
-__all__ = ["EXCLUDED", "STUB_COMPOSITES", "Generated", "default_output", "generate", "main"]
+__all__ = [
+    "EXCLUDED",
+    "STUB_COMPOSITES",
+    "Generated",
+    "classify_box_routes",
+    "default_output",
+    "generate",
+    "main",
+]
 
 BACKEND = "box:cpu"
 
@@ -151,33 +159,67 @@ class Generated:
         return "\n".join(lines) + "\n"
 
 
-def generate_sim() -> Generated:
+def classify_box_routes(
+    has_own_kernel: Callable[[str], bool], *, route_composite_implicit: bool
+) -> tuple[list[str], dict[str, list[str]]]:
+    """The ``aten`` overloads a ``box:<key>`` table routes, and per exclusion rule those left out.
+
+    ``has_own_kernel(op)``: whether the target key has a kernel of its own for ``op`` (sim: the
+    dispatcher's CPU key; cuda: its CUDA key; dcu: what ``native_functions.yaml`` declares for CUDA).
+    The rules are the same for every vendor (module docstring); ``route_composite_implicit`` says
+    whether an overload that also has a CompositeImplicitAutograd kernel is routed (sim) or left to
+    its decomposition (the CUDA-ABI vendors, whose tables the loader checks against that rule).
+    Rules are applied in the order listed in the returned dict.
+    """
     has = torch._C._dispatch_has_kernel_for_dispatch_key
     native = _core_native()
-    gen = Generated()
-    ops = sorted({n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")})
-    gen.total = len(ops)
-    for op in ops:
+    routed: list[str] = []
+    left: dict[str, list[str]] = {
+        "excluded by name": [],
+        "composite": [],
+        "core-native": [],
+        "view": [],
+        "device argument": [],
+        "sparse layout": [],
+    }
+    for op in sorted({n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")}):
         if op in STUB_COMPOSITES:
-            gen.routed.append(op)
+            routed.append(op)
             continue
-        if not has(op, "CPU"):
+        if not has_own_kernel(op):
             continue
-        gen.with_cpu += 1
         base = op.removeprefix("aten::").partition(".")[0]
         schema = _schema(op)
         if base in EXCLUDED:
-            gen.excluded["excluded by name"].append(op)
+            left["excluded by name"].append(op)
+        elif not route_composite_implicit and has(op, "CompositeImplicitAutograd"):
+            left["composite"].append(op)
         elif op in native:
-            gen.excluded["core-native"].append(op)
+            left["core-native"].append(op)
         elif any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns):
-            gen.excluded["view"].append(op)
+            left["view"].append(op)
         elif any("Device" in str(a.type) for a in schema.arguments):
-            gen.excluded["device argument"].append(op)
+            left["device argument"].append(op)
         elif "sparse" in base:
-            gen.excluded["sparse layout"].append(op)
+            left["sparse layout"].append(op)
         else:
-            gen.routed.append(op)
+            routed.append(op)
+    return routed, left
+
+
+def generate_sim() -> Generated:
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    gen = Generated()
+    gen.total = sum(1 for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::"))
+    gen.with_cpu = sum(
+        1
+        for n in torch._C._dispatch_get_all_op_names()
+        if n.startswith("aten::") and n not in STUB_COMPOSITES and has(n, "CPU")
+    )
+    routed, left = classify_box_routes(lambda op: has(op, "CPU"), route_composite_implicit=True)
+    gen.routed = routed
+    for rule in gen.excluded:
+        gen.excluded[rule] = left[rule]
     return gen
 
 
