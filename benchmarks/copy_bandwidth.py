@@ -26,13 +26,12 @@ Target (issue #4, on the H200): ratio >= 0.95 for every copy. Asserts nothing.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
 
 import torch
-from _bench_env import describe, load_avg
+from _bench_env import describe, load_avg, write_json
 from _gpu_bench import add_common_args, describe_devices, native_type, timed_block
 
 
@@ -164,9 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             "rows": rows,
             "summary": summary,
         }
-        with open(args.json, "w") as fh:
-            json.dump(doc, fh, indent=2)
-        print(f"wrote {args.json}")
+        write_json(args.json, doc)
     return 0
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import statistics
 import sys
 import time
@@ -32,7 +31,7 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from _bench_env import describe, load_avg
+from _bench_env import describe, load_avg, write_json
 from _gpu_bench import add_common_args, describe_devices, native_type, sync, timed_block
 
 
@@ -178,9 +177,7 @@ def main(argv: list[str] | None = None) -> int:
             "rows": rows,
             "summary": summary,
         }
-        with open(args.json, "w") as fh:
-            json.dump(doc, fh, indent=2)
-        print(f"wrote {args.json}")
+        write_json(args.json, doc)
     return 0
 
 

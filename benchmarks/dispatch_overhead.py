@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import gc
 import itertools
-import json
 import statistics
 import sys
 import time
@@ -40,7 +39,7 @@ from collections.abc import Callable
 
 import torch
 import torch_fl
-from _bench_env import describe, load_avg
+from _bench_env import describe, load_avg, write_json
 
 C = torch_fl._C
 SIZES = (8, 4096)
@@ -253,9 +252,7 @@ def main(argv: list[str] | None = None) -> int:
             "rows": rows,
             "summary": summary,
         }
-        with open(args.json, "w") as fh:
-            json.dump(doc, fh, indent=2)
-        print(f"wrote {args.json}")
+        write_json(args.json, doc)
     return 0
 
 

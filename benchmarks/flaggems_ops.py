@@ -44,7 +44,7 @@ from collections.abc import Callable
 
 import torch
 import torch_fl
-from _bench_env import describe, load_avg
+from _bench_env import describe, load_avg, write_json
 from _gpu_bench import add_common_args, describe_devices, native_type, timed_block
 
 DTYPE_ORDER = ("float32", "bfloat16", "float16", "int64", "bool")
@@ -333,9 +333,7 @@ def main(argv: list[str] | None = None) -> int:
             "rows": rows,
             "summary": summary,
         }
-        with open(args.json, "w") as fh:
-            json.dump(doc, fh, indent=2)
-        print(f"wrote {args.json}")
+        write_json(args.json, doc)
     return 0
 
 

@@ -40,7 +40,7 @@ import time
 
 import torch
 import torch.nn.functional as F
-from _bench_env import describe, load_avg
+from _bench_env import describe, load_avg, write_json
 from _gpu_bench import add_common_args, describe_devices, native_type, sync
 from torch import nn
 
@@ -380,9 +380,7 @@ def main(argv: list[str] | None = None) -> int:
             },
             **results,
         }
-        with open(args.json, "w") as fh:
-            json.dump(doc, fh, indent=2)
-        print(f"wrote {args.json}")
+        write_json(args.json, doc)
     return 0
 
 

@@ -28,14 +28,13 @@ from __future__ import annotations
 import argparse
 import copy
 import gc
-import json
 import statistics
 import sys
 import time
 
 import torch
 import torch_fl
-from _bench_env import describe, load_avg
+from _bench_env import describe, load_avg, write_json
 from torch import nn
 
 C = torch_fl._C
@@ -243,9 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             "rows": rows,
             "summary": summary,
         }
-        with open(args.json, "w") as fh:
-            json.dump(doc, fh, indent=2)
-        print(f"wrote {args.json}")
+        write_json(args.json, doc)
     return 0
 
 

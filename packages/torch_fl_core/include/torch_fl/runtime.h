@@ -56,6 +56,26 @@ typedef enum tfl_status {
   TFL_ERROR_INJECTED = 11,          /* a test-only fault injected on purpose */
 } tfl_status;
 
+/* The enum's own spelling of a status ("TFL_ERROR_OUT_OF_MEMORY"): what a
+ * runtime's status_name() returns unless it has better words. */
+static inline const char* tfl_status_string(tfl_status status) {
+  switch (status) {
+    case TFL_OK: return "TFL_OK";
+    case TFL_ERROR_INVALID_VALUE: return "TFL_ERROR_INVALID_VALUE";
+    case TFL_ERROR_INVALID_DEVICE: return "TFL_ERROR_INVALID_DEVICE";
+    case TFL_ERROR_OUT_OF_MEMORY: return "TFL_ERROR_OUT_OF_MEMORY";
+    case TFL_ERROR_INVALID_POINTER: return "TFL_ERROR_INVALID_POINTER";
+    case TFL_ERROR_INVALID_MEMCPY_KIND: return "TFL_ERROR_INVALID_MEMCPY_KIND";
+    case TFL_ERROR_NOT_READY: return "TFL_ERROR_NOT_READY";
+    case TFL_ERROR_NOT_SUPPORTED: return "TFL_ERROR_NOT_SUPPORTED";
+    case TFL_ERROR_INVALID_HANDLE: return "TFL_ERROR_INVALID_HANDLE";
+    case TFL_ERROR_NOT_INITIALIZED: return "TFL_ERROR_NOT_INITIALIZED";
+    case TFL_ERROR_DEVICE: return "TFL_ERROR_DEVICE";
+    case TFL_ERROR_INJECTED: return "TFL_ERROR_INJECTED";
+  }
+  return "TFL_ERROR_UNKNOWN";
+}
+
 typedef enum tfl_memcpy_kind {
   TFL_MEMCPY_HOST_TO_HOST = 0,
   TFL_MEMCPY_HOST_TO_DEVICE = 1,

@@ -266,23 +266,7 @@ tfl_status rt_init() {
   return TFL_OK;
 }
 
-const char* rt_status_name(tfl_status s) {
-  switch (s) {
-    case TFL_OK: return "TFL_OK";
-    case TFL_ERROR_INVALID_VALUE: return "TFL_ERROR_INVALID_VALUE";
-    case TFL_ERROR_INVALID_DEVICE: return "TFL_ERROR_INVALID_DEVICE";
-    case TFL_ERROR_OUT_OF_MEMORY: return "TFL_ERROR_OUT_OF_MEMORY";
-    case TFL_ERROR_INVALID_POINTER: return "TFL_ERROR_INVALID_POINTER";
-    case TFL_ERROR_INVALID_MEMCPY_KIND: return "TFL_ERROR_INVALID_MEMCPY_KIND";
-    case TFL_ERROR_NOT_READY: return "TFL_ERROR_NOT_READY";
-    case TFL_ERROR_NOT_SUPPORTED: return "TFL_ERROR_NOT_SUPPORTED";
-    case TFL_ERROR_INVALID_HANDLE: return "TFL_ERROR_INVALID_HANDLE";
-    case TFL_ERROR_NOT_INITIALIZED: return "TFL_ERROR_NOT_INITIALIZED";
-    case TFL_ERROR_DEVICE: return "TFL_ERROR_DEVICE";
-    case TFL_ERROR_INJECTED: return "TFL_ERROR_INJECTED";
-  }
-  return "TFL_ERROR_UNKNOWN";
-}
+const char* rt_status_name(tfl_status s) { return tfl_status_string(s); }
 
 const char* rt_last_error() { return t_error.c_str(); }
 

@@ -83,17 +83,7 @@ def _scheduling_class() -> type:
         from torch._inductor.codegen.triton import TritonScheduling
 
         return TritonScheduling
-    from torch._inductor.codegen.cpp import CppScheduling
-
-    class UnsupportedScheduling(CppScheduling):
-        def __init__(self, scheduler: Any) -> None:
-            raise RuntimeError(
-                f"flagos: vendor {scheduling.vendor_name()!r} cannot run torch.compile'd code: "
-                f"its memory is not host-addressable and it declares no compile_scheduling "
-                f"(see docs/compile.md)"
-            )
-
-    return UnsupportedScheduling
+    raise AssertionError(f"no Inductor scheduling for {kind!r}")
 
 
 def _device_op_overrides(common: ModuleType) -> Any:
@@ -238,13 +228,15 @@ def register(_compile_fx: ModuleType) -> None:
 
     from torch_fl.compile import choice as scheduling
 
-    common.register_backend_for_device(_DEVICE, _scheduling_class(), _wrapper_classes()[0])
-    common.register_device_op_overrides(_DEVICE, _device_op_overrides(common))
     kind = scheduling.scheduling()
     if kind is None:
+        # Nothing to generate code for: a flagos graph is refused where it enters Inductor.
         _refuse_flagos_graphs(_compile_fx, scheduling.vendor_name())
-    else:
-        _backend_for_flagos(utils, kind)
+        torch._dynamo.reset()
+        return
+    common.register_backend_for_device(_DEVICE, _scheduling_class(), _wrapper_classes()[0])
+    common.register_device_op_overrides(_DEVICE, _device_op_overrides(common))
+    _backend_for_flagos(utils, kind)
     if kind == "cpp":
         _host_nodes_are_cpu(scheduler)
     elif kind == "triton":
