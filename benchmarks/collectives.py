@@ -101,7 +101,10 @@ def rank_main(args: argparse.Namespace) -> None:
             order = names[r % len(names) :] + names[: r % len(names)]
             for name in order:
                 t, group, s = variants[name]
-                dist.barrier(group=native_group if name == "native" else group)
+                # Every side aligns the ranks with the default (flagos) group: with torch-fl loaded,
+                # torch's accelerator is flagos, so barrier() on a plain NCCL group looks for a
+                # flagos backend there and fails (docs/distributed.md, known limitations).
+                dist.barrier()
                 start = time.perf_counter()
                 for _ in range(args.iters):
                     dist.all_reduce(t, group=group)

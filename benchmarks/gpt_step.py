@@ -3,8 +3,9 @@
 The model: token and position embeddings, ``--layers`` pre-LayerNorm blocks (causal self-attention
 through ``torch.nn.functional.scaled_dot_product_attention``, a 4x GELU MLP), a final LayerNorm and
 an LM head tied to the token embedding. Defaults: 12 layers, d_model 768, 12 heads, vocab 32000,
-sequence 512 (about 110M parameters), batch 16. Both copies start from the same weights (one
-state dict) and see the same batches. Native is ``cuda`` on the cuda vendor, ``cpu`` elsewhere
+sequence 512 (about 110M parameters), batch 64 (at 16 the H200 finishes a step's kernels in about
+the time the host takes to launch them, which measures launch speed, not throughput). Both copies
+start from the same weights (one state dict) and see the same batches. Native is ``cuda`` on the cuda vendor, ``cpu`` elsewhere
 (``--native`` overrides); on the CPU the sizes default to the ``--quick`` ones.
 
 - **Training step**: ``zero_grad(set_to_none=True)``, forward and cross-entropy under
@@ -20,7 +21,7 @@ to back, from a drained queue to a synchronize after the block (which side goes 
 Throughput per side is the median over the repetitions; ``ratio`` is flagos / native (higher is
 better); ``paired`` is the median of the per-repetition ratios.
 
-    python benchmarks/gpt_step.py [--batch 16] [--seq 512] [--layers 12] [--d-model 768] [--heads 12]
+    python benchmarks/gpt_step.py [--batch 64] [--seq 512] [--layers 12] [--d-model 768] [--heads 12]
         [--vocab 32000] [--steps 4] [--reps 7] [--decode-steps 64] [--native cuda|cpu] [--quick] [--json out.json]
 
 Targets (issue #4, on the H200): training ratio >= 0.97, decode ratio >= 0.9. Asserts nothing.
@@ -44,7 +45,7 @@ from _bench_env import describe, load_avg, write_json
 from _gpu_bench import add_common_args, describe_devices, native_type, sync
 from torch import nn
 
-FULL = {"layers": 12, "d_model": 768, "heads": 12, "vocab": 32000, "seq": 512, "batch": 16}
+FULL = {"layers": 12, "d_model": 768, "heads": 12, "vocab": 32000, "seq": 512, "batch": 64}
 QUICK = {"layers": 2, "d_model": 128, "heads": 4, "vocab": 1024, "seq": 64, "batch": 4}
 FULL_RUN = {"steps": 4, "reps": 7, "decode_steps": 64, "prompt": 16}
 QUICK_RUN = {"steps": 2, "reps": 3, "decode_steps": 16, "prompt": 8}

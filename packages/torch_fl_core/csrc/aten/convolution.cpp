@@ -1,26 +1,31 @@
 // ATen's _convolution sends devices it has no backend path for (anything but
 // CPU/CUDA/MKLDNN/...) to convolution_overrideable / its backward, whose
 // default kernels raise. flagos answers them by running the public
-// convolution ops on the host route: box:cpu where the runtime's memory is
-// host addressable (zero copies), else ATen's CPU fallback. A vendor with
-// native convolutions routes aten::convolution itself, which is reached first.
+// convolution ops on the backend the route table already trusts with
+// convolutions: the one aten::convolution_backward is routed to (a vendor's
+// box:<key> then runs the forward in the same library, e.g. cuDNN for
+// box:cuda), else box:cpu where the runtime's memory is host addressable
+// (zero copies), else ATen's CPU fallback.
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
 #include "router/backend.h"
+#include "router/router.h"
 
 namespace torch_fl {
 namespace {
 
-std::shared_ptr<Backend> host_route() {
+std::shared_ptr<Backend> conv_route(const c10::OperatorHandle& op, c10::ScalarType dtype) {
+  auto routed = route_backend("aten::convolution_backward", dtype);
+  if (routed && routed->has_kernel(op)) return routed;
   auto b = find_backend("box:cpu");
   return b ? b : find_backend("cpu");
 }
 
-torch::jit::Stack run_on_host(const char* name, torch::jit::Stack stack) {
+torch::jit::Stack run_routed(const char* name, c10::ScalarType dtype, torch::jit::Stack stack) {
   const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
-  host_route()->call(op, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), &stack);
+  conv_route(op, dtype)->call(op, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), &stack);
   return stack;
 }
 
@@ -32,7 +37,7 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   torch::jit::Stack stack;
   torch::jit::push(stack, input, weight, bias, stride, padding, dilation, transposed,
                    output_padding, groups);
-  return run_on_host("aten::convolution", std::move(stack)).at(0).toTensor();
+  return run_routed("aten::convolution", input.scalar_type(), std::move(stack)).at(0).toTensor();
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable(
@@ -52,7 +57,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
                    bias_sizes ? c10::IValue(c10::SymIntArrayRef(*bias_sizes)) : c10::IValue(),
                    stride, padding, dilation, transposed, output_padding, groups,
                    c10::List<bool>({output_mask[0], output_mask[1], output_mask[2]}));
-  auto out = run_on_host("aten::convolution_backward", std::move(stack));
+  auto out = run_routed("aten::convolution_backward", grad_output.scalar_type(), std::move(stack));
   auto tensor = [](const c10::IValue& v) { return v.isTensor() ? v.toTensor() : at::Tensor(); };
   return {tensor(out.at(0)), tensor(out.at(1)), tensor(out.at(2))};
 }

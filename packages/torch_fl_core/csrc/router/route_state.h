@@ -47,6 +47,11 @@ class RouteState {
     return t;
   }
 
+  // The backend pick() would choose, without counting or logging.
+  const std::shared_ptr<Backend>& peek(std::optional<c10::ScalarType> dtype) const {
+    return targets_[dtype && has_rules_ ? by_dtype_[static_cast<size_t>(*dtype)] : 0]->backend;
+  }
+
   void collect(std::map<std::string, std::map<std::string, int64_t>>& out) const;
   void reset();
 

@@ -106,6 +106,7 @@ std::mutex g_install_mutex;
 auto* g_library = new std::unique_ptr<torch::Library>();
 auto* g_states = new std::vector<RouteState*>();
 auto* g_retired = new std::vector<std::unique_ptr<RouteState>>();
+auto* g_by_name = new std::unordered_map<std::string, RouteState*>();
 
 std::shared_ptr<Backend> backend_or_throw(const std::string& name, const std::string& op) {
   auto b = find_backend(name);
@@ -237,7 +238,18 @@ void router_install(const std::vector<RouteSpec>& routes, bool unboxed) {
   *g_library = std::move(library);
   for (RouteState* s : *g_states) g_retired->emplace_back(s);
   g_states->clear();
-  for (auto& s : states) g_states->push_back(s.release());
+  g_by_name->clear();
+  for (auto& s : states) {
+    g_by_name->emplace(s->op(), s.get());
+    g_states->push_back(s.release());
+  }
+}
+
+std::shared_ptr<Backend> route_backend(const std::string& op,
+                                       std::optional<c10::ScalarType> dtype) {
+  std::lock_guard<std::mutex> lock(g_install_mutex);
+  auto it = g_by_name->find(op);
+  return it == g_by_name->end() ? nullptr : it->second->peek(dtype);
 }
 
 std::vector<RouteSpec> router_routes() {

@@ -2,8 +2,12 @@
 // the backend its route table chose (per dtype of the first tensor argument).
 #pragma once
 
+#include <c10/core/ScalarType.h>
+
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -19,6 +23,13 @@ using RouteSpec = std::tuple<std::string, std::string, std::vector<DtypeRule>>;
 // the table; this still refuses unknown ops/backends and core-native ops.
 void router_install(const std::vector<RouteSpec>& routes, bool unboxed = true);
 std::vector<RouteSpec> router_routes();
+
+class Backend;
+// The backend the installed table picks for `op` ("aten::convolution_backward")
+// and a first tensor argument of `dtype`, without counting a call; nullptr when
+// the op is not routed. For ATen's device-type decision points (convolution,
+// attention), which must follow the table instead of naming a device.
+std::shared_ptr<Backend> route_backend(const std::string& op, std::optional<c10::ScalarType> dtype);
 
 // op full name -> backend -> calls since the last reset (the unrouted CPU
 // fallback is reported as backend "cpu").

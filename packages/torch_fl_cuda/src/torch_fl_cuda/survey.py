@@ -296,9 +296,24 @@ def worker_main() -> int:
             res = survey_correctness(op, table_flaggems, table_box)
         except Exception as exc:
             res = {"verdict": "error", "reason": f"{type(exc).__name__}: {exc}"[:300]}
-        out.write(json.dumps({"op": op, "result": res}) + "\n")
+        # A kernel fault (illegal address, ...) is sticky: every later call in this process
+        # would fail too. Report this overload, then ask for a fresh worker.
+        lost = _context_lost()
+        out.write(json.dumps({"op": op, "result": res, "restart": lost}) + "\n")
         out.flush()
+        if lost:
+            return 0
     return 0
+
+
+def _context_lost() -> bool:
+    import torch
+
+    try:
+        torch.cuda.synchronize()
+        return torch.ones(1, device="cuda").add_(1).item() != 2.0
+    except Exception:
+        return True
 
 
 # --------------------------------------------------------------------------------------------
@@ -376,6 +391,10 @@ def run_correctness(
                 else:
                     msg = json.loads(line)
                     results[msg["op"]] = msg["result"]
+                    if msg.get("restart"):  # its CUDA context is lost; the op's verdict stands
+                        w["p"].stdin.close()
+                        w["p"].wait(timeout=30)
+                        w.update(spawn())
                 print(f"[survey] {len(results)}/{len(ops)} {w['op']}", file=sys.stderr, flush=True)
                 feed(w)
             elif time.monotonic() - w["since"] > op_timeout:
@@ -494,6 +513,13 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--noise", type=float, default=0.05, help="allowed slowdown (0.05 = 5%%)")
     parser.add_argument("--ops", default="", help="comma-separated overloads (default: all)")
     parser.add_argument("--output", default=None)
+    parser.add_argument(
+        "--merge-into",
+        default=None,
+        metavar="JSON",
+        help="replace these overloads' entries in an earlier survey file and write it to --output "
+        "(a survey split over several runs)",
+    )
     args = parser.parse_args(None if argv is None else list(argv))
     os.environ.setdefault("FLAGOS_VENDOR", "cuda")
     import torch
@@ -516,7 +542,20 @@ def main(argv: Iterable[str] | None = None) -> int:
     path = Path(args.output) if args.output else SURVEY
     t0 = time.monotonic()
 
+    earlier: dict[str, Any] = {}
+    if args.merge_into:
+        earlier = json.loads(Path(args.merge_into).read_text(encoding="utf-8"))
+
     def write(results: dict[str, dict], **extra: Any) -> dict[str, int]:
+        if earlier:
+            merged = dict(earlier["overloads"])
+            merged.update(results)
+            runs = list(earlier["meta"].get("runs", [])) or [
+                {k: earlier["meta"].get(k) for k in ("requested", "phase1_s", "phase2_s", "jobs")}
+            ]
+            runs.append({"requested": len(ops), "jobs": args.jobs, **extra})
+            extra = {"runs": runs}
+            results = merged
         counts: dict[str, int] = {}
         for r in results.values():
             counts[r.get("verdict", "?")] = counts.get(r.get("verdict", "?"), 0) + 1
@@ -529,7 +568,7 @@ def main(argv: Iterable[str] | None = None) -> int:
                 "shapes": {k: list(v) for k, v in SHAPES.items()},
                 "noise": args.noise,
                 "jobs": args.jobs,
-                "requested": len(ops),
+                "requested": len(results) if earlier else len(ops),
                 "verdicts": dict(sorted(counts.items())),
                 **extra,
             },

@@ -45,6 +45,33 @@ def _rewrap(exc: Exception, where: str) -> Exception:
         return RuntimeError(f"{where}: {exc}")
 
 
+class _AlwaysWork:
+    """The inner device backend, called with ``opts.asyncOp = True``.
+
+    ProcessGroupNCCL (torch 2.11) returns no work for a non-async collective: it is only enqueued,
+    so nothing would ever wait with the group's timeout. A peer that died or hangs then left the
+    survivor blocked forever in its next synchronize. With a work for every call, the flagos work
+    waits on it: with ``TORCH_NCCL_BLOCKING_WAIT=1`` that raises after the timeout, as on CUDA
+    tensors; otherwise it orders the current stream after the collective (the watchdog handles
+    timeouts)."""
+
+    def __init__(self, backend: Any) -> None:
+        self._backend = backend
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._backend, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            for arg in (*args, *kwargs.values()):
+                if hasattr(arg, "asyncOp"):
+                    arg.asyncOp = True
+            return attr(*args, **kwargs)
+
+        return call
+
+
 class ProcessGroupFlagos(dist.ProcessGroup):
     """A process group over flagos tensors that delegates to the inner library of its tier."""
 
@@ -131,7 +158,10 @@ class ProcessGroupFlagos(dist.ProcessGroup):
             except Exception as exc:  # a lost or hung peer shows up here first
                 raise _rewrap(exc, where) from exc
         call = Call(self._choice, op, kind)
+        device_async = kind == "flagos" and self._choice.name in (tiers.NCCL, tiers.FLAGCX)
         backend = self._inner.device if kind == "flagos" else self._inner.cpu
+        if device_async:
+            backend = _AlwaysWork(backend)
         try:
             works = body(backend, call)
         except Exception as exc:
@@ -143,7 +173,6 @@ class ProcessGroupFlagos(dist.ProcessGroup):
             works = []
         elif isinstance(works, dist.Work):
             works = [works]
-        device_async = kind == "flagos" and self._choice.name in (tiers.NCCL, tiers.FLAGCX)
         return FlagosWork(where, works, call, value, post, device_async=device_async)
 
     def _check(self, cond: bool, op: str, tensors: Sequence[torch.Tensor], message: str) -> None:

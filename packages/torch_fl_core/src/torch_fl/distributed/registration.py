@@ -18,6 +18,10 @@ __all__ = ["create", "register"]
 
 def create(options: Any, backend_options: Any = None) -> ProcessGroupFlagos:
     """The backend factory torch calls (extended API: ``_DistributedBackendOptions``)."""
+    # Here, not at import: importing DCP costs half a second.
+    from torch_fl.distributed import checkpoint
+
+    checkpoint.install()
     return ProcessGroupFlagos(
         options.store,
         options.group_rank,
