@@ -389,6 +389,61 @@ def test_python_backend_views_hook_and_lists():
     assert len(got) == 3  # both list elements, and out
 
 
+def test_python_backend_core_views_keep_out_and_inplace_semantics(tmp_path):
+    """view_device: core hands kernels alias views and maps results back (no Python hooks)."""
+    from torch_fl import _C, routing
+    from torch_fl.routing.python_backend import register_python_backend
+
+    if not (_C.runtime_capabilities() & _C.CAP_HOST_ADDRESSABLE_MEMORY):
+        pytest.skip(f"runtime {_C.runtime_name()!r}: no CPU alias views of its memory")
+    seen = []
+
+    def mul_out(self, other, *, out):  # writes through the view, returns it
+        seen.append(out.device.type)
+        return torch.mul(self, other, out=out)
+
+    def add_(self, other, *, alpha):  # in-place, returns None
+        self.add_(other, alpha=alpha)
+
+    def abs_out(self, *, out):  # ignores `out` and returns a fresh, larger result
+        return torch.abs(self)
+
+    def neg(self):
+        return torch.neg(self)
+
+    register_python_backend(
+        "viewtest",
+        {"mul.out": mul_out, "add_.Tensor": add_, "abs.out": abs_out, "neg": neg},
+        view_device="cpu",
+    )
+    table = tmp_path / "views.conf"
+    table.write_text(
+        f"include {routing.active_table().path}\n"
+        "mul.out = viewtest\nadd_.Tensor = viewtest\nabs.out = viewtest\nneg = viewtest\n"
+    )
+    a_cpu, b_cpu = torch.randn(6), torch.randn(6)
+    try:
+        routing.load_routes(path=table)
+        a, b = a_cpu.to("flagos"), b_cpu.to("flagos")
+        out = torch.empty(6, device="flagos")
+        r = torch.mul(a, b, out=out)
+        assert r is out and seen == ["cpu"]
+        torch.testing.assert_close(out.cpu(), a_cpu * b_cpu)
+        c = a.clone()
+        r = c.add_(b, alpha=2)
+        assert r is c
+        torch.testing.assert_close(c.cpu(), a_cpu + 2 * b_cpu)
+        small = torch.empty(0, device="flagos")
+        r = torch.abs(a, out=small)
+        assert r is small and small.shape == (6,)
+        torch.testing.assert_close(small.cpu(), a_cpu.abs())
+        n = torch.neg(a)
+        assert n.device.type == "flagos"
+        torch.testing.assert_close(n.cpu(), -a_cpu)
+    finally:
+        routing.load_routes()
+
+
 def test_python_backend_rejects_views_and_reserved_names():
     with pytest.raises(ValueError, match="view operator"):
         PythonBackend("x", {"transpose.int": lambda *a: None})

@@ -225,11 +225,15 @@ NB_MODULE(_C, m) {
   m.def("core_native_ops", &core_native_ops);
   m.def(
       "register_python_backend",
-      [](const std::string& name, nb::handle trampoline, nb::handle has_kernel) {
+      [](const std::string& name, nb::handle trampoline, nb::handle has_kernel,
+         const std::string& view_device) {
+        std::optional<c10::DeviceType> view_type;
+        if (!view_device.empty()) view_type = c10::Device(view_device).type();
         register_python_backend(name, trampoline.ptr(),
-                                has_kernel.is_none() ? nullptr : has_kernel.ptr());
+                                has_kernel.is_none() ? nullptr : has_kernel.ptr(), view_type);
       },
-      nb::arg("name"), nb::arg("trampoline"), nb::arg("has_kernel") = nb::none());
+      nb::arg("name"), nb::arg("trampoline"), nb::arg("has_kernel") = nb::none(),
+      nb::arg("view_device") = "");
   m.def(
       "register_library_backend",
       [](const std::string& name, const std::string& ns) {

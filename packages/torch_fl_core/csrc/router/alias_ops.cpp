@@ -11,6 +11,7 @@
 
 #include "glue/runtime_access.h"
 #include "glue/stream_pool.h"
+#include "router/alias_ops.h"
 #include "router/box_alias.h"
 
 namespace torch_fl {
@@ -31,6 +32,8 @@ void check_addressable(const at::Tensor& t, c10::DeviceType type, const char* op
                                    : std::string("no torch backend"),
               ")");
 }
+
+}  // namespace
 
 at::Tensor alias_as(const at::Tensor& self, c10::Device device) {
   TORCH_CHECK(self.device().is_privateuseone(), "torch_fl::alias_as: expected a flagos tensor, got ",
@@ -57,8 +60,6 @@ at::Tensor adopt(const at::Tensor& self, c10::Device device) {
   const c10::DeviceIndex index = device.has_index() ? device.index() : current_device();
   return box::to_flagos(self, index, self.device().type());
 }
-
-}  // namespace
 
 TORCH_LIBRARY(torch_fl, m) {
   m.def("alias_as(Tensor(a) self, Device device) -> Tensor(a)");

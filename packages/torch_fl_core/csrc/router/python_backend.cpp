@@ -7,6 +7,8 @@
 #include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/csrc/utils/tensor_memoryformats.h>
 
+#include "glue/runtime_access.h"
+#include "router/alias_ops.h"
 #include "router/backend.h"
 #include "router/producer_order.h"
 
@@ -40,10 +42,61 @@ py::object argument_to_py(c10::IValue v, const c10::Argument& arg) {
   return torch::jit::toPyObject(std::move(v));
 }
 
+// Flagos tensors (also inside lists) as alias views of `type`.
+c10::IValue to_view(const c10::IValue& v, c10::DeviceType type) {
+  auto view = [type](const at::Tensor& t) {
+    return t.defined() && t.device().is_privateuseone() ? alias_as(t, c10::Device(type)) : t;
+  };
+  if (v.isTensor()) return view(v.toTensor());
+  if (v.isTensorList()) {
+    c10::List<at::Tensor> out;
+    for (const at::Tensor& t : v.toTensorList().vec()) out.push_back(view(t));
+    return out;
+  }
+  if (v.isOptionalTensorList()) {
+    c10::List<std::optional<at::Tensor>> out;
+    for (const auto& t : v.toOptionalTensorList()) {
+      const std::optional<at::Tensor> ot = t;
+      out.push_back(ot.has_value() ? std::optional<at::Tensor>(view(*ot)) : std::nullopt);
+    }
+    return out;
+  }
+  return v;
+}
+
+// Results of the view device back as flagos tensors on `device`.
+c10::IValue from_view(c10::IValue v, c10::DeviceType type, c10::Device device) {
+  auto back = [&](const at::Tensor& t) {
+    return t.defined() && t.device().type() == type ? adopt(t, device) : t;
+  };
+  if (v.isTensor()) return back(v.toTensor());
+  if (v.isTensorList()) {
+    c10::List<at::Tensor> out;
+    for (const at::Tensor& t : v.toTensorList().vec()) out.push_back(back(t));
+    return out;
+  }
+  return v;
+}
+
+// The argument a `Tensor(a!)` return aliases.
+std::optional<size_t> written_argument(const c10::FunctionSchema& schema, size_t ret) {
+  const auto* info = schema.returns()[ret].alias_info();
+  if (!info || !info->isWrite()) return std::nullopt;
+  for (size_t i = 0; i < schema.arguments().size(); ++i) {
+    const auto* a = schema.arguments()[i].alias_info();
+    if (a && a->isWrite() && a->beforeSets() == info->beforeSets()) return i;
+  }
+  return std::nullopt;
+}
+
 class PythonBackend final : public Backend {
  public:
-  PythonBackend(std::string name, PyObject* trampoline, PyObject* has_kernel)
-      : name_(std::move(name)), trampoline_(trampoline), has_kernel_(has_kernel) {
+  PythonBackend(std::string name, PyObject* trampoline, PyObject* has_kernel,
+                std::optional<c10::DeviceType> view_type)
+      : name_(std::move(name)),
+        trampoline_(trampoline),
+        has_kernel_(has_kernel),
+        view_type_(view_type) {
     Py_XINCREF(trampoline_);
     Py_XINCREF(has_kernel_);
   }
@@ -72,24 +125,42 @@ class PythonBackend final : public Backend {
     // A Python kernel (a Triton launch) is an unordered producer on runtimes
     // that say so: mark its streams once it has enqueued its work.
     const auto devices = stack_flagos_devices(op, *stack);
+    // With views: the caller's arguments (out=/in-place returns are theirs),
+    // the views handed to Python, and the device results are adopted onto.
+    std::vector<c10::IValue> originals, views;
+    c10::Device result_device(c10::DeviceType::PrivateUse1, current_device());
+    if (view_type_) {
+      originals.assign(stack->end() - static_cast<std::ptrdiff_t>(num_args), stack->end());
+      bool found = false;
+      for (const auto& v : originals) {
+        if (!found && v.isTensor() && v.toTensor().defined() &&
+            v.toTensor().device().is_privateuseone()) {
+          result_device = v.toTensor().device();
+          found = true;
+        }
+        views.push_back(to_view(v, *view_type_));
+      }
+    }
     py::gil_scoped_acquire gil;
     try {
       py::tuple args(num_args);
       for (size_t i = 0; i < num_args; ++i) {
-        args[i] = argument_to_py(std::move((*stack)[stack->size() - num_args + i]),
-                                 schema.arguments()[i]);
+        c10::IValue v = view_type_ ? views[i] : std::move((*stack)[stack->size() - num_args + i]);
+        args[i] = argument_to_py(std::move(v), schema.arguments()[i]);
       }
       torch::jit::drop(*stack, num_args);
       py::object result = py::reinterpret_borrow<py::object>(trampoline_)(op_name, args);
       const auto& returns = schema.returns();
       if (returns.size() == 1) {
-        stack->push_back(torch::jit::toIValue(result, returns[0].type()));
+        push_result(schema, 0, torch::jit::toIValue(result, returns[0].type()), originals, views,
+                    result_device, stack);
       } else if (returns.size() > 1) {
         py::tuple tup = result.cast<py::tuple>();
         TORCH_CHECK(tup.size() == returns.size(), "flagos python backend '", name_, "' returned ",
                     tup.size(), " values for ", op_name, ", which returns ", returns.size());
         for (size_t i = 0; i < returns.size(); ++i) {
-          stack->push_back(torch::jit::toIValue(tup[i], returns[i].type()));
+          push_result(schema, i, torch::jit::toIValue(tup[i], returns[i].type()), originals, views,
+                      result_device, stack);
         }
       }
       for (auto d : devices) note_unordered_producer(d);
@@ -102,17 +173,48 @@ class PythonBackend final : public Backend {
   }
 
  private:
+  void push_result(const c10::FunctionSchema& schema, size_t ret, c10::IValue value,
+                   const std::vector<c10::IValue>& originals, const std::vector<c10::IValue>& views,
+                   c10::Device device, torch::jit::Stack* stack) const {
+    if (!view_type_) {
+      stack->push_back(std::move(value));
+      return;
+    }
+    const auto arg = written_argument(schema, ret);
+    if (!arg) {
+      stack->push_back(from_view(std::move(value), *view_type_, device));
+      return;
+    }
+    // out=/in-place: the caller's tensor. A kernel that returned a fresh
+    // tensor instead of the view it was given has its value copied in.
+    const at::Tensor original = originals[*arg].toTensor();
+    if (value.isTensor() && value.toTensor().defined()) {
+      const at::Tensor got = value.toTensor();
+      const bool is_view = views[*arg].isTensor() &&
+                           got.unsafeGetTensorImpl() == views[*arg].toTensor().unsafeGetTensorImpl();
+      if (!is_view && got.unsafeGetTensorImpl() != original.unsafeGetTensorImpl()) {
+        const at::Tensor src = got.device().type() == *view_type_ ? adopt(got, device) : got;
+        if (original.sizes() != src.sizes()) original.resize_(src.sizes());
+        original.copy_(src);
+      }
+    }
+    stack->push_back(original);
+  }
+
+ private:
   std::string name_;
   PyObject* trampoline_;
   PyObject* has_kernel_;
+  std::optional<c10::DeviceType> view_type_;
 };
 
 }  // namespace
 
-void register_python_backend(const std::string& name, PyObject* trampoline, PyObject* has_kernel) {
+void register_python_backend(const std::string& name, PyObject* trampoline, PyObject* has_kernel,
+                             std::optional<c10::DeviceType> view_type) {
   TORCH_CHECK(name.rfind("box:", 0) != 0 && name != "cpu" && name != "none",
               "flagos: backend name '", name, "' is reserved");
-  register_backend(std::make_shared<PythonBackend>(name, trampoline, has_kernel));
+  register_backend(std::make_shared<PythonBackend>(name, trampoline, has_kernel, view_type));
 }
 
 }  // namespace torch_fl

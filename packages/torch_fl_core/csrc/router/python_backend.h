@@ -2,7 +2,9 @@
 #pragma once
 
 #include <Python.h>
+#include <c10/core/DeviceType.h>
 
+#include <optional>
 #include <string>
 
 namespace torch_fl {
@@ -12,6 +14,12 @@ namespace torch_fl {
 // IValue<->Python converters, and converts the result back with the schema's
 // return types. has_kernel(op_full_name) -> bool answers route validation.
 // Both are new references kept for the life of the process.
-void register_python_backend(const std::string& name, PyObject* trampoline, PyObject* has_kernel);
+// With `view_type`, flagos tensor arguments reach Python as alias views of
+// that device type, results of that type are adopted back into flagos, and
+// out=/in-place returns are the caller's flagos tensors (a fresh result is
+// copied into them): the views are made here, not by Python hooks, because
+// each hook call through torch.ops costs microseconds per tensor.
+void register_python_backend(const std::string& name, PyObject* trampoline, PyObject* has_kernel,
+                             std::optional<c10::DeviceType> view_type = std::nullopt);
 
 }  // namespace torch_fl

@@ -15,10 +15,10 @@ What it does:
   sends to it; entries whose condition is false are left out then.
 - Kernels are the ``_FULL_CONFIG`` callables (on Hopper some entries are Hopper-specific ops), called
   through core's Python-backend trampoline. With ``view_device`` set, tensor arguments are alias
-  views typed as that device (``torch.ops.torch_fl.alias_as``): on a vendor whose runtime mirrors
+  views typed as that device (core's ``alias_as``, made in C++ per call): on a vendor whose runtime mirrors
   CUDA, FlagGems' device checks pass and its launches go to the CUDA current stream, which is the
   flagos current stream; results it allocates come from the same pool and join flagos without a
-  copy (``torch.ops.torch_fl.adopt``).
+  copy (core's ``adopt``).
 - ``GEMS_VENDOR`` is set (FlagGems otherwise probes every vendor it knows) and FlagGems' tuning
   cache goes under the user's cache dir (``FLAGGEMS_CACHE_DIR``), unless the user set them.
 - ``flag_gems.enable()``/``use_gems()`` are never called: they register FlagGems on a dispatch key
@@ -35,8 +35,6 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import torch
 
 __all__ = ["BACKEND", "ENV_SWITCH", "claimed_overloads", "kernel_table", "register", "status"]
 
@@ -134,21 +132,6 @@ class LazyKernel:
         return fn(*args, **kwargs)
 
 
-def alias_views(view_device: str) -> Callable[[torch.Tensor], torch.Tensor]:
-    """``to_views`` hook: flagos tensors as ``view_device`` alias views, other tensors unchanged."""
-    device = torch.device(view_device)
-
-    def to_view(t: torch.Tensor) -> torch.Tensor:
-        return torch.ops.torch_fl.alias_as(t, device) if t.device.type == "flagos" else t
-
-    return to_view
-
-
-def adopt_results(result: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """``from_views`` hook: a FlagGems result as a flagos tensor (zero-copy for mirrored memory)."""
-    return result if result.device.type == "flagos" else torch.ops.torch_fl.adopt(result, device)
-
-
 def _servable(names: list[str]) -> list[str]:
     """The names the dispatcher knows that a Python backend may serve (not views)."""
     from torch_fl.routing.python_backend import _plan_for
@@ -196,8 +179,7 @@ def register(
     register_python_backend(
         BACKEND,
         {n: LazyKernel(n, vendor) for n in servable},
-        to_views=alias_views(view_device) if view_device else None,
-        from_views=adopt_results if view_device else None,
+        view_device=view_device,
     )
     _status = f"on: {len(servable)} of the {len(names)} overloads FlagGems claims can be routed"
     return True

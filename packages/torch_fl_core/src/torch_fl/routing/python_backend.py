@@ -142,6 +142,7 @@ class PythonBackend:
         kernels: Mapping[str, Callable[..., Any]],
         to_views: ToViews | None = None,
         from_views: FromViews | None = None,
+        core_views: bool = False,
     ) -> None:
         if not _NAME_RE.match(name) or name in _RESERVED:
             raise ValueError(
@@ -156,6 +157,9 @@ class PythonBackend:
             self.kernels[full_op_name(spelled)] = fn
         self.to_views = to_views
         self.from_views = from_views or default_from_views
+        # Core makes the views and maps results back (register_python_backend(view_device=...)):
+        # the trampoline only calls the kernel.
+        self.core_views = core_views
         self._plans: dict[str, _Plan] = {}
         self._lock = threading.Lock()
         for op in self.kernels:
@@ -211,6 +215,8 @@ class PythonBackend:
         if kernel is None:
             raise RuntimeError(f"backend {self.name!r} has no kernel for {op_name}")
         plan = self._plan(op_name)
+        if self.core_views:
+            return self._call_on_views(kernel, plan, op_name, args)
         views = [self._view(a) for a in args]
         result = kernel(
             *(views[i] for i in plan.positional), **{n: views[i] for n, i in plan.keywords}
@@ -235,6 +241,25 @@ class PythonBackend:
             out.append(self._back(value, device))
         return out[0] if n == 1 else tuple(out)
 
+    def _call_on_views(self, kernel: Callable[..., Any], plan: _Plan, op_name: str, args: tuple):
+        """``args`` are already views; core adopts the results and returns the caller's tensors
+        for out=/in-place returns. A kernel returning None there means the view it was given."""
+        result = kernel(*(args[i] for i in plan.positional), **{n: args[i] for n, i in plan.keywords})
+        n = len(plan.write_alias)
+        if n == 0:
+            return None
+        results = (result,) if n == 1 else tuple(result)
+        if len(results) != n:
+            raise RuntimeError(
+                f"backend {self.name!r}: the kernel for {op_name} returned {len(results)} values, "
+                f"the operator returns {n}"
+            )
+        out = [
+            args[alias] if value is None and alias is not None else value
+            for value, alias in zip(results, plan.write_alias, strict=True)
+        ]
+        return out[0] if n == 1 else tuple(out)
+
 
 _registry: dict[str, PythonBackend] = {}
 _registry_lock = threading.Lock()
@@ -246,24 +271,29 @@ def register_python_backend(
     *,
     to_views: ToViews | None = None,
     from_views: FromViews | None = None,
+    view_device: str | None = None,
 ) -> PythonBackend:
     """Register a Python-kernel backend with the router; returns it.
 
     ``kernels`` maps overload names as tables spell them (``"abs"``, ``"add.Tensor"``,
     ``"mul.out"``) to callables. Registering a name again replaces the backend for routes
     installed afterwards (call :func:`torch_fl.routing.load_routes`).
+
+    ``view_device`` (``"cuda"``, ``"cpu"``): kernels get alias views of that device type
+    (``torch.ops.torch_fl.alias_as``) and their results of that type are adopted back into flagos,
+    both done in core without a Python call per tensor; out=/in-place returns stay the caller's
+    tensors. It replaces ``to_views``/``from_views``, which remain for other conversions.
     """
     from torch_fl import _C
 
-    backend = PythonBackend(name, kernels, to_views, from_views)
+    if view_device and (to_views or from_views):
+        raise ValueError(f"backend {name!r}: view_device replaces to_views/from_views")
+    backend = PythonBackend(name, kernels, to_views, from_views, core_views=bool(view_device))
     register = getattr(_C, "register_python_backend", None)
     if register is None:
         raise RuntimeError("torch_fl._C has no router (register_python_backend is missing)")
     with _registry_lock:
-        try:
-            register(name, backend.trampoline, backend.has_kernel)
-        except TypeError:  # a binding taking (name, trampoline) only
-            register(name, backend.trampoline)
+        register(name, backend.trampoline, backend.has_kernel, view_device=view_device or "")
         _registry[name] = backend
     return backend
 
