@@ -92,10 +92,19 @@ def test_generated_route_kernels_use_box_cuda():
 
 
 def test_convolution_runs_on_cudnn_route():
+    # convolution_overrideable runs on the backend convolution_backward is routed to (box:cuda),
+    # so cuDNN computes it, in TF32 by default as for CUDA tensors: compare in full fp32.
+    import torch_fl
+
     conv = torch.nn.Conv2d(3, 8, 3).to("flagos")
     x = torch.randn(2, 3, 16, 16, device="flagos", requires_grad=True)
-    y = conv(x)
-    y.sum().backward()
+    torch_fl._C.reset_dispatch_counts()
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        y = conv(x)
+        y.sum().backward()
+    counts = torch_fl._C.dispatch_counts()
+    assert counts.get("aten::convolution_backward") == {"box:cuda": 1}, counts
+    assert "aten::convolution" not in counts, counts  # not through ATen's CPU fallback
     ref = torch.nn.functional.conv2d(x.detach().cpu(), conv.weight.detach().cpu(), conv.bias.cpu())
     torch.testing.assert_close(y.detach().cpu(), ref, rtol=1e-3, atol=1e-3)
     assert x.grad.device.type == "flagos"

@@ -14,6 +14,7 @@ Method names follow what ``torch.distributed`` calls on a group in torch 2.10-2.
 from __future__ import annotations
 
 import datetime
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -45,15 +46,22 @@ def _rewrap(exc: Exception, where: str) -> Exception:
         return RuntimeError(f"{where}: {exc}")
 
 
-class _AlwaysWork:
-    """The inner device backend, called with ``opts.asyncOp = True``.
+def _blocking_wait() -> bool:
+    return any(
+        os.environ.get(k, "0").lower() in ("1", "true", "yes")
+        for k in ("TORCH_NCCL_BLOCKING_WAIT", "NCCL_BLOCKING_WAIT")
+    )
 
-    ProcessGroupNCCL (torch 2.11) returns no work for a non-async collective: it is only enqueued,
-    so nothing would ever wait with the group's timeout. A peer that died or hangs then left the
-    survivor blocked forever in its next synchronize. With a work for every call, the flagos work
-    waits on it: with ``TORCH_NCCL_BLOCKING_WAIT=1`` that raises after the timeout, as on CUDA
-    tensors; otherwise it orders the current stream after the collective (the watchdog handles
-    timeouts)."""
+
+class _AlwaysWork:
+    """The inner device backend, called with ``opts.asyncOp = True`` (with blocking wait only).
+
+    ProcessGroupNCCL (torch 2.11) returns no work for a non-async collective: it is only enqueued.
+    With ``TORCH_NCCL_BLOCKING_WAIT=1`` the user asked for a host wait that raises after the
+    group's timeout; without a work to wait on, a survivor of a dead or hung peer blocked forever
+    in its next synchronize instead (H200). So there every call gets a work and the flagos work
+    waits on it. Without blocking wait the default path is kept: on the H200 the full collective
+    scenario failed when every call was made async (not understood yet; docs/distributed.md)."""
 
     def __init__(self, backend: Any) -> None:
         self._backend = backend
@@ -160,7 +168,7 @@ class ProcessGroupFlagos(dist.ProcessGroup):
         call = Call(self._choice, op, kind)
         device_async = kind == "flagos" and self._choice.name in (tiers.NCCL, tiers.FLAGCX)
         backend = self._inner.device if kind == "flagos" else self._inner.cpu
-        if device_async:
+        if device_async and _blocking_wait():
             backend = _AlwaysWork(backend)
         try:
             works = body(backend, call)

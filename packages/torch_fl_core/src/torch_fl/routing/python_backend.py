@@ -244,7 +244,9 @@ class PythonBackend:
     def _call_on_views(self, kernel: Callable[..., Any], plan: _Plan, op_name: str, args: tuple):
         """``args`` are already views; core adopts the results and returns the caller's tensors
         for out=/in-place returns. A kernel returning None there means the view it was given."""
-        result = kernel(*(args[i] for i in plan.positional), **{n: args[i] for n, i in plan.keywords})
+        result = kernel(
+            *(args[i] for i in plan.positional), **{n: args[i] for n, i in plan.keywords}
+        )
         n = len(plan.write_alias)
         if n == 0:
             return None
