@@ -86,8 +86,10 @@ class HostResultAllocator final : public c10::Allocator {
   c10::DataPtr allocate(size_t n) override {
     const int device = t_result_device;
     if (C10_LIKELY(device < 0) || n == 0) return g_base_cpu->allocate(n);
-    c10::DataPtr inner = caching_allocator()->allocate(n);
-    TORCH_INTERNAL_ASSERT(inner.get_deleter() == g_pool_deleter && inner.get() == inner.get_context());
+    // The box:cpu call made `device` current (BoxScope): no runtime query.
+    c10::DataPtr inner = allocate_on_current(static_cast<c10::DeviceIndex>(device), n);
+    TORCH_INTERNAL_ASSERT(inner.get_deleter() == g_pool_deleter &&
+                          inner.get() == inner.get_context());
     void* data = inner.get();
     inner.release_context();  // ownership moves to the CPU-typed DataPtr below
     return {data, data, g_pool_deleter, c10::Device(c10::DeviceType::CPU)};
