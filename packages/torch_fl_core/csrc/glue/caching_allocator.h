@@ -37,6 +37,10 @@ void reset_accumulated_stats(c10::DeviceIndex device);
 // (free, total) bytes of the device as the runtime reports them.
 std::pair<size_t, size_t> device_memory_info(c10::DeviceIndex device);
 
+// caching_allocator()->allocate(n) for a caller that has already made `device`
+// current (box:cpu host results): skips the runtime's current-device query.
+c10::DataPtr allocate_on_current(c10::DeviceIndex device, size_t n);
+
 // Whether `ptr` is the start of a live allocation made by this allocator
 // (for getDeviceFromPtr-style checks), and its device if so.
 bool allocator_owns(const void* ptr, c10::DeviceIndex* device = nullptr);

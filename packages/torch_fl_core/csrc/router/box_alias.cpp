@@ -8,7 +8,6 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
-#include <unordered_map>
 
 #include "glue/caching_allocator.h"
 #include "glue/mirror_allocator.h"
@@ -64,32 +63,21 @@ c10::Allocator* grow_allocator(c10::DeviceIndex flagos_device, c10::Device targe
 // ---- host results in flagos memory (HostResultScope) ----------------------
 thread_local int t_result_device = -1;
 
-// Live host-result allocations: data -> the flagos DataPtr (null once adopted).
-// The CPU-side DataPtr's context is the data pointer itself, so raw_allocate /
-// raw_deallocate through this allocator keep working.
-std::mutex g_results_mutex;
-std::unordered_map<void*, c10::DataPtr*>& results() {
-  static auto* m = new std::unordered_map<void*, c10::DataPtr*>();
-  return *m;
-}
+// A host-result allocation is the flagos pool's own DataPtr retyped as CPU:
+// same data, context and deleter (the caching allocator's, which finds the
+// block by pointer), so no side table and no lock of ours is needed per call,
+// and raw_allocate (context == data) keeps working. Adoption moves that
+// deleter from the CPU storage to the flagos one.
 c10::Allocator* g_base_cpu = nullptr;
+c10::DeleterFnPtr g_pool_deleter = nullptr;  // the caching allocator's raw deleter
 
-void release_host_result(void* data) {
-  c10::DataPtr* inner = nullptr;
-  bool ours = false;
-  {
-    std::lock_guard<std::mutex> lock(g_results_mutex);
-    auto it = results().find(data);
-    if (it != results().end()) {
-      ours = true;
-      inner = it->second;
-      results().erase(it);
-    }
-  }
-  if (ours) {
-    delete inner;  // null when adopted: the flagos storage owns the memory now
+// raw_deallocate of a pointer from either allocator (rare: the raw interface);
+// the pool owns it exactly when it is one of its live allocations.
+void release_raw(void* data) {
+  if (allocator_owns(data)) {
+    g_pool_deleter(data);
   } else {
-    g_base_cpu->raw_deleter()(data);  // a raw_allocate of the default allocator
+    g_base_cpu->raw_deleter()(data);
   }
 }
 
@@ -98,36 +86,40 @@ class HostResultAllocator final : public c10::Allocator {
   c10::DataPtr allocate(size_t n) override {
     const int device = t_result_device;
     if (C10_LIKELY(device < 0) || n == 0) return g_base_cpu->allocate(n);
-    auto* inner = new c10::DataPtr(caching_allocator()->allocate(n));
-    void* data = inner->get();
-    {
-      std::lock_guard<std::mutex> lock(g_results_mutex);
-      results()[data] = inner;
-    }
-    return {data, data, &release_host_result, c10::Device(c10::DeviceType::CPU)};
+    // The box:cpu call made `device` current (BoxScope): no runtime query.
+    c10::DataPtr inner = allocate_on_current(static_cast<c10::DeviceIndex>(device), n);
+    TORCH_INTERNAL_ASSERT(inner.get_deleter() == g_pool_deleter &&
+                          inner.get() == inner.get_context());
+    void* data = inner.get();
+    inner.release_context();  // ownership moves to the CPU-typed DataPtr below
+    return {data, data, g_pool_deleter, c10::Device(c10::DeviceType::CPU)};
   }
-  c10::DeleterFnPtr raw_deleter() const override { return &release_host_result; }
+  c10::DeleterFnPtr raw_deleter() const override { return &release_raw; }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     std::memcpy(dest, src, count);
   }
 };
 
-std::optional<c10::DataPtr> take_host_result(const c10::Storage& s) {
+// Takes the flagos memory out of a host-result storage: the storage keeps a
+// non-owning pointer (its tensors are the kernel's results, which the router
+// drops after the call), the returned DataPtr owns the block. A second result
+// over the same storage finds it already taken and is copied.
+std::optional<c10::DataPtr> take_host_result(const c10::Storage& s, c10::DeviceIndex device) {
   const c10::DataPtr& dp = s.data_ptr();
-  if (dp.get_deleter() != &release_host_result) return std::nullopt;
-  std::lock_guard<std::mutex> lock(g_results_mutex);
-  auto it = results().find(dp.get_context());
-  if (it == results().end() || it->second == nullptr) return std::nullopt;
-  c10::DataPtr out = std::move(*it->second);
-  delete it->second;
-  it->second = nullptr;  // the CPU storage's deleter now only forgets the entry
-  return out;
+  if (g_pool_deleter == nullptr || dp.get_deleter() != g_pool_deleter || !dp.device().is_cpu()) {
+    return std::nullopt;
+  }
+  void* data = dp.get();
+  c10::DataPtr owned = s.unsafeGetStorageImpl()->set_data_ptr(
+      c10::DataPtr(data, c10::Device(c10::DeviceType::CPU)));
+  void* ctx = owned.release_context();
+  return c10::DataPtr(data, ctx, g_pool_deleter, c10::Device(c10::DeviceType::PrivateUse1, device));
 }
 
 // The flagos memory of a storage grown through GrowAllocator, taken over.
-std::optional<c10::DataPtr> take_grown(const c10::Storage& s) {
+std::optional<c10::DataPtr> take_grown(const c10::Storage& s, c10::DeviceIndex device) {
   auto* inner = s.data_ptr().cast_context<c10::DataPtr>(&release_grown);
-  if (!inner) return take_host_result(s);
+  if (!inner) return take_host_result(s, device);
   return std::move(*inner);
 }
 
@@ -164,6 +156,7 @@ void install_host_result_allocator() {
   static std::once_flag once;
   std::call_once(once, [] {
     g_base_cpu = c10::GetDefaultCPUAllocator();
+    g_pool_deleter = caching_allocator()->raw_deleter();
     // Never destroyed: CPU tensors may outlive every static.
     c10::SetCPUAllocator(new HostResultAllocator(), /*priority=*/1);
   });
@@ -207,10 +200,15 @@ at::Tensor call_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey 
         !a.key_set().has(key)) {
       continue;
     }
+    // Re-pointing recomputes numel and contiguity; the same tensor coming
+    // back (the common case) already has its geometry.
     c10::TensorImpl* impl = a.unsafeGetTensorImpl();
-    impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
-    impl->_set_conj(t.is_conj());
-    impl->_set_neg(t.is_neg());
+    if (a.storage_offset() != t.storage_offset() || a.sizes() != t.sizes() ||
+        a.strides() != t.strides()) {
+      impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+    }
+    if (a.is_conj() != t.is_conj()) impl->_set_conj(t.is_conj());
+    if (a.is_neg() != t.is_neg()) impl->_set_neg(t.is_neg());
     return a;
   }
   // Non-owning: the caller's flagos tensor keeps the memory alive for the
@@ -236,7 +234,7 @@ void adopt_geometry(const at::Tensor& base, const at::Tensor& alias) {
   c10::TensorImpl* impl = base.unsafeGetTensorImpl();
   const c10::Storage& astorage = alias.storage();
   if (astorage.data() != base.storage().data()) {
-    auto grown = take_grown(astorage);
+    auto grown = take_grown(astorage, base.device().index());
     TORCH_CHECK(grown.has_value(), "flagos box: a kernel replaced the storage of an output with "
                                    "memory that is not flagos memory");
     c10::Storage s = base.storage();
@@ -251,7 +249,7 @@ void adopt_geometry(const at::Tensor& base, const at::Tensor& alias) {
 
 at::Tensor to_flagos(const at::Tensor& t, c10::DeviceIndex device, c10::DeviceType type) {
   if (!t.defined() || t.device().is_privateuseone()) return t;
-  if (auto grown = take_grown(t.storage())) {
+  if (auto grown = take_grown(t.storage(), device)) {
     const size_t nbytes = t.storage().nbytes();
     c10::Storage s(c10::Storage::use_byte_size_t(), nbytes, std::move(*grown), caching_allocator(),
                    true);

@@ -41,6 +41,8 @@ at::Tensor view_of_input_or_fresh(const at::Tensor& result, const at::Tensor* co
 // the flagos pool of that device, so a fresh result is already flagos memory
 // and to_flagos adopts it. Installed with install_host_result_allocator() as
 // the CPU allocator; everything outside such a scope goes to the default one.
+// `device` must be current on the thread for the whole scope (the box:cpu
+// paths open it inside their device scope): allocations do not query it.
 class HostResultScope {
  public:
   explicit HostResultScope(c10::DeviceIndex device);

@@ -1,6 +1,7 @@
 // The sim runtime's configuration, read once from the environment.
 #include "sim_config.h"
 
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstdint>
@@ -16,6 +17,10 @@ namespace {
 
 struct InitState {
   std::once_flag once;
+  // Set once the once-body finished (release): every table function passes
+  // here, and std::call_once costs thread-local writes and a pthread_once
+  // call each time, so the common case reads this flag only.
+  std::atomic<bool> done{false};
   tfl_status status = TFL_OK;
   std::string error;
   Config config;
@@ -83,8 +88,12 @@ bool parse_bytes(const char* text, size_t* out) noexcept {
 
 tfl_status ensure_initialized() noexcept {
   InitState& s = init_state();
+  if (s.done.load(std::memory_order_acquire)) return s.status;
   try {
-    std::call_once(s.once, [&] { s.status = read_environment(s); });
+    std::call_once(s.once, [&] {
+      s.status = read_environment(s);
+      s.done.store(true, std::memory_order_release);
+    });
   } catch (...) {
     return TFL_ERROR_NOT_INITIALIZED;
   }

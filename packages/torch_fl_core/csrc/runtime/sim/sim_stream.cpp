@@ -107,6 +107,9 @@ struct StreamRegistry {
   // need no lock (every host kernel asks for its device's default stream).
   std::vector<StreamPtr> defaults;
   std::unique_ptr<std::once_flag[]> defaults_once;
+  // defaults[d].get() once created: the lock-free, refcount-free fast path
+  // (the registry and its default streams are never destroyed).
+  std::unique_ptr<std::atomic<Stream*>[]> default_raw;
 };
 
 // Leaked on purpose (see the file comment).
@@ -115,6 +118,7 @@ StreamRegistry& registry() {
     auto* reg = new StreamRegistry();
     reg->defaults.resize(static_cast<size_t>(config().device_count));
     reg->defaults_once.reset(new std::once_flag[static_cast<size_t>(config().device_count)]);
+    reg->default_raw.reset(new std::atomic<Stream*>[static_cast<size_t>(config().device_count)]());
     return reg;
   }();
   return *r;
@@ -123,8 +127,18 @@ StreamRegistry& registry() {
 StreamPtr default_stream(int device) {
   StreamRegistry& reg = registry();
   const auto d = static_cast<size_t>(device);
-  std::call_once(reg.defaults_once[d], [&] { reg.defaults[d] = std::make_shared<Stream>(device, 0); });
+  std::call_once(reg.defaults_once[d], [&] {
+    reg.defaults[d] = std::make_shared<Stream>(device, 0);
+    reg.default_raw[d].store(reg.defaults[d].get(), std::memory_order_release);
+  });
   return reg.defaults[d];
+}
+
+// The default stream of `device` without a shared_ptr copy: it lives as long
+// as the process, so a plain pointer is safe.
+Stream* default_stream_raw(int device) {
+  Stream* s = registry().default_raw[static_cast<size_t>(device)].load(std::memory_order_acquire);
+  return s != nullptr ? s : default_stream(device).get();
 }
 
 }  // namespace
@@ -216,6 +230,15 @@ tfl_status sim_stream_destroy(tfl_stream stream) {
 
 tfl_status sim_stream_synchronize(tfl_stream stream) {
   return entry(Call::stream_synchronize, [&] {
+    if (stream == nullptr) {
+      // The default stream: core synchronizes it before every host kernel,
+      // so skip resolve_stream's shared_ptr copy (two atomic RMWs).
+      int device;
+      const tfl_status st = checked_current_device("tfl_stream_synchronize", &device);
+      if (st != TFL_OK) return st;
+      default_stream_raw(device)->synchronize();
+      return TFL_OK;
+    }
     StreamPtr s;
     const tfl_status st = resolve_stream("tfl_stream_synchronize", stream, &s);
     if (st != TFL_OK) return st;

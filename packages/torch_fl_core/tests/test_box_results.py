@@ -1,0 +1,91 @@
+"""box:cpu results on the sim runtime: fresh host-kernel results are flagos pool memory.
+
+While a box:cpu host kernel runs, its CPU allocations come from the flagos pool of the call's
+device, and the router adopts a fresh result without a copy (csrc/router/box_alias.cpp,
+HostResultScope). These tests pin that down through the allocator's statistics: the result's
+block is counted as allocated while the result lives and returns when it dies, also with several
+threads calling at once, and a result over the same memory as another result stays correct.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import pytest
+import torch
+
+
+@pytest.fixture(scope="module")
+def flagos():
+    import torch_fl
+
+    mod = getattr(torch, "flagos", None)
+    if mod is None or not mod.is_available():
+        pytest.skip("no flagos device")
+    if torch_fl._C.runtime_name() != "sim":
+        pytest.skip(f"box:cpu results are a sim feature; runtime is {torch_fl._C.runtime_name()!r}")
+    return mod
+
+
+def allocated(flagos) -> int:
+    gc.collect()
+    flagos.synchronize(0)
+    return flagos.memory_allocated(0)
+
+
+def test_fresh_result_is_pool_memory_and_returns(flagos):
+    a = torch.arange(8.0, device="flagos:0")
+    b = torch.ones(8, device="flagos:0")
+    before = allocated(flagos)
+    c = torch.add(a, b)
+    assert c.device == torch.device("flagos:0")
+    assert allocated(flagos) == before + 512  # one minimum-size block, no copy left behind
+    torch.testing.assert_close(c.cpu(), torch.arange(8.0) + 1)
+    del c
+    assert allocated(flagos) == before
+
+
+def test_multi_output_results(flagos):
+    x = torch.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]], device="flagos:0")
+    before = allocated(flagos)
+    values, indices = torch.max(x, dim=1)
+    assert allocated(flagos) == before + 2 * 512
+    assert values.cpu().tolist() == [3.0, 5.0]
+    assert indices.cpu().tolist() == [0, 1]
+    del values, indices
+    assert allocated(flagos) == before
+
+
+def test_results_sharing_memory_stay_valid(flagos):
+    # unbind returns views of its input; chunk of a fresh result returns views of one storage.
+    a = torch.arange(6.0, device="flagos:0")
+    parts = torch.add(a, 1).chunk(3)
+    del a
+    gc.collect()
+    assert [p.cpu().tolist() for p in parts] == [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+    assert len({p.untyped_storage().data_ptr() for p in parts}) == 1
+
+
+def test_threads_share_inputs(flagos):
+    a = torch.arange(64.0, device="flagos:0")
+    b = torch.full((64,), 2.0, device="flagos:0")
+    expected = (torch.arange(64.0) * 2 + 2).tolist()
+    before = allocated(flagos)
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(200):
+                c = torch.mul(a, b).add_(2)
+                assert c.cpu().tolist() == expected
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert allocated(flagos) == before
