@@ -246,3 +246,30 @@ def test_sim_runtime_malloc_count_and_live_bytes(flagos, dev, simctl):
     del t
     flagos.empty_cache()
     assert simctl.live_bytes(dev) == flagos.memory_reserved(dev)
+
+
+def test_memory_history_and_snapshot(flagos):
+    """Memory-profiling hooks where the allocator can supply them: on the delegate runtime flagos
+    memory is the mirrored backend's (CUDA's) allocator, whose history/snapshot are returned;
+    core's own allocator records none, and says so naming runtime and vendor."""
+    import torch_fl
+
+    runtime = str(torch_fl._C.runtime_name())
+    if not runtime.startswith("delegate:"):
+        with pytest.raises(RuntimeError, match=rf"runtime '{runtime}' \(vendor '"):
+            torch.flagos.memory._snapshot()
+        with pytest.raises(RuntimeError, match="does not"):
+            torch.flagos.memory._record_memory_history()
+        return
+    torch.flagos.memory._record_memory_history(max_entries=1000)
+    try:
+        x = torch.empty(1 << 20, dtype=torch.uint8, device="flagos")
+        snap = torch.flagos.memory._snapshot()
+        ptr = x.data_ptr()
+        segments = snap["segments"]
+        assert any(s["address"] <= ptr < s["address"] + s["total_size"] for s in segments), (
+            "the flagos tensor is in no segment of the snapshot"
+        )
+        assert any(t for t in snap["device_traces"]), "no allocation was recorded"
+    finally:
+        torch.flagos.memory._record_memory_history(None)

@@ -13,6 +13,8 @@ from torch_fl import _C
 from torch_fl.device.index import DeviceLike, resolve
 
 __all__ = [
+    "_record_memory_history",
+    "_snapshot",
     "empty_cache",
     "host_memory_stats",
     "max_memory_allocated",
@@ -141,3 +143,37 @@ def memory_summary(device: DeviceLike = None, abbreviated: bool = False) -> str:
     )
     lines.append(rule)
     return "\n".join(lines) + "\n"
+
+
+def _mirrored_module() -> Any:
+    """``torch.cuda.memory`` (or the like) when flagos memory is that backend's allocator's, else
+    an error naming the runtime: core's own caching allocator records no allocation history."""
+    import importlib
+
+    runtime = str(_C.runtime_name())
+    if runtime.startswith("delegate:"):
+        return importlib.import_module(f"torch.{runtime.split(':', 1)[1]}.memory")
+    raise RuntimeError(
+        f"torch.flagos.memory: allocation history and snapshots need an allocator that records "
+        f"them; runtime {runtime!r} (vendor {_vendor_name()!r}) uses core's caching allocator, "
+        f"which does not"
+    )
+
+
+def _vendor_name() -> str:
+    import torch_fl
+
+    return str(torch_fl.vendor().name)
+
+
+def _record_memory_history(enabled: str | None = "all", *args: Any, **kwargs: Any) -> None:
+    """Like ``torch.cuda.memory._record_memory_history``. On the delegate runtime flagos tensors
+    are allocated by the mirrored backend's caching allocator (cuda's on the cuda vendor), so its
+    history is flagos' history; elsewhere it raises."""
+    _mirrored_module()._record_memory_history(enabled, *args, **kwargs)
+
+
+def _snapshot(device: DeviceLike = None) -> dict[str, Any]:
+    """Like ``torch.cuda.memory._snapshot`` (the mirrored allocator's segments and traces; on the
+    cuda vendor they include CUDA tensors of the same process, as the pool is shared)."""
+    return _mirrored_module()._snapshot(resolve(device) if device is not None else None)
