@@ -117,6 +117,26 @@ std::optional<c10::DataPtr> take_host_result(const c10::Storage& s, c10::DeviceI
   return c10::DataPtr(data, ctx, deleter, c10::Device(c10::DeviceType::PrivateUse1, device));
 }
 
+// A host result that nothing else holds (the kernel's fresh output: one
+// TensorImpl, the router's own reference, over a storage no other tensor
+// shares) has its StorageImpl turned into flagos storage as it is, which saves
+// building a second one per result. The CPU TensorImpl over it is dropped by
+// the router right after; it is never handed out. A result shared in any way
+// takes the path of take_host_result instead (a new flagos storage).
+std::optional<c10::Storage> relabel_host_result(const at::Tensor& t, c10::DeviceIndex device) {
+  const c10::Storage& s = t.storage();
+  if (t.use_count() != 1 || s.use_count() != 1) return std::nullopt;
+  c10::StorageImpl* impl = s.unsafeGetStorageImpl();
+  c10::DataPtr& dp = impl->_mutable_data_ptr_no_checks();
+  if (g_pool_deleter == nullptr || !dp.device().is_cpu() || !is_pool_deleter(dp.get_deleter())) {
+    return std::nullopt;
+  }
+  dp.unsafe_set_device(c10::Device(c10::DeviceType::PrivateUse1, device));
+  impl->set_allocator(caching_allocator());
+  impl->set_resizable(true);
+  return s;
+}
+
 // The flagos memory of a storage grown through GrowAllocator, taken over.
 std::optional<c10::DataPtr> take_grown(const c10::Storage& s, c10::DeviceIndex device) {
   auto* inner = s.data_ptr().cast_context<c10::DataPtr>(&release_grown);
@@ -250,6 +270,7 @@ void adopt_geometry(const at::Tensor& base, const at::Tensor& alias) {
 
 at::Tensor to_flagos(const at::Tensor& t, c10::DeviceIndex device, c10::DeviceType type) {
   if (!t.defined() || t.device().is_privateuseone()) return t;
+  if (auto relabeled = relabel_host_result(t, device)) return flagos_over(std::move(*relabeled), t);
   if (auto grown = take_grown(t.storage(), device)) {
     const size_t nbytes = t.storage().nbytes();
     c10::Storage s(c10::Storage::use_byte_size_t(), nbytes, std::move(*grown), caching_allocator(),
