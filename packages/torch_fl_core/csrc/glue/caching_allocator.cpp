@@ -77,11 +77,15 @@ struct BlockLess {
   }
 };
 
+using BlockSet = std::set<Block*, BlockLess>;
+
 struct BlockPool {
   explicit BlockPool(bool small) : is_small(small) {}
-  std::set<Block*, BlockLess> blocks;
+  BlockSet blocks;
   const bool is_small;
 };
+
+constexpr size_t kSpareBlocks = 16;
 
 struct PendingFree {
   tfl_event event;
@@ -91,7 +95,9 @@ struct PendingFree {
 };
 
 struct DeviceState {
-  explicit DeviceState(c10::DeviceIndex d) : device(d), small_pool(true), large_pool(false) {}
+  explicit DeviceState(c10::DeviceIndex d) : device(d), small_pool(true), large_pool(false) {
+    spare_blocks.reserve(kSpareBlocks);
+  }
   std::mutex mutex;
   const c10::DeviceIndex device;
   BlockPool small_pool;
@@ -100,7 +106,46 @@ struct DeviceState {
   uint64_t next_seq = 0;
   DeviceStats stats;
   ska::flat_hash_map<void*, Block*> live;  // allocated blocks by pointer
+  // Recycled, so that the steady state of tiny tensors (an allocation splits
+  // a cached block, its free merges the two again) allocates no tree node and
+  // no Block per allocation/free pair: a tree node taken out of a pool and
+  // not yet reused, and retired Block objects.
+  BlockSet::node_type spare_node;
+  std::vector<Block*> spare_blocks;
 };
+
+// Inserts `block` into `pool`, reusing the spare tree node if there is one.
+void pool_insert(DeviceState& st, BlockPool& pool, Block* block) {
+  if (st.spare_node.empty()) {
+    pool.blocks.insert(block);
+    return;
+  }
+  st.spare_node.value() = block;
+  pool.blocks.insert(std::move(st.spare_node));  // leaves spare_node empty
+}
+
+// Removes the block at `it` from `pool`, keeping its tree node as the spare.
+void pool_erase(DeviceState& st, BlockPool& pool, BlockSet::const_iterator it) {
+  BlockSet::node_type node = pool.blocks.extract(it);
+  if (st.spare_node.empty()) st.spare_node = std::move(node);
+}
+
+Block* make_block(DeviceState& st, c10::StreamId stream_id, size_t size, void* ptr,
+                  BlockPool* pool) {
+  if (st.spare_blocks.empty()) return new Block(st.device, stream_id, size, ptr, pool);
+  Block* block = st.spare_blocks.back();
+  st.spare_blocks.pop_back();
+  *block = Block(st.device, stream_id, size, ptr, pool);
+  return block;
+}
+
+void retire_block(DeviceState& st, Block* block) noexcept {
+  if (st.spare_blocks.size() < kSpareBlocks) {
+    st.spare_blocks.push_back(block);  // within the reserved capacity: no allocation
+  } else {
+    delete block;
+  }
+}
 
 // The stat rows a block counts in: the aggregate and its pool's. Two indices
 // rather than c10's StatTypes bitset walked per update: these run about ten
@@ -245,7 +290,7 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
       std::unique_lock<std::mutex> lock(st.mutex);
       BlockPool& pool = size <= kSmallSize ? st.small_pool : st.large_pool;
       process_events(st);
-      block = take_free_block(pool, stream.id(), size);
+      block = take_free_block(st, pool, stream.id(), size);
       if (block == nullptr) {
         block = new_segment(st, pool, stream.id(), size, n, lock, &oom_message);
       }
@@ -488,12 +533,13 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
   }
 
   // Best-fit cached block on the same stream, removed from the pool.
-  static Block* take_free_block(BlockPool& pool, c10::StreamId stream_id, size_t size) {
+  static Block* take_free_block(DeviceState& st, BlockPool& pool, c10::StreamId stream_id,
+                                size_t size) {
     Block key(0, stream_id, size, nullptr, &pool);
     auto it = pool.blocks.lower_bound(&key);
     if (it == pool.blocks.end() || (*it)->stream_id != stream_id) return nullptr;
     Block* block = *it;
-    pool.blocks.erase(it);
+    pool_erase(st, pool, it);
     return block;
   }
 
@@ -517,7 +563,7 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
       // Flush the cache (waiting for deferred frees) and retry once.
       ++st.stats.num_alloc_retries;
       release_cached(st, lock);
-      if (Block* cached = take_free_block(pool, stream_id, size)) return cached;
+      if (Block* cached = take_free_block(st, pool, stream_id, size)) return cached;
       status = runtime_malloc(st, &ptr, seg_size);
       if (status == TFL_ERROR_OUT_OF_MEMORY) {
         // Read the runtime's message first: later runtime calls may replace it.
@@ -528,7 +574,7 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
       }
     }
     if (status != TFL_OK) throw_runtime_error(status, "malloc", st.device);
-    Block* block = new Block(st.device, stream_id, seg_size, ptr, &pool);
+    Block* block = make_block(st, stream_id, seg_size, ptr, &pool);
     const StatRows types = stat_types_for(pool);
     stat_increase(st.stats.segment, types, 1);
     stat_increase(st.stats.reserved_bytes, types, seg_size);
@@ -566,14 +612,14 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
       stat_decrease(st.stats.inactive_split_bytes, types, block->size);
     }
     if (should_split(block, size)) {
-      Block* rest = new Block(st.device, block->stream_id, block->size - size,
-                              static_cast<char*>(block->ptr) + size, &pool);
+      Block* rest = make_block(st, block->stream_id, block->size - size,
+                               static_cast<char*>(block->ptr) + size, &pool);
       rest->prev = block;
       rest->next = block->next;
       if (rest->next != nullptr) rest->next->prev = rest;
       block->next = rest;
       block->size = size;
-      pool.blocks.insert(rest);
+      pool_insert(st, pool, rest);
       stat_increase(st.stats.inactive_split, types, 1);
       stat_increase(st.stats.inactive_split_bytes, types, rest->size);
     }
@@ -628,7 +674,9 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
     const size_t freed_size = block->size;
     for (Block* neighbour : {block->prev, block->next}) {
       if (neighbour == nullptr || !neighbour->in_pool()) continue;
-      pool.blocks.erase(neighbour);
+      if (auto it = pool.blocks.find(neighbour); it != pool.blocks.end()) {
+        pool_erase(st, pool, it);
+      }
       // A free neighbour is part of a split segment, so it was inactive_split.
       stat_decrease(st.stats.inactive_split, types, 1);
       stat_decrease(st.stats.inactive_split_bytes, types, neighbour->size);
@@ -641,7 +689,7 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
         if (block->next != nullptr) block->next->prev = block;
       }
       block->size += neighbour->size;
-      delete neighbour;
+      retire_block(st, neighbour);
     }
     if (block->is_split()) {
       stat_increase(st.stats.inactive_split, types, 1);
@@ -650,7 +698,7 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
     stat_decrease(st.stats.active, types, 1);
     stat_decrease(st.stats.active_bytes, types, freed_size);
     block->stream_uses.clear();
-    pool.blocks.insert(block);
+    pool_insert(st, pool, block);
   }
 
   // Returns blocks whose deferred-free events have all completed. Entries
