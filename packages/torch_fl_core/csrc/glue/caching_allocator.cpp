@@ -1,9 +1,10 @@
 // Stream-aware caching device allocator for flagos (see caching_allocator.h).
 //
-// Locking: one mutex per device guards that device's pools, pending frees and
-// stats. A global map (its own mutex, never held while taking another lock)
-// finds the Block of a pointer, since the deleter only gets the pointer. The
-// event cache has its own leaf mutex. Runtime calls that only enqueue or poll
+// Locking: one mutex per device guards that device's pools, pending frees,
+// stats and its map from pointer to live Block (the deleter only gets the
+// pointer). Each device has its own deleter function, so a free finds the
+// right device without a global map or a second lock. The event cache has its
+// own leaf mutex. Runtime calls that only enqueue or poll
 // (malloc, free, event_record, event_query) run under the device lock; calls
 // that wait (event_synchronize) run with it released, so a thread blocked on
 // the allocator never holds up a stream. No GIL, no Python, anywhere here.
@@ -76,11 +77,15 @@ struct BlockLess {
   }
 };
 
+using BlockSet = std::set<Block*, BlockLess>;
+
 struct BlockPool {
   explicit BlockPool(bool small) : is_small(small) {}
-  std::set<Block*, BlockLess> blocks;
+  BlockSet blocks;
   const bool is_small;
 };
+
+constexpr size_t kSpareBlocks = 16;
 
 struct PendingFree {
   tfl_event event;
@@ -90,7 +95,9 @@ struct PendingFree {
 };
 
 struct DeviceState {
-  explicit DeviceState(c10::DeviceIndex d) : device(d), small_pool(true), large_pool(false) {}
+  explicit DeviceState(c10::DeviceIndex d) : device(d), small_pool(true), large_pool(false) {
+    spare_blocks.reserve(kSpareBlocks);
+  }
   std::mutex mutex;
   const c10::DeviceIndex device;
   BlockPool small_pool;
@@ -98,7 +105,47 @@ struct DeviceState {
   std::vector<PendingFree> pending;
   uint64_t next_seq = 0;
   DeviceStats stats;
+  ska::flat_hash_map<void*, Block*> live;  // allocated blocks by pointer
+  // Recycled, so that the steady state of tiny tensors (an allocation splits
+  // a cached block, its free merges the two again) allocates no tree node and
+  // no Block per allocation/free pair: a tree node taken out of a pool and
+  // not yet reused, and retired Block objects.
+  BlockSet::node_type spare_node;
+  std::vector<Block*> spare_blocks;
 };
+
+// Inserts `block` into `pool`, reusing the spare tree node if there is one.
+void pool_insert(DeviceState& st, BlockPool& pool, Block* block) {
+  if (st.spare_node.empty()) {
+    pool.blocks.insert(block);
+    return;
+  }
+  st.spare_node.value() = block;
+  pool.blocks.insert(std::move(st.spare_node));  // leaves spare_node empty
+}
+
+// Removes the block at `it` from `pool`, keeping its tree node as the spare.
+void pool_erase(DeviceState& st, BlockPool& pool, BlockSet::const_iterator it) {
+  BlockSet::node_type node = pool.blocks.extract(it);
+  if (st.spare_node.empty()) st.spare_node = std::move(node);
+}
+
+Block* make_block(DeviceState& st, c10::StreamId stream_id, size_t size, void* ptr,
+                  BlockPool* pool) {
+  if (st.spare_blocks.empty()) return new Block(st.device, stream_id, size, ptr, pool);
+  Block* block = st.spare_blocks.back();
+  st.spare_blocks.pop_back();
+  *block = Block(st.device, stream_id, size, ptr, pool);
+  return block;
+}
+
+void retire_block(DeviceState& st, Block* block) noexcept {
+  if (st.spare_blocks.size() < kSpareBlocks) {
+    st.spare_blocks.push_back(block);  // within the reserved capacity: no allocation
+  } else {
+    delete block;
+  }
+}
 
 // The stat rows a block counts in: the aggregate and its pool's. Two indices
 // rather than c10's StatTypes bitset walked per update: these run about ten
@@ -160,6 +207,32 @@ std::string format_size(uint64_t bytes) {
 
 void raw_delete(void* ptr);
 
+// The deleter of an allocation on device D. DataPtr contexts must stay the
+// data pointer (c10's raw_allocate asserts it), so the device travels in the
+// deleter: a free then takes only its device's lock, never a global one.
+template <int D>
+void raw_delete_on(void* ptr);
+
+template <size_t... D>
+constexpr std::array<c10::DeleterFnPtr, sizeof...(D)> make_deleters(std::index_sequence<D...>) {
+  return {&raw_delete_on<static_cast<int>(D)>...};
+}
+constexpr std::array<c10::DeleterFnPtr, kMaxDevices> kDeleters =
+    make_deleters(std::make_index_sequence<kMaxDevices>());
+
+// One more than the highest device index that has a pool: no deleter of a
+// device beyond it has been handed out, so lookups stop there (usually 1).
+std::atomic<int> g_device_limit{0};
+
+// The device whose deleter `fn` is, or -1.
+int deleter_device(c10::DeleterFnPtr fn) {
+  const int limit = g_device_limit.load(std::memory_order_acquire);
+  for (int d = 0; d < limit; ++d) {
+    if (kDeleters[d] == fn) return d;
+  }
+  return -1;
+}
+
 // Runtime events are reused rather than destroyed: creating one per deferred
 // free would be wasteful, and a handle that stays valid for the process lets
 // emptyCache wait on a snapshot of pending events without holding the device
@@ -217,12 +290,13 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
       std::unique_lock<std::mutex> lock(st.mutex);
       BlockPool& pool = size <= kSmallSize ? st.small_pool : st.large_pool;
       process_events(st);
-      block = take_free_block(pool, stream.id(), size);
+      block = take_free_block(st, pool, stream.id(), size);
       if (block == nullptr) {
         block = new_segment(st, pool, stream.id(), size, n, lock, &oom_message);
       }
       if (block != nullptr) {
         hand_out(st, block, size, n);
+        st.live.emplace(block->ptr, block);
       }
       total_allocated = st.stats.allocated_bytes[0].current;
       total_reserved = st.stats.reserved_bytes[0].current;
@@ -233,54 +307,66 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
                                        total_reserved, device);
       TORCH_CHECK_WITH(OutOfMemoryError, false, oom_message);
     }
-    {
-      std::lock_guard<std::mutex> g(map_mutex_);
-      live_.emplace(block->ptr, block);
-    }
     c10::reportMemoryUsageToProfiler(block->ptr, static_cast<int64_t>(block->size),
                                      total_allocated, total_reserved, device);
-    return {block->ptr, block->ptr, &raw_delete, device};
+    return {block->ptr, block->ptr, kDeleters[dev], device};
   }
 
-  // The deleter. Runs from tensor destructors, possibly with the GIL held and
-  // possibly at interpreter exit: it must not throw.
-  void free(void* ptr) noexcept {
+  // The deleter of device `dev`'s allocations. Runs from tensor destructors,
+  // possibly with the GIL held and possibly at interpreter exit: it must not
+  // throw.
+  void free_on(c10::DeviceIndex dev, void* ptr) noexcept {
     if (ptr == nullptr) return;
-    Block* block = nullptr;
-    {
-      std::lock_guard<std::mutex> g(map_mutex_);
-      auto it = live_.find(ptr);
-      if (it != live_.end()) {
-        block = it->second;
-        live_.erase(it);
+    DeviceState* st = devices_[dev].load(std::memory_order_acquire);
+    int64_t size = -1;  // stays -1 when `ptr` is not a live allocation of `dev`
+    size_t total_allocated = 0, total_reserved = 0;
+    if (st != nullptr) {
+      std::lock_guard<std::mutex> lock(st->mutex);
+      auto it = st->live.find(ptr);
+      if (it != st->live.end()) {
+        Block* block = it->second;
+        st->live.erase(it);
+        size = static_cast<int64_t>(block->size);
+        release_block(*st, block);
+        total_allocated = st->stats.allocated_bytes[0].current;
+        total_reserved = st->stats.reserved_bytes[0].current;
       }
     }
-    if (block == nullptr) {
+    if (size < 0) {
+      // Outside the lock: a warning handler may run Python.
       TORCH_WARN("flagos allocator: free of a pointer it did not allocate (", ptr, "); ignored");
       return;
     }
-    DeviceState& st = *devices_[block->device].load(std::memory_order_acquire);
-    const int64_t size = static_cast<int64_t>(block->size);
-    size_t total_allocated = 0, total_reserved = 0;
-    {
-      std::lock_guard<std::mutex> lock(st.mutex);
-      const StatRows types = stat_types_for(*block->pool);
-      block->allocated = false;
-      stat_decrease(st.stats.allocation, types, 1);
-      stat_decrease(st.stats.allocated_bytes, types, block->size);
-      stat_decrease(st.stats.requested_bytes, types, block->requested);
-      block->requested = 0;
-      if (!block->stream_uses.empty()) {
-        defer_until_streams_done(st, block);
-      }
-      if (block->in_pool()) {
-        return_to_pool(st, block);
-      }
-      total_allocated = st.stats.allocated_bytes[0].current;
-      total_reserved = st.stats.reserved_bytes[0].current;
-    }
     c10::reportMemoryUsageToProfiler(ptr, -size, total_allocated, total_reserved,
-                                     c10::Device(c10::DeviceType::PrivateUse1, block->device));
+                                     c10::Device(c10::DeviceType::PrivateUse1, dev));
+  }
+
+  // Marks a live block free: back to its pool, or deferred until the other
+  // streams that used it are done. Lock held.
+  void release_block(DeviceState& st, Block* block) noexcept {
+    const StatRows types = stat_types_for(*block->pool);
+    block->allocated = false;
+    stat_decrease(st.stats.allocation, types, 1);
+    stat_decrease(st.stats.allocated_bytes, types, block->size);
+    stat_decrease(st.stats.requested_bytes, types, block->requested);
+    block->requested = 0;
+    if (!block->stream_uses.empty()) {
+      defer_until_streams_done(st, block);
+    }
+    if (block->in_pool()) {
+      return_to_pool(st, block);
+    }
+  }
+
+  // raw_deleter(): a pointer without its device (c10's raw_deallocate).
+  void free(void* ptr) noexcept {
+    if (ptr == nullptr) return;
+    c10::DeviceIndex dev = -1;
+    if (!owns(ptr, &dev)) {
+      TORCH_WARN("flagos allocator: free of a pointer it did not allocate (", ptr, "); ignored");
+      return;
+    }
+    free_on(dev, ptr);
   }
 
   bool initialized() override { return runtime_active(); }
@@ -298,19 +384,19 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
 
   void recordStream(const c10::DataPtr& ptr, c10::Stream stream) override {
     // Size-0 storages and memory we did not allocate (from_blob) need nothing.
-    if (ptr.get() == nullptr || ptr.get_deleter() != &raw_delete) return;
+    if (ptr.get() == nullptr) return;
+    const int dev = deleter_device(ptr.get_deleter());
+    if (dev < 0) return;
     TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1,
                 "recordStream: expected a flagos stream, got ", stream);
-    Block* block = nullptr;
-    {
-      std::lock_guard<std::mutex> g(map_mutex_);
-      auto it = live_.find(ptr.get());
-      if (it != live_.end()) block = it->second;
-    }
-    if (block == nullptr) return;
-    // The caller holds the DataPtr, so the block cannot be freed meanwhile.
-    DeviceState& st = *devices_[block->device].load(std::memory_order_acquire);
+    DeviceState* stp = devices_[dev].load(std::memory_order_acquire);
+    if (stp == nullptr) return;
+    DeviceState& st = *stp;
     std::lock_guard<std::mutex> lock(st.mutex);
+    auto it = st.live.find(ptr.get());
+    if (it == st.live.end()) return;
+    // The caller holds the DataPtr, so the block cannot be freed meanwhile.
+    Block* block = it->second;
     if (stream.device_index() == block->device && stream.id() == block->stream_id) {
       return;  // the allocation stream orders its own reuse
     }
@@ -397,12 +483,19 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
     TFL_CALL(dst_dev, memcpy, dest, staging.data(), count, TFL_MEMCPY_HOST_TO_DEVICE);
   }
 
-  bool owns(const void* ptr, c10::DeviceIndex* device) {
-    std::lock_guard<std::mutex> g(map_mutex_);
-    auto it = live_.find(const_cast<void*>(ptr));
-    if (it == live_.end()) return false;
-    if (device != nullptr) *device = it->second->device;
-    return true;
+  // Searches every device's map (the raw interface and pointer queries only:
+  // rare, unlike frees, which know their device).
+  bool owns(const void* ptr, c10::DeviceIndex* device) const {
+    for (int d = 0; d < kMaxDevices; ++d) {
+      DeviceState* st = devices_[d].load(std::memory_order_acquire);
+      if (st == nullptr) continue;
+      std::lock_guard<std::mutex> g(st->mutex);
+      if (st->live.count(const_cast<void*>(ptr)) != 0) {
+        if (device != nullptr) *device = static_cast<c10::DeviceIndex>(d);
+        return true;
+      }
+    }
+    return false;
   }
 
  private:
@@ -422,16 +515,15 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
     if (st == nullptr) {
       st = new DeviceState(device);  // never deleted (see the header)
       devices_[device].store(st, std::memory_order_release);
+      if (g_device_limit.load(std::memory_order_relaxed) <= device) {
+        g_device_limit.store(device + 1, std::memory_order_release);
+      }
     }
     return *st;
   }
 
   c10::DeviceIndex device_of(const void* ptr) const {
-    {
-      std::lock_guard<std::mutex> g(map_mutex_);
-      auto it = live_.find(const_cast<void*>(ptr));
-      if (it != live_.end()) return it->second->device;
-    }
+    if (c10::DeviceIndex dev = -1; owns(ptr, &dev)) return dev;
     tfl_pointer_kind kind = TFL_POINTER_UNKNOWN;
     int device = -1;
     if (runtime().pointer_info(ptr, &kind, &device) == TFL_OK && kind == TFL_POINTER_DEVICE) {
@@ -441,12 +533,13 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
   }
 
   // Best-fit cached block on the same stream, removed from the pool.
-  static Block* take_free_block(BlockPool& pool, c10::StreamId stream_id, size_t size) {
+  static Block* take_free_block(DeviceState& st, BlockPool& pool, c10::StreamId stream_id,
+                                size_t size) {
     Block key(0, stream_id, size, nullptr, &pool);
     auto it = pool.blocks.lower_bound(&key);
     if (it == pool.blocks.end() || (*it)->stream_id != stream_id) return nullptr;
     Block* block = *it;
-    pool.blocks.erase(it);
+    pool_erase(st, pool, it);
     return block;
   }
 
@@ -470,7 +563,7 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
       // Flush the cache (waiting for deferred frees) and retry once.
       ++st.stats.num_alloc_retries;
       release_cached(st, lock);
-      if (Block* cached = take_free_block(pool, stream_id, size)) return cached;
+      if (Block* cached = take_free_block(st, pool, stream_id, size)) return cached;
       status = runtime_malloc(st, &ptr, seg_size);
       if (status == TFL_ERROR_OUT_OF_MEMORY) {
         // Read the runtime's message first: later runtime calls may replace it.
@@ -481,7 +574,7 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
       }
     }
     if (status != TFL_OK) throw_runtime_error(status, "malloc", st.device);
-    Block* block = new Block(st.device, stream_id, seg_size, ptr, &pool);
+    Block* block = make_block(st, stream_id, seg_size, ptr, &pool);
     const StatRows types = stat_types_for(pool);
     stat_increase(st.stats.segment, types, 1);
     stat_increase(st.stats.reserved_bytes, types, seg_size);
@@ -519,14 +612,14 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
       stat_decrease(st.stats.inactive_split_bytes, types, block->size);
     }
     if (should_split(block, size)) {
-      Block* rest = new Block(st.device, block->stream_id, block->size - size,
-                              static_cast<char*>(block->ptr) + size, &pool);
+      Block* rest = make_block(st, block->stream_id, block->size - size,
+                               static_cast<char*>(block->ptr) + size, &pool);
       rest->prev = block;
       rest->next = block->next;
       if (rest->next != nullptr) rest->next->prev = rest;
       block->next = rest;
       block->size = size;
-      pool.blocks.insert(rest);
+      pool_insert(st, pool, rest);
       stat_increase(st.stats.inactive_split, types, 1);
       stat_increase(st.stats.inactive_split_bytes, types, rest->size);
     }
@@ -581,7 +674,9 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
     const size_t freed_size = block->size;
     for (Block* neighbour : {block->prev, block->next}) {
       if (neighbour == nullptr || !neighbour->in_pool()) continue;
-      pool.blocks.erase(neighbour);
+      if (auto it = pool.blocks.find(neighbour); it != pool.blocks.end()) {
+        pool_erase(st, pool, it);
+      }
       // A free neighbour is part of a split segment, so it was inactive_split.
       stat_decrease(st.stats.inactive_split, types, 1);
       stat_decrease(st.stats.inactive_split_bytes, types, neighbour->size);
@@ -594,7 +689,7 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
         if (block->next != nullptr) block->next->prev = block;
       }
       block->size += neighbour->size;
-      delete neighbour;
+      retire_block(st, neighbour);
     }
     if (block->is_split()) {
       stat_increase(st.stats.inactive_split, types, 1);
@@ -603,7 +698,7 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
     stat_decrease(st.stats.active, types, 1);
     stat_decrease(st.stats.active_bytes, types, freed_size);
     block->stream_uses.clear();
-    pool.blocks.insert(block);
+    pool_insert(st, pool, block);
   }
 
   // Returns blocks whose deferred-free events have all completed. Entries
@@ -688,8 +783,6 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
 
   std::mutex create_mutex_;
   std::array<std::atomic<DeviceState*>, kMaxDevices> devices_{};
-  mutable std::mutex map_mutex_;
-  ska::flat_hash_map<void*, Block*> live_;  // allocated blocks by pointer
   EventCache events_;
 };
 
@@ -701,6 +794,11 @@ FlagosCachingAllocator* instance() {
 }
 
 void raw_delete(void* ptr) { instance()->free(ptr); }
+
+template <int D>
+void raw_delete_on(void* ptr) {
+  instance()->free_on(static_cast<c10::DeviceIndex>(D), ptr);
+}
 
 }  // namespace
 
@@ -736,6 +834,8 @@ c10::DataPtr allocate_on_current(c10::DeviceIndex device, size_t n) {
   if (C10_UNLIKELY(mirror_device_type().has_value())) return mirror_allocator()->allocate(n);
   return instance()->allocate_on(device, n);
 }
+
+bool is_pool_deleter(c10::DeleterFnPtr fn) { return deleter_device(fn) >= 0; }
 
 bool allocator_owns(const void* ptr, c10::DeviceIndex* device) {
   if (mirror_device_type()) return false;  // the mirrored pool has no device-generic query

@@ -11,6 +11,7 @@
 // num_device_free count runtime calls.
 #pragma once
 
+#include <c10/core/Allocator.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/Device.h>
 #include <c10/core/Stream.h>
@@ -40,6 +41,10 @@ std::pair<size_t, size_t> device_memory_info(c10::DeviceIndex device);
 // caching_allocator()->allocate(n) for a caller that has already made `device`
 // current (box:cpu host results): skips the runtime's current-device query.
 c10::DataPtr allocate_on_current(c10::DeviceIndex device, size_t n);
+
+// Whether `fn` is the deleter of this allocator's allocations (one per device:
+// see caching_allocator.cpp).
+bool is_pool_deleter(c10::DeleterFnPtr fn);
 
 // Whether `ptr` is the start of a live allocation made by this allocator
 // (for getDeviceFromPtr-style checks), and its device if so.

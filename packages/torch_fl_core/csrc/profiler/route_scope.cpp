@@ -6,11 +6,9 @@
 
 namespace torch_fl::profiler {
 
-void RouteScope::begin(const std::string& backend, const c10::OperatorHandle& op,
-                       c10::DeviceIndex device) {
-  auto callbacks = at::getStepCallbacksUnlessEmpty(at::RecordScope::FUNCTION);
-  if (!callbacks) return;
-  rf_ = std::make_unique<at::RecordFunction>(std::move(*callbacks));
+void RouteScope::begin(at::StepCallbacks callbacks, const std::string& backend,
+                       const c10::OperatorHandle& op, c10::DeviceIndex device) {
+  rf_ = std::make_unique<at::RecordFunction>(std::move(callbacks));
   if (!rf_->isActive()) {
     rf_.reset();
     return;
@@ -42,10 +40,11 @@ thread_local std::vector<std::unique_ptr<RouteScope>> t_scopes;
 void push_route_scope(const std::string& backend, const c10::OperatorHandle& op,
                       c10::DeviceIndex device) {
   // An empty slot when no profiler runs, so pop_route_scope() stays balanced.
-  if (C10_LIKELY(!at::hasCallbacks())) {
+  auto callbacks = at::getStepCallbacksUnlessEmpty(at::RecordScope::FUNCTION);
+  if (C10_LIKELY(!callbacks.has_value())) {
     t_scopes.emplace_back();
   } else {
-    t_scopes.push_back(std::make_unique<RouteScope>(backend, op, device));
+    t_scopes.push_back(std::make_unique<RouteScope>(std::move(*callbacks), backend, op, device));
   }
 }
 

@@ -21,9 +21,17 @@ struct DeviceInterval;  // kineto_session.cpp
 
 class RouteScope {
  public:
+  // Not at::hasCallbacks(): that copies the global callback list under a
+  // mutex on every call, where this reads a thread-local cache.
   RouteScope(const std::string& backend, const c10::OperatorHandle& op,
              c10::DeviceIndex device = -1) {
-    if (C10_UNLIKELY(at::hasCallbacks())) begin(backend, op, device);
+    auto callbacks = at::getStepCallbacksUnlessEmpty(at::RecordScope::FUNCTION);
+    if (C10_UNLIKELY(callbacks.has_value())) begin(std::move(*callbacks), backend, op, device);
+  }
+  // With the callbacks of this step already fetched (push_route_scope).
+  RouteScope(at::StepCallbacks callbacks, const std::string& backend,
+             const c10::OperatorHandle& op, c10::DeviceIndex device) {
+    begin(std::move(callbacks), backend, op, device);
   }
   ~RouteScope() {
     if (C10_UNLIKELY(rf_ != nullptr)) end();
@@ -32,7 +40,8 @@ class RouteScope {
   RouteScope& operator=(const RouteScope&) = delete;
 
  private:
-  void begin(const std::string& backend, const c10::OperatorHandle& op, c10::DeviceIndex device);
+  void begin(at::StepCallbacks callbacks, const std::string& backend,
+             const c10::OperatorHandle& op, c10::DeviceIndex device);
   void end();
   std::unique_ptr<at::RecordFunction> rf_;
   DeviceInterval* interval_ = nullptr;

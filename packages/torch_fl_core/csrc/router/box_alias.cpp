@@ -64,10 +64,10 @@ c10::Allocator* grow_allocator(c10::DeviceIndex flagos_device, c10::Device targe
 thread_local int t_result_device = -1;
 
 // A host-result allocation is the flagos pool's own DataPtr retyped as CPU:
-// same data, context and deleter (the caching allocator's, which finds the
-// block by pointer), so no side table and no lock of ours is needed per call,
-// and raw_allocate (context == data) keeps working. Adoption moves that
-// deleter from the CPU storage to the flagos one.
+// same data, context and deleter (the caching allocator's for that device,
+// which finds the block by pointer), so no side table and no lock of ours is
+// needed per call, and raw_allocate (context == data) keeps working. Adoption
+// moves that deleter from the CPU storage to the flagos one.
 c10::Allocator* g_base_cpu = nullptr;
 c10::DeleterFnPtr g_pool_deleter = nullptr;  // the caching allocator's raw deleter
 
@@ -75,7 +75,7 @@ c10::DeleterFnPtr g_pool_deleter = nullptr;  // the caching allocator's raw dele
 // the pool owns it exactly when it is one of its live allocations.
 void release_raw(void* data) {
   if (allocator_owns(data)) {
-    g_pool_deleter(data);
+    g_pool_deleter(data);  // finds the device by pointer
   } else {
     g_base_cpu->raw_deleter()(data);
   }
@@ -88,11 +88,11 @@ class HostResultAllocator final : public c10::Allocator {
     if (C10_LIKELY(device < 0) || n == 0) return g_base_cpu->allocate(n);
     // The box:cpu call made `device` current (BoxScope): no runtime query.
     c10::DataPtr inner = allocate_on_current(static_cast<c10::DeviceIndex>(device), n);
-    TORCH_INTERNAL_ASSERT(inner.get_deleter() == g_pool_deleter &&
-                          inner.get() == inner.get_context());
+    const c10::DeleterFnPtr deleter = inner.get_deleter();
+    TORCH_INTERNAL_ASSERT(is_pool_deleter(deleter) && inner.get() == inner.get_context());
     void* data = inner.get();
     inner.release_context();  // ownership moves to the CPU-typed DataPtr below
-    return {data, data, g_pool_deleter, c10::Device(c10::DeviceType::CPU)};
+    return {data, data, deleter, c10::Device(c10::DeviceType::CPU)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &release_raw; }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
@@ -106,14 +106,35 @@ class HostResultAllocator final : public c10::Allocator {
 // over the same storage finds it already taken and is copied.
 std::optional<c10::DataPtr> take_host_result(const c10::Storage& s, c10::DeviceIndex device) {
   const c10::DataPtr& dp = s.data_ptr();
-  if (g_pool_deleter == nullptr || dp.get_deleter() != g_pool_deleter || !dp.device().is_cpu()) {
+  const c10::DeleterFnPtr deleter = dp.get_deleter();
+  if (g_pool_deleter == nullptr || !dp.device().is_cpu() || !is_pool_deleter(deleter)) {
     return std::nullopt;
   }
   void* data = dp.get();
   c10::DataPtr owned = s.unsafeGetStorageImpl()->set_data_ptr(
       c10::DataPtr(data, c10::Device(c10::DeviceType::CPU)));
   void* ctx = owned.release_context();
-  return c10::DataPtr(data, ctx, g_pool_deleter, c10::Device(c10::DeviceType::PrivateUse1, device));
+  return c10::DataPtr(data, ctx, deleter, c10::Device(c10::DeviceType::PrivateUse1, device));
+}
+
+// A host result that nothing else holds (the kernel's fresh output: one
+// TensorImpl, the router's own reference, over a storage no other tensor
+// shares) has its StorageImpl turned into flagos storage as it is, which saves
+// building a second one per result. The CPU TensorImpl over it is dropped by
+// the router right after; it is never handed out. A result shared in any way
+// takes the path of take_host_result instead (a new flagos storage).
+std::optional<c10::Storage> relabel_host_result(const at::Tensor& t, c10::DeviceIndex device) {
+  const c10::Storage& s = t.storage();
+  if (t.use_count() != 1 || s.use_count() != 1) return std::nullopt;
+  c10::StorageImpl* impl = s.unsafeGetStorageImpl();
+  c10::DataPtr& dp = impl->_mutable_data_ptr_no_checks();
+  if (g_pool_deleter == nullptr || !dp.device().is_cpu() || !is_pool_deleter(dp.get_deleter())) {
+    return std::nullopt;
+  }
+  dp.unsafe_set_device(c10::Device(c10::DeviceType::PrivateUse1, device));
+  impl->set_allocator(caching_allocator());
+  impl->set_resizable(true);
+  return s;
 }
 
 // The flagos memory of a storage grown through GrowAllocator, taken over.
@@ -249,6 +270,7 @@ void adopt_geometry(const at::Tensor& base, const at::Tensor& alias) {
 
 at::Tensor to_flagos(const at::Tensor& t, c10::DeviceIndex device, c10::DeviceType type) {
   if (!t.defined() || t.device().is_privateuseone()) return t;
+  if (auto relabeled = relabel_host_result(t, device)) return flagos_over(std::move(*relabeled), t);
   if (auto grown = take_grown(t.storage(), device)) {
     const size_t nbytes = t.storage().nbytes();
     c10::Storage s(c10::Storage::use_byte_size_t(), nbytes, std::move(*grown), caching_allocator(),
