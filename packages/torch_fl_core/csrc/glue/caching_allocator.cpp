@@ -273,6 +273,15 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
 
   // `dev` must be the current device (its current stream is the block's).
   c10::DataPtr allocate_on(c10::DeviceIndex dev, size_t n) {
+    if (n == 0) {
+      return {nullptr, nullptr, &raw_delete, c10::Device(c10::DeviceType::PrivateUse1, dev)};
+    }
+    return allocate_on_stream(dev, current_stream(dev).id(), n);
+  }
+
+  // allocate_on with the current stream's id already known (`stream_id` must
+  // be current_stream(dev).id() on this thread; the box:cpu route has it).
+  c10::DataPtr allocate_on_stream(c10::DeviceIndex dev, c10::StreamId stream_id, size_t n) {
     const c10::Device device(c10::DeviceType::PrivateUse1, dev);
     if (n == 0) {
       return {nullptr, nullptr, &raw_delete, device};
@@ -280,7 +289,6 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
     // Beyond this, rounding to segments would overflow size_t; no device has it.
     TORCH_CHECK_WITH(OutOfMemoryError, n <= (SIZE_MAX >> 1),
                      "flagos out of memory. Tried to allocate ", n, " bytes on flagos:", int(dev));
-    const c10::Stream stream = current_stream(dev);
     DeviceState& st = state(dev);
     const size_t size = round_size(n);
     Block* block = nullptr;
@@ -290,9 +298,9 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
       std::unique_lock<std::mutex> lock(st.mutex);
       BlockPool& pool = size <= kSmallSize ? st.small_pool : st.large_pool;
       process_events(st);
-      block = take_free_block(st, pool, stream.id(), size);
+      block = take_free_block(st, pool, stream_id, size);
       if (block == nullptr) {
-        block = new_segment(st, pool, stream.id(), size, n, lock, &oom_message);
+        block = new_segment(st, pool, stream_id, size, n, lock, &oom_message);
       }
       if (block != nullptr) {
         hand_out(st, block, size, n);
@@ -830,9 +838,9 @@ std::pair<size_t, size_t> device_memory_info(c10::DeviceIndex device) {
   return caching_allocator()->getMemoryInfo(device);
 }
 
-c10::DataPtr allocate_on_current(c10::DeviceIndex device, size_t n) {
+c10::DataPtr allocate_on_current(c10::DeviceIndex device, c10::StreamId stream_id, size_t n) {
   if (C10_UNLIKELY(mirror_device_type().has_value())) return mirror_allocator()->allocate(n);
-  return instance()->allocate_on(device, n);
+  return instance()->allocate_on_stream(device, stream_id, n);
 }
 
 bool is_pool_deleter(c10::DeleterFnPtr fn) { return deleter_device(fn) >= 0; }

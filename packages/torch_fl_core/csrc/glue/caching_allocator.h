@@ -39,8 +39,10 @@ void reset_accumulated_stats(c10::DeviceIndex device);
 std::pair<size_t, size_t> device_memory_info(c10::DeviceIndex device);
 
 // caching_allocator()->allocate(n) for a caller that has already made `device`
-// current (box:cpu host results): skips the runtime's current-device query.
-c10::DataPtr allocate_on_current(c10::DeviceIndex device, size_t n);
+// current (box:cpu host results) and looked up its current stream: skips the
+// runtime's current-device query and a second current_stream lookup.
+// `stream_id` must be the id of current_stream(device) on the calling thread.
+c10::DataPtr allocate_on_current(c10::DeviceIndex device, c10::StreamId stream_id, size_t n);
 
 // Whether `fn` is the deleter of this allocator's allocations (one per device:
 // see caching_allocator.cpp).

@@ -62,6 +62,7 @@ c10::Allocator* grow_allocator(c10::DeviceIndex flagos_device, c10::Device targe
 
 // ---- host results in flagos memory (HostResultScope) ----------------------
 thread_local int t_result_device = -1;
+thread_local c10::StreamId t_result_stream = 0;  // current stream of t_result_device
 
 // A host-result allocation is the flagos pool's own DataPtr retyped as CPU:
 // same data, context and deleter (the caching allocator's for that device,
@@ -86,8 +87,10 @@ class HostResultAllocator final : public c10::Allocator {
   c10::DataPtr allocate(size_t n) override {
     const int device = t_result_device;
     if (C10_LIKELY(device < 0) || n == 0) return g_base_cpu->allocate(n);
-    // The box:cpu call made `device` current (BoxScope): no runtime query.
-    c10::DataPtr inner = allocate_on_current(static_cast<c10::DeviceIndex>(device), n);
+    // The box:cpu call made `device` current (BoxScope) and looked up its
+    // current stream: no runtime query, no second stream lookup.
+    c10::DataPtr inner =
+        allocate_on_current(static_cast<c10::DeviceIndex>(device), t_result_stream, n);
     const c10::DeleterFnPtr deleter = inner.get_deleter();
     TORCH_INTERNAL_ASSERT(is_pool_deleter(deleter) && inner.get() == inner.get_context());
     void* data = inner.get();
@@ -168,10 +171,17 @@ at::Tensor build_alias(const at::Tensor& t, c10::DataPtr dp, c10::Device device,
 
 }  // namespace
 
-HostResultScope::HostResultScope(c10::DeviceIndex device) : prev_(t_result_device) {
-  if (g_base_cpu) t_result_device = device;
+HostResultScope::HostResultScope(c10::DeviceIndex device, c10::StreamId stream_id)
+    : prev_(t_result_device), prev_stream_(t_result_stream) {
+  if (g_base_cpu) {
+    t_result_device = device;
+    t_result_stream = stream_id;
+  }
 }
-HostResultScope::~HostResultScope() { t_result_device = prev_; }
+HostResultScope::~HostResultScope() {
+  t_result_device = prev_;
+  t_result_stream = prev_stream_;
+}
 
 void install_host_result_allocator() {
   static std::once_flag once;

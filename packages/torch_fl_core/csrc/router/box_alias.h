@@ -43,15 +43,19 @@ at::Tensor view_of_input_or_fresh(const at::Tensor& result, const at::Tensor* co
 // the CPU allocator; everything outside such a scope goes to the default one.
 // `device` must be current on the thread for the whole scope (the box:cpu
 // paths open it inside their device scope): allocations do not query it.
+// Likewise `stream_id` is the id of the device's current stream, which the
+// caller has just looked up (to synchronize it) and which a host kernel does
+// not change: allocations take it from here instead of looking it up again.
 class HostResultScope {
  public:
-  explicit HostResultScope(c10::DeviceIndex device);
+  HostResultScope(c10::DeviceIndex device, c10::StreamId stream_id);
   ~HostResultScope();
   HostResultScope(const HostResultScope&) = delete;
   HostResultScope& operator=(const HostResultScope&) = delete;
 
  private:
   int prev_;
+  c10::StreamId prev_stream_;
 };
 void install_host_result_allocator();
 

@@ -42,8 +42,11 @@ class BoxBackend final : public Backend {
     if (type_ == c10::DeviceType::CPU) {
       // A host kernel cannot enqueue on the flagos stream: wait for the
       // stream's earlier work first (ARCHITECTURE.md section 4).
-      TFL_CALL(device, stream_synchronize, native_stream(current_stream(device)));
-      results.emplace(device);  // its fresh results come from the flagos pool
+      const c10::Stream stream = current_stream(device);
+      TFL_CALL(device, stream_synchronize, native_stream(stream));
+      // Its fresh results come from the flagos pool, on this stream (passed
+      // on so the allocation does not look it up a second time).
+      results.emplace(device, stream.id());
     }
     if (has_generator_argument(schema)) {
       if (type_ == c10::DeviceType::CPU) {

@@ -43,8 +43,11 @@ BoxScope::BoxScope(const Observer& obs, const c10::OperatorHandle& op, c10::Devi
   if (type == c10::DeviceType::CPU) {
     // A host kernel cannot enqueue on the flagos stream: wait for the
     // stream's earlier work first (ARCHITECTURE.md section 4).
-    TFL_CALL(device_, stream_synchronize, native_stream(current_stream(device_)));
-    results_.emplace(device_);  // fresh results of the host kernel in flagos memory
+    const c10::Stream stream = current_stream(device_);
+    TFL_CALL(device_, stream_synchronize, native_stream(stream));
+    // Fresh results of the host kernel in flagos memory, on this stream
+    // (passed on so the allocation does not look it up a second time).
+    results_.emplace(device_, stream.id());
   }
   // The route as a profiler row (box:<key> backends take this unboxed path).
   static const std::string kCpu = "box:cpu";
