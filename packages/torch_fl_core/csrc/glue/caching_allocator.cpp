@@ -281,7 +281,9 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
 
   // allocate_on with the current stream's id already known (`stream_id` must
   // be current_stream(dev).id() on this thread; the box:cpu route has it).
-  c10::DataPtr allocate_on_stream(c10::DeviceIndex dev, c10::StreamId stream_id, size_t n) {
+  // Inlined into both callers: the plain allocate() path keeps a single call.
+  C10_ALWAYS_INLINE c10::DataPtr allocate_on_stream(c10::DeviceIndex dev, c10::StreamId stream_id,
+                                                    size_t n) {
     const c10::Device device(c10::DeviceType::PrivateUse1, dev);
     if (n == 0) {
       return {nullptr, nullptr, &raw_delete, device};

@@ -61,8 +61,13 @@ c10::Allocator* grow_allocator(c10::DeviceIndex flagos_device, c10::Device targe
 }
 
 // ---- host results in flagos memory (HostResultScope) ----------------------
-thread_local int t_result_device = -1;
-thread_local c10::StreamId t_result_stream = 0;  // current stream of t_result_device
+// One thread_local object, not two variables: each TLS access of this
+// extension module may cost a __tls_get_addr call.
+struct ResultTarget {
+  int device = -1;           // -1: no HostResultScope open on this thread
+  c10::StreamId stream = 0;  // the id of `device`'s current stream
+};
+thread_local ResultTarget t_result;
 
 // A host-result allocation is the flagos pool's own DataPtr retyped as CPU:
 // same data, context and deleter (the caching allocator's for that device,
@@ -85,12 +90,13 @@ void release_raw(void* data) {
 class HostResultAllocator final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t n) override {
-    const int device = t_result_device;
+    const ResultTarget target = t_result;
+    const int device = target.device;
     if (C10_LIKELY(device < 0) || n == 0) return g_base_cpu->allocate(n);
     // The box:cpu call made `device` current (BoxScope) and looked up its
     // current stream: no runtime query, no second stream lookup.
     c10::DataPtr inner =
-        allocate_on_current(static_cast<c10::DeviceIndex>(device), t_result_stream, n);
+        allocate_on_current(static_cast<c10::DeviceIndex>(device), target.stream, n);
     const c10::DeleterFnPtr deleter = inner.get_deleter();
     TORCH_INTERNAL_ASSERT(is_pool_deleter(deleter) && inner.get() == inner.get_context());
     void* data = inner.get();
@@ -172,15 +178,17 @@ at::Tensor build_alias(const at::Tensor& t, c10::DataPtr dp, c10::Device device,
 }  // namespace
 
 HostResultScope::HostResultScope(c10::DeviceIndex device, c10::StreamId stream_id)
-    : prev_(t_result_device), prev_stream_(t_result_stream) {
+    : prev_(t_result.device), prev_stream_(t_result.stream) {
   if (g_base_cpu) {
-    t_result_device = device;
-    t_result_stream = stream_id;
+    ResultTarget& r = t_result;
+    r.device = device;
+    r.stream = stream_id;
   }
 }
 HostResultScope::~HostResultScope() {
-  t_result_device = prev_;
-  t_result_stream = prev_stream_;
+  ResultTarget& r = t_result;
+  r.device = prev_;
+  r.stream = prev_stream_;
 }
 
 void install_host_result_allocator() {
