@@ -40,6 +40,13 @@ def load_avg() -> float:
         return float("nan")
 
 
+def record_end(env: dict, elapsed: float, note: str = "") -> None:
+    """Prints the load average at the end of a run (``note`` qualifies it) and records it in
+    ``env`` as ``loadavg_end``: the figures' context, in the output and the JSON alike."""
+    env["loadavg_end"] = load1 = load_avg()
+    print(f"load average at end: {load1:.2f}{note}; took {elapsed:.1f} s")
+
+
 def describe(load0: float) -> dict:
     """The machine and software a run measured, printed and returned for the JSON record."""
     import sys

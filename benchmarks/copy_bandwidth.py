@@ -31,7 +31,7 @@ import sys
 import time
 
 import torch
-from _bench_env import describe, load_avg, write_json
+from _bench_env import describe, load_avg, record_end, write_json
 from _gpu_bench import add_common_args, describe_devices, native_type, timed_block
 
 
@@ -145,9 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         f"\nlowest ratio {summary['min_ratio']:.3f}; copies with ratio >= 0.95 (target, issue #4, "
         f"vs cuda): {summary['copies_at_or_above_0_95']}/{summary['copies']}"
     )
-    load1 = load_avg()
-    env["loadavg_end"] = load1
-    print(f"load average at end: {load1:.2f}; took {elapsed:.1f} s")
+    record_end(env, elapsed)
     if args.json:
         doc = {
             "benchmark": "copy_bandwidth",

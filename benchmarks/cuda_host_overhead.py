@@ -31,7 +31,7 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from _bench_env import describe, load_avg, write_json
+from _bench_env import describe, load_avg, record_end, write_json
 from _gpu_bench import add_common_args, describe_devices, native_type, sync, timed_block
 
 
@@ -159,9 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         f"(paired {summary['median_paired_ratio']:.2f}; to the end of the sync "
         f"{summary['median_total_ratio']:.2f}); target (issue #4, vs cuda): <= 1.15"
     )
-    load1 = load_avg()
-    env["loadavg_end"] = load1
-    print(f"load average at end: {load1:.2f}; took {elapsed:.1f} s")
+    record_end(env, elapsed)
     if args.json:
         doc = {
             "benchmark": "cuda_host_overhead",

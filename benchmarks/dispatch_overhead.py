@@ -39,7 +39,7 @@ from collections.abc import Callable
 
 import torch
 import torch_fl
-from _bench_env import describe, load_avg, write_json
+from _bench_env import describe, load_avg, record_end, write_json
 
 C = torch_fl._C
 SIZES = (8, 4096)
@@ -232,11 +232,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"boxed vs unboxed route kernels, {n} elements: boxed/unboxed time median "
                 f"{summary[f'median_boxed_over_routed_n{n}']:.2f}"
             )
-    load1 = load_avg()
-    env["loadavg_end"] = load1
-    print(
-        f"load average at end: {load1:.2f} (this run's own threads included); took {elapsed:.1f} s"
-    )
+    record_end(env, elapsed, " (this run's own threads included)")
 
     if args.json:
         doc = {

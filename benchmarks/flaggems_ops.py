@@ -44,7 +44,7 @@ from collections.abc import Callable
 
 import torch
 import torch_fl
-from _bench_env import describe, load_avg, write_json
+from _bench_env import describe, load_avg, record_end, write_json
 from _gpu_bench import add_common_args, describe_devices, native_type, timed_block
 
 DTYPE_ORDER = ("float32", "bfloat16", "float16", "int64", "bool")
@@ -316,9 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"not measured (time budget spent): {len(skipped_ops)} overloads, e.g. {skipped_ops[:5]}"
         )
-    load1 = load_avg()
-    env["loadavg_end"] = load1
-    print(f"load average at end: {load1:.2f}; took {elapsed:.1f} s")
+    record_end(env, elapsed)
     if args.json:
         doc = {
             "benchmark": "flaggems_ops",

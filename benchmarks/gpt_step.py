@@ -41,7 +41,7 @@ import time
 
 import torch
 import torch.nn.functional as F
-from _bench_env import describe, load_avg, write_json
+from _bench_env import describe, load_avg, record_end, write_json
 from _gpu_bench import add_common_args, describe_devices, native_type, sync
 from torch import nn
 
@@ -367,9 +367,8 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(nat_side, RemoteSide):
         nat_side.close()
     elapsed = time.perf_counter() - t0
-    load1 = load_avg()
-    env["loadavg_end"] = load1
-    print(f"\nload average at end: {load1:.2f}; took {elapsed:.1f} s")
+    print()
+    record_end(env, elapsed)
     if args.json:
         doc = {
             "benchmark": "gpt_step",

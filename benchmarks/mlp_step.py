@@ -34,7 +34,7 @@ import time
 
 import torch
 import torch_fl
-from _bench_env import describe, load_avg, write_json
+from _bench_env import describe, load_avg, record_end, write_json
 from torch import nn
 
 C = torch_fl._C
@@ -223,11 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         if r["fallback_ops"]:
             print(f"  {r['width']}x{r['batch']} {r['optimizer']}: {r['fallback_ops']}")
-    load1 = load_avg()
-    env["loadavg_end"] = load1
-    print(
-        f"load average at end: {load1:.2f} (this run's own threads included); took {elapsed:.1f} s"
-    )
+    record_end(env, elapsed, " (this run's own threads included)")
 
     if args.json:
         doc = {

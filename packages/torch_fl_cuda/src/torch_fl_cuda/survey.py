@@ -30,6 +30,7 @@ import argparse
 import json
 import math
 import os
+import re
 import select
 import signal
 import subprocess
@@ -225,6 +226,14 @@ def _call(torch, packet, args, kwargs):
     return packet(*args, **kwargs)
 
 
+# The router's own wrapping of a Python backend's error: op and backend are known here.
+_ROUTER_PREFIX = re.compile(r"^flagos python backend '[^']+' failed in \S+: ")
+
+
+def _kernel_message(exc: Exception) -> str:
+    return _ROUTER_PREFIX.sub("", str(exc).splitlines()[0])
+
+
 def survey_correctness(op: str, table_flaggems: str, table_box: str) -> dict[str, Any]:
     import torch
     from torch_fl.routing import load_routes
@@ -278,7 +287,7 @@ def survey_correctness(op: str, table_flaggems: str, table_box: str) -> dict[str
                 torch.flagos.synchronize()
                 why = compare(torch, _cpu(torch, got), expected, dtype_name, random_op)
             except Exception as exc:
-                why = f"raised {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+                why = f"raised {type(exc).__name__}: {_kernel_message(exc)[:200]}"
             result["profiles"].setdefault(key, {})[label] = why or "ok"
     return result
 
@@ -448,13 +457,7 @@ def _time_one(op: str, res: dict, tables: tuple[str, str], noise: float) -> None
         keys = [k for k in profiles if k.startswith(dtype_name + "/")]
         if keys and all(profiles[k].get("flaggems") == "ok" for k in keys):
             good_dtypes.append(dtype_name)
-    wrong = sorted(
-        k for k, v in profiles.items() if v.get("flaggems") != "ok" and v.get("box") == "ok"
-    )
-    res["wrong_profiles"] = {k: profiles[k]["flaggems"] for k in wrong}
-    if not profiles:
-        res.setdefault("verdict", "no-profile")
-        return
+    wrong = [k for k, v in profiles.items() if v.get("flaggems") != "ok" and v.get("box") == "ok"]
     name, _, overload = op.partition(".")
     packet = getattr(getattr(torch.ops.aten, name), overload or "default")
     timing: dict[str, dict] = {}
@@ -501,6 +504,37 @@ def _time_one(op: str, res: dict, tables: tuple[str, str], noise: float) -> None
             "reason",
             "; ".join(sorted({str(v.get("flaggems")) for v in profiles.values()}))[:300],
         )
+
+
+def _compact(res: dict[str, Any]) -> dict[str, Any]:
+    """A result as stored: profiles correct on both routes listed by name in ``ok_profiles``,
+    ``profiles`` keeping only those with something to say (idempotent)."""
+    profiles = res.get("profiles")
+    if not profiles:
+        return res
+    both_ok = {"box": "ok", "flaggems": "ok"}
+    out = dict(res)
+    out["ok_profiles"] = sorted(
+        set(res.get("ok_profiles", ())) | {k for k, v in profiles.items() if v == both_ok}
+    )
+    out["profiles"] = {k: v for k, v in profiles.items() if v != both_ok}
+    return out
+
+
+def dump(doc: dict[str, Any]) -> str:
+    """The survey file's text: one compact line per overload, so a re-survey diffs overload by
+    overload; it is measured on a GPU, so it is committed (the route generator reads it)."""
+    lines = [
+        "{",
+        f' "meta": {json.dumps(doc["meta"], sort_keys=True)},',
+        ' "overloads": {',
+    ]
+    items = sorted(doc["overloads"].items())
+    for i, (op, res) in enumerate(items):
+        comma = "," if i < len(items) - 1 else ""
+        lines.append(f"  {json.dumps(op)}: {json.dumps(_compact(res), sort_keys=True)}{comma}")
+    lines += [" }", "}"]
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: Iterable[str] | None = None) -> int:
@@ -575,7 +609,7 @@ def main(argv: Iterable[str] | None = None) -> int:
             "overloads": dict(sorted(results.items())),
         }
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        path.write_text(dump(doc), encoding="utf-8")
         return counts
 
     def on_term(signum: int, frame: Any) -> None:

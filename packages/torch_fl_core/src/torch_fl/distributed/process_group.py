@@ -183,6 +183,24 @@ class ProcessGroupFlagos(dist.ProcessGroup):
             works = [works]
         return FlagosWork(where, works, call, value, post, device_async=device_async)
 
+    def _per_pair(
+        self,
+        op: str,
+        method: str,
+        outputs: list[torch.Tensor],
+        inputs: list[torch.Tensor],
+        opts: Any,
+    ) -> FlagosWork:
+        """A coalesced op as one inner ``method`` call per (output, input) pair, one work."""
+
+        def body(b: dist.Backend, c: Call) -> list[dist.Work]:
+            return [
+                getattr(b, method)(c.convert(o, read=False, write=True), c.convert(i), opts)
+                for o, i in zip(outputs, inputs, strict=True)
+            ]
+
+        return self._run(op, [outputs, inputs], body, outputs, agree=inputs)
+
     def _check(self, cond: bool, op: str, tensors: Sequence[torch.Tensor], message: str) -> None:
         """Local argument checks, before anything is sent: ValueError naming op/device/vendor."""
         if not cond:
@@ -285,15 +303,8 @@ class ProcessGroupFlagos(dist.ProcessGroup):
     ) -> dist.Work:
         # gloo has no coalesced form: one inner all-gather per pair, one Work for all of them.
         opts = opts if opts is not None else _c10d.AllgatherOptions()
-
-        def body(b: dist.Backend, c: Call) -> list[dist.Work]:
-            return [
-                b._allgather_base(c.convert(o, read=False, write=True), c.convert(i), opts)
-                for o, i in zip(outputs, inputs, strict=True)
-            ]
-
-        return self._run(
-            "all_gather_into_tensor_coalesced", [outputs, inputs], body, outputs, agree=inputs
+        return self._per_pair(
+            "all_gather_into_tensor_coalesced", "_allgather_base", outputs, inputs, opts
         )
 
     allgather_into_tensor_coalesced = all_gather_single_coalesced
@@ -350,15 +361,8 @@ class ProcessGroupFlagos(dist.ProcessGroup):
         self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any = None
     ) -> dist.Work:
         opts = opts if opts is not None else _c10d.ReduceScatterOptions()
-
-        def body(b: dist.Backend, c: Call) -> list[dist.Work]:
-            return [
-                b._reduce_scatter_base(c.convert(o, read=False, write=True), c.convert(i), opts)
-                for o, i in zip(outputs, inputs, strict=True)
-            ]
-
-        return self._run(
-            "reduce_scatter_tensor_coalesced", [outputs, inputs], body, outputs, agree=inputs
+        return self._per_pair(
+            "reduce_scatter_tensor_coalesced", "_reduce_scatter_base", outputs, inputs, opts
         )
 
     reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced

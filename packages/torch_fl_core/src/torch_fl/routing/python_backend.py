@@ -215,9 +215,8 @@ class PythonBackend:
         if kernel is None:
             raise RuntimeError(f"backend {self.name!r} has no kernel for {op_name}")
         plan = self._plan(op_name)
-        if self.core_views:
-            return self._call_on_views(kernel, plan, op_name, args)
-        views = [self._view(a) for a in args]
+        # With core views the arguments already are views and core maps the results back.
+        views = args if self.core_views else [self._view(a) for a in args]
         result = kernel(
             *(views[i] for i in plan.positional), **{n: views[i] for n, i in plan.keywords}
         )
@@ -233,33 +232,15 @@ class PythonBackend:
         device: torch.device | None = None
         out = []
         for value, alias in zip(results, plan.write_alias, strict=True):
-            if alias is not None:
+            if self.core_views:
+                # out=/in-place: a kernel returning None means the view it was given.
+                out.append(args[alias] if value is None and alias is not None else value)
+            elif alias is not None:
                 out.append(self._written(args[alias], views[alias], value))
-                continue
-            if device is None:
-                device = _first_flagos_device(args)
-            out.append(self._back(value, device))
-        return out[0] if n == 1 else tuple(out)
-
-    def _call_on_views(self, kernel: Callable[..., Any], plan: _Plan, op_name: str, args: tuple):
-        """``args`` are already views; core adopts the results and returns the caller's tensors
-        for out=/in-place returns. A kernel returning None there means the view it was given."""
-        result = kernel(
-            *(args[i] for i in plan.positional), **{n: args[i] for n, i in plan.keywords}
-        )
-        n = len(plan.write_alias)
-        if n == 0:
-            return None
-        results = (result,) if n == 1 else tuple(result)
-        if len(results) != n:
-            raise RuntimeError(
-                f"backend {self.name!r}: the kernel for {op_name} returned {len(results)} values, "
-                f"the operator returns {n}"
-            )
-        out = [
-            args[alias] if value is None and alias is not None else value
-            for value, alias in zip(results, plan.write_alias, strict=True)
-        ]
+            else:
+                if device is None:
+                    device = _first_flagos_device(args)
+                out.append(self._back(value, device))
         return out[0] if n == 1 else tuple(out)
 
 
