@@ -56,16 +56,37 @@ def test_cuda_vendor_chosen_without_device_reports_zero_devices_and_why():
     assert "cuda" in lines[1] and "ERR" in lines[1]
 
 
-def _fake_flag_gems(tmp_path, body):
-    pkg = tmp_path / "flag_gems"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text(textwrap.dedent(body))
-    return tmp_path
+@pytest.fixture
+def fake_flag_gems(tmp_path, monkeypatch):
+    """Writes a fake ``flag_gems`` package and hides the real one for the test; afterwards the real
+    one (if this process had it, as on a GPU machine with FlagGems) is back and registered again,
+    so later tests route to its kernels, not to the fake's."""
+    from torch_fl.routing import flaggems as core
+
+    real = {k: v for k, v in sys.modules.items() if k == "flag_gems" or k.startswith("flag_gems.")}
+    was_on = flaggems.status().startswith("on:")
+    for k in real:
+        del sys.modules[k]
+    monkeypatch.setattr(core, "_table", None)
+
+    def write(body: str) -> None:
+        pkg = tmp_path / "flag_gems"
+        pkg.mkdir()
+        (pkg / "__init__.py").write_text(textwrap.dedent(body))
+        monkeypatch.syspath_prepend(str(tmp_path))
+
+    yield write
+    for k in [k for k in sys.modules if k == "flag_gems" or k.startswith("flag_gems.")]:
+        del sys.modules[k]
+    sys.modules.update(real)
+    core._table = None
+    monkeypatch.undo()  # the real package's path and environment first, then register it again
+    if was_on:
+        assert flaggems.register_backend() is True
 
 
-def test_claimed_overloads_read_without_import(tmp_path, monkeypatch):
-    root = _fake_flag_gems(
-        tmp_path,
+def test_claimed_overloads_read_without_import(fake_flag_gems):
+    fake_flag_gems(
         """
         raise RuntimeError("must not be imported")
         _FULL_CONFIG = (
@@ -74,20 +95,18 @@ def test_claimed_overloads_read_without_import(tmp_path, monkeypatch):
             ("_to_copy", abs, lambda: True),
             ("abs", abs),
         )
-        """,
+        """
     )
-    monkeypatch.syspath_prepend(str(root))
     assert flaggems.claimed_overloads() == ["_to_copy", "abs", "add.Tensor"]
 
 
-def test_register_sets_nvidia_and_cuda_views(tmp_path, monkeypatch):
+def test_register_sets_nvidia_and_cuda_views(fake_flag_gems, monkeypatch):
     # The mechanism is core's (packages/torch_fl_core/tests/test_flaggems_backend.py); here the
     # cuda vendor's specifics: GEMS_VENDOR=nvidia and CUDA-typed alias views.
     from torch_fl.routing import flaggems as core
     from torch_fl.routing import python_backends
 
-    root = _fake_flag_gems(tmp_path, "_FULL_CONFIG = (('abs', abs),)\n")
-    monkeypatch.syspath_prepend(str(root))
+    fake_flag_gems("_FULL_CONFIG = (('abs', abs),)\n")
     monkeypatch.delenv("GEMS_VENDOR", raising=False)
     monkeypatch.delenv("FLAGOS_FLAGGEMS", raising=False)
     assert flaggems.register_backend() is True
