@@ -613,3 +613,40 @@ def test_route_to_python_backend_without_the_kernel(tmp_path, testpy, restore_ro
     with pytest.raises(routing.RouteTableError) as err:
         routing.load_routes(path=conf)
     assert str(err.value) == f"{conf.resolve()}:2: backend 'testpy' has no kernel for sub.out"
+
+
+# ---------------------------------------------------------------------------------------------
+# results
+# ---------------------------------------------------------------------------------------------
+
+
+def test_routed_results_are_plain_flagos_tensors():
+    # A routed kernel's fresh result becomes a flagos tensor (on box backends its TensorImpl is
+    # retyped in place): it must be indistinguishable from one a flagos factory made — the same
+    # dispatch keys, device and autograd/inference behaviour — including multi-output results.
+    def keys(t: torch.Tensor):
+        return torch._C._dispatch_keys(t)
+
+    a = torch.randn(4, 6, device="flagos")
+    b = torch.randn(4, 6, device="flagos")
+    plain = keys(torch.empty(2, device="flagos"))
+    outs = [
+        a + b,
+        a.relu(),
+        *torch.max(a, dim=1),
+        *torch.native_layer_norm(a, [6], None, None, 1e-5),
+    ]
+    for r in outs:
+        assert r.device.type == "flagos" and keys(r) == plain, (r.device, keys(r), plain)
+    torch.testing.assert_close((a + b).cpu(), a.cpu() + b.cpu())
+    with torch.inference_mode():
+        inf_plain = keys(torch.empty(2, device="flagos"))
+        r = a * b
+        assert r.is_inference() and keys(r) == inf_plain
+    with torch.autocast("flagos", dtype=torch.bfloat16):
+        r = a @ b.t()
+    assert r.dtype == torch.bfloat16 and keys(r) == plain
+    x = torch.randn(4, 6, device="flagos", requires_grad=True)
+    (x.exp() * b).sum().backward()
+    assert x.grad.device == x.device and keys(x.grad) == plain
+    torch.testing.assert_close(x.grad.cpu(), (x.detach().cpu().exp() * b.cpu()))

@@ -6,6 +6,15 @@ namespace torch_fl {
 namespace {
 
 void release_inner(void* ctx) { delete static_cast<c10::DataPtr*>(ctx); }
+
+// A DataPtr of the mirrored allocator that owns its block by address alone
+// (context == data, the allocator's raw deleter: torch's CUDA caching allocator
+// in its default configuration). Such a pointer can simply be retyped as
+// flagos memory, with no wrapper to allocate per block.
+bool owned_by_address(const c10::DataPtr& p, c10::Allocator* inner) {
+  const c10::DeleterFnPtr raw = inner->raw_deleter();
+  return raw != nullptr && p.get_deleter() == raw && p.get_context() == p.get();
+}
 void release_storage(void* ctx) { delete static_cast<c10::Storage*>(ctx); }
 
 c10::Stream to_mirror(const c10::Stream& s) {
@@ -28,10 +37,14 @@ class MirrorAllocator final : public c10::DeviceAllocator {
                        "', the ", c10::DeviceTypeName(type_, true),
                        " caching allocator): ", e.what_without_backtrace());
     }
+    const c10::Device flagos(c10::DeviceType::PrivateUse1, inner.device().index());
+    if (owned_by_address(inner, this->inner())) {
+      inner.unsafe_set_device(flagos);
+      return inner;
+    }
+    // A configured allocator whose pointers carry their own context: wrap.
     void* data = inner.get();
-    const c10::DeviceIndex device = inner.device().index();
-    return {data, new c10::DataPtr(std::move(inner)), &release_inner,
-            c10::Device(c10::DeviceType::PrivateUse1, device)};
+    return {data, new c10::DataPtr(std::move(inner)), &release_inner, flagos};
   }
 
   c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
@@ -45,7 +58,9 @@ class MirrorAllocator final : public c10::DeviceAllocator {
   void emptyCache(c10::MempoolId_t mempool_id) override { inner()->emptyCache(mempool_id); }
 
   void recordStream(const c10::DataPtr& ptr, c10::Stream stream) override {
-    if (auto* inner_ptr = ptr.cast_context<c10::DataPtr>(&release_inner)) {
+    if (owned_by_address(ptr, inner())) {
+      inner()->recordStream(ptr, to_mirror(stream));  // finds the block by address
+    } else if (auto* inner_ptr = ptr.cast_context<c10::DataPtr>(&release_inner)) {
       inner()->recordStream(*inner_ptr, to_mirror(stream));
     } else if (auto* storage = ptr.cast_context<c10::Storage>(&release_storage)) {
       inner()->recordStream(storage->data_ptr(), to_mirror(stream));
@@ -90,6 +105,15 @@ c10::DeviceAllocator* mirror_allocator() {
     return a;
   }();
   return alloc;
+}
+
+bool retype_mirror_storage(const c10::Storage& storage, c10::DeviceIndex device) {
+  c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
+  c10::DataPtr& dp = impl->_mutable_data_ptr_no_checks();
+  if (!owned_by_address(dp, c10::getDeviceAllocator(dp.device().type()))) return false;
+  dp.unsafe_set_device(c10::Device(c10::DeviceType::PrivateUse1, device));
+  impl->set_allocator(mirror_allocator());
+  return true;
 }
 
 c10::DataPtr adopt_mirror_storage(const c10::Storage& storage, c10::DeviceIndex device) {

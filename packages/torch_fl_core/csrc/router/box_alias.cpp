@@ -286,9 +286,30 @@ void adopt_geometry(const at::Tensor& base, const at::Tensor& alias) {
   }
 }
 
+namespace {
+
+// A fresh kernel result nobody else can see (the router holds its only
+// reference, and it has no Python object yet) whose storage has just become
+// flagos storage: its TensorImpl becomes the flagos tensor itself, dispatch
+// keys and device, instead of a second TensorImpl being built over the
+// storage. The keys are those a new PrivateUse1 TensorImpl gets (the backend
+// bit, and the autocast key that goes with it; autograd keys are per-backend).
+bool retype_tensor_in_place(const at::Tensor& t) {
+  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  if (t.use_count() != 1 || !impl->allow_tensor_metadata_change()) return false;
+  impl->set_storage_keep_dtype(impl->storage());  // the device follows the storage's
+  impl->_change_backend_component_keys(impl->storage().device());
+  return true;
+}
+
+}  // namespace
+
 at::Tensor to_flagos(const at::Tensor& t, c10::DeviceIndex device, c10::DeviceType type) {
   if (!t.defined() || t.device().is_privateuseone()) return t;
-  if (auto relabeled = relabel_host_result(t, device)) return flagos_over(std::move(*relabeled), t);
+  if (auto relabeled = relabel_host_result(t, device)) {
+    if (retype_tensor_in_place(t)) return t;
+    return flagos_over(std::move(*relabeled), t);
+  }
   if (auto grown = take_grown(t.storage(), device)) {
     const size_t nbytes = t.storage().nbytes();
     c10::Storage s(c10::Storage::use_byte_size_t(), nbytes, std::move(*grown), caching_allocator(),
@@ -297,8 +318,13 @@ at::Tensor to_flagos(const at::Tensor& t, c10::DeviceIndex device, c10::DeviceTy
   }
   if (mirror_device_type() == t.device().type() && t.device().index() == device) {
     // Mirror mode: the result came from the pool flagos allocates from, so it
-    // joins flagos as it is (zero-copy), keeping its storage alive.
+    // joins flagos as it is (zero-copy): a fresh result is retyped in place,
+    // anything shared is wrapped, keeping its storage alive.
     const c10::Storage& src = t.storage();
+    if (t.use_count() == 1 && src.use_count() == 1 && retype_mirror_storage(src, device)) {
+      if (retype_tensor_in_place(t)) return t;
+      return flagos_over(src, t);
+    }
     c10::Storage s(c10::Storage::use_byte_size_t(), src.nbytes(), adopt_mirror_storage(src, device),
                    caching_allocator(), src.resizable());
     return flagos_over(std::move(s), t);
