@@ -24,6 +24,8 @@ def test_entry_point_names_the_vendor():
 def test_runtime_is_the_delegate_runtime():
     assert torch_fl_cuda.vendor.runtime_library() == "delegate:cuda"
     assert torch_fl_cuda.vendor.name == "cuda"
+    # torch.profiler: CUPTI times the boxed CUDA kernels (test_profiler_cupti.py on a GPU).
+    assert torch_fl_cuda.vendor.profiler_activity is torch.profiler.ProfilerActivity.CUDA
 
 
 @pytest.mark.skipif(torch.version.cuda is not None, reason="checks the CPU-build explanation")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.metadata
 
 from conftest import run_python
+from torch.autograd import ProfilerActivity
 from torch_fl_dcu.vendor import ROUTE_TABLE, vendor
 
 
@@ -19,6 +20,7 @@ def test_delegate_runtime_and_cuda_abi():
     assert vendor.runtime_library() == "delegate:cuda"
     assert vendor.collective_profile() == "cuda-abi"
     assert vendor.compile_scheduling == "triton" and vendor.triton_target == "cuda"
+    assert vendor.profiler_activity is ProfilerActivity.CUDA  # roctracer on DTK's torch
     assert vendor.route_table() == ROUTE_TABLE
 
 

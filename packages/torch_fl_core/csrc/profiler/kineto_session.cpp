@@ -13,6 +13,11 @@
 // Absolute device timestamps: the first interval on a device records an anchor
 // event and waits for it; interval times are the anchor's host time plus the
 // runtime's elapsed time from the anchor.
+//
+// Switched off (set_kineto_session_enabled(false)) where the vendor's device
+// work is already traced by a native activity of torch (the cuda vendor's
+// kernels by CUPTI): the same calls would otherwise be counted twice
+// (torch_fl/profiler_activity.py).
 #include "profiler/route_scope.h"
 
 #include <atomic>
@@ -48,6 +53,7 @@ struct DeviceInterval {
 namespace {
 
 std::atomic<bool> g_recording{false};
+std::atomic<bool> g_enabled{true};
 std::mutex g_mutex;
 // deque: stable addresses for the intervals handed out while recording.
 std::deque<DeviceInterval> g_intervals;
@@ -88,6 +94,10 @@ void clear_locked() {
 }  // namespace
 
 bool session_recording() noexcept { return g_recording.load(std::memory_order_relaxed); }
+
+void set_kineto_session_enabled(bool enabled) noexcept { g_enabled.store(enabled); }
+
+bool kineto_session_enabled() noexcept { return g_enabled.load(); }
 
 DeviceInterval* interval_begin(const std::string& name, const std::string& backend,
                                c10::DeviceIndex device) {
@@ -194,6 +204,7 @@ class FlagosActivityProfiler final : public libkineto::IActivityProfiler {
       const std::set<libkineto::ActivityType>& types, const libkineto::Config&) override {
     // Only when the user asked for device activity (ProfilerActivity.PrivateUse1).
     if (!types.count(libkineto::ActivityType::CONCURRENT_KERNEL)) return nullptr;
+    if (!kineto_session_enabled()) return nullptr;
     if (!runtime_active() || !has_capability(TFL_CAP_EVENT_TIMING)) return nullptr;
     return std::make_unique<FlagosSession>();
   }

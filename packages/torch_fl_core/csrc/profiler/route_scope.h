@@ -62,5 +62,9 @@ DeviceInterval* interval_begin(const std::string& name, const std::string& backe
 void interval_end(DeviceInterval* interval);
 // Whether this build has the Kineto activity profiler (torch >= 2.12 with Kineto headers).
 bool kineto_session_available() noexcept;
+// Whether a Kineto trace may start a flagos session (default true). Off where
+// a native activity of torch (CUPTI) already times the vendor's device work.
+void set_kineto_session_enabled(bool enabled) noexcept;
+bool kineto_session_enabled() noexcept;
 
 }  // namespace torch_fl::profiler

@@ -169,6 +169,9 @@ NB_MODULE(_C, m) {
       },
       nb::arg("device") = -1);
   m.def("kineto_session_available", &profiler::kineto_session_available);
+  m.def("kineto_session_enabled", &profiler::kineto_session_enabled);
+  m.def("set_kineto_session_enabled", &profiler::set_kineto_session_enabled,
+        nb::arg("enabled"));
   m.def("device_name", [](int device) {
     check_device_index(static_cast<c10::DeviceIndex>(device));
     char buf[256] = {0};

@@ -8,7 +8,9 @@ Importing this package (``import torch`` does it through PyTorch's device-backen
    initialisers register the device guard, allocators, hooks and generator),
 3. registers :mod:`torch_fl.device` as ``torch.flagos`` and generates ``Tensor.flagos()``,
    ``Tensor.is_flagos``, ``Module.flagos()`` and the storage/PackedSequence equivalents,
-4. loads the chosen vendor's runtime library and runs its activate() hook.
+4. loads the chosen vendor's runtime library and runs its activate() hook (and, where the vendor
+   declares a native profiler activity, makes flagos profiles record it:
+   :mod:`torch_fl.profiler_activity`).
 
 Every step is idempotent, so importing again (or after ``importlib.reload``) is safe.
 When ``import torch`` autoloads this package, ``torch`` is not finished importing yet; only names
@@ -96,6 +98,12 @@ def _setup() -> None:
     _register_device_module(device)
     _generate_methods()
     vendors.activate(selection)
+    if selection.present:
+        # torch.profiler: the vendor's native activity (CUPTI on cuda) in flagos profiles.
+        from torch_fl import profiler_activity
+
+        declared = getattr(selection.vendor, "profiler_activity", None)
+        profiler_activity.install(declared, vendor=selection.name)
     # torch.compile: Dynamo's device interface and Inductor's codegen for flagos, completed when
     # Dynamo/Inductor are imported (importing them here would slow every `import torch`).
     from torch_fl import compile as _compile

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from torch.autograd import ProfilerActivity
 from torch_fl.vendors import Vendor
 
 __all__ = ["CudaVendor", "FLAGGEMS_ROUTE_TABLE", "ROUTE_TABLE", "vendor"]
@@ -22,6 +23,8 @@ class CudaVendor(Vendor):
     compile_scheduling = "triton"
     #: Triton compiles for the CUDA target of the same index (flagos:i is cuda:i).
     triton_target = "cuda"
+    #: torch.profiler: boxed ops launch CUDA kernels, which CUPTI traces (docs/profiler.md).
+    profiler_activity = ProfilerActivity.CUDA
 
     def _torch_cuda(self):
         import torch

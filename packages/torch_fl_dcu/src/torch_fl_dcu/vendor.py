@@ -11,6 +11,7 @@ import ctypes
 import os
 from pathlib import Path
 
+from torch.autograd import ProfilerActivity
 from torch_fl.vendors import Vendor
 
 # The package first: it loads the DTK bundle (or raises the reason it cannot). When torch imports
@@ -62,6 +63,10 @@ class DcuVendor(Vendor):
     #: torch.compile: Inductor's Triton scheduling (FlagTree's hcu backend declares device "cuda").
     compile_scheduling = "triton"
     triton_target = "cuda"
+    #: torch.profiler: boxed ops launch HIP kernels, which DTK's torch traces with roctracer under
+    #: the CUDA activity. The official CPU wheel of bundle mode has no such tracer (CUDA is not in
+    #: its supported activities), so there core's runtime events stay in use (docs/profiler.md).
+    profiler_activity = ProfilerActivity.CUDA
 
     def platform(self) -> str:
         """ "native" (DTK's hipified torch), "bundle" (official torch + DTK bundle), "cuda-test"

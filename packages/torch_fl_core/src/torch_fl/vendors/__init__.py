@@ -18,6 +18,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from torch.autograd import ProfilerActivity
+
 __all__ = ["Vendor", "Selection", "activate", "active", "active_vendor"]
 
 
@@ -42,6 +44,13 @@ class Vendor:
     triton_target: str | None = None
     #: Whether ``torch.compile(mode="reduce-overhead")`` captures device graphs on this vendor.
     compile_graphs: bool = False
+    #: The ``torch.profiler.ProfilerActivity`` whose tracer already sees this vendor's device work,
+    #: or None. The cuda vendor's boxed kernels are CUDA kernels, so CUPTI (``CUDA``) times them.
+    #: When torch supports it, every Kineto profile of ``flagos`` records it too (kernel rows
+    #: linked to the op rows that launched them) and core's own runtime-event timing is switched
+    #: off so no call is counted twice. None: core times routed calls with runtime events. See
+    #: docs/profiler.md and :mod:`torch_fl.profiler_activity`.
+    profiler_activity: ProfilerActivity | None = None
 
     def is_present(self) -> bool:
         """Whether this machine has at least one device of this vendor (driver loaded, device seen).
