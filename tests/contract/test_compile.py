@@ -8,6 +8,8 @@ reason otherwise. Compiles are slow on small CI machines, so the models are tiny
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -107,6 +109,69 @@ def test_matmul_bias_activation(dynamo):
     out = torch.compile(f)(x)
     _on_flagos(out)
     torch.testing.assert_close(out, f(x), **TOL)
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def test_matmul_template_heuristics_found(dynamo):
+    """Template selection for mm/addmm on flagos (max-autotune GEMMs) finds Inductor's heuristics
+    for the device type flagos shares tuning with: without them Inductor logged "No template
+    heuristic found ... device_type=flagos" and left the Triton templates without configs."""
+    import torch._inductor.config as inductor_config
+    from torch._dynamo.utils import counters
+
+    patches: dict[str, object] = {"max_autotune_gemm": True, "force_disable_caches": True}
+    if hasattr(inductor_config.test_configs, "max_mm_configs"):
+        patches["test_configs.max_mm_configs"] = 2  # keep GPU autotuning short
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 16)).to("flagos")
+    x = torch.randn(8, 32, device="flagos")
+    records = _Records()
+    logger = logging.getLogger("torch._inductor")  # the registry logs under it
+    logger.addHandler(records)
+    try:
+        with inductor_config.patch(patches), torch.no_grad():
+            out = torch.compile(model)(x)
+    finally:
+        logger.removeHandler(records)
+    # A lowering really ran (no cache hit), so the lookups were made.
+    assert sum(counters["aten_mm_info"].values()) >= 2, dict(counters["aten_mm_info"])
+    missing = [m for m in records.messages if "No template heuristic found" in m]
+    assert not missing, missing[0][:400]
+    _on_flagos(out)
+    with torch.no_grad():
+        torch.testing.assert_close(out, model(x), **TOL)
+
+
+def test_tuning_tables_are_the_tuning_device_types(flagos):
+    """Inductor's device-type-keyed tuning answers for flagos what it answers for
+    ``tuning_device_type()`` (the Triton target's type, or cpu under C++ scheduling)."""
+    import torch._inductor.compile_fx  # noqa: F401 - completes the registration, as compile does
+    import torch_fl.compile
+    from torch._inductor.choices import InductorChoices
+
+    source = torch_fl.compile.tuning_device_type()
+    assert source is not None
+    assert type(InductorChoices().get_config_heuristics("flagos")) is type(
+        InductorChoices().get_config_heuristics(source)
+    )
+    registry = pytest.importorskip("torch._inductor.template_heuristics.registry")
+    table = registry._TEMPLATE_HEURISTIC_REGISTRY
+    keys = [k for k in table if k[1] == source]
+    assert keys, f"Inductor registers no template heuristics for {source!r}"
+    for template, _, op in keys:
+        assert table.get((template, "flagos", op)) is table[(template, source, op)], (template, op)
+        op_name = op or "mm"
+        assert type(registry.get_template_heuristic(template, "flagos", op_name)) is type(
+            registry.get_template_heuristic(template, source, op_name)
+        ), (template, op_name)
 
 
 class Block(nn.Module):

@@ -13,9 +13,21 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from torch_fl.compile.choice import graphs_supported, scheduling, triton_target
+from torch_fl.compile.choice import (
+    graphs_supported,
+    scheduling,
+    triton_target,
+    tuning_device_type,
+)
 
-__all__ = ["graphs_supported", "register", "registered", "scheduling", "triton_target"]
+__all__ = [
+    "graphs_supported",
+    "register",
+    "registered",
+    "scheduling",
+    "triton_target",
+    "tuning_device_type",
+]
 
 _DEVICE = "flagos"
 _done: set[str] = set()

@@ -25,6 +25,7 @@ __all__ = [
     "scheduling",
     "triton_device_module",
     "triton_target",
+    "tuning_device_type",
     "vendor_name",
 ]
 
@@ -80,6 +81,22 @@ def triton_target() -> str | None:
     if scheduling() != "triton":
         return None
     return str(_vendor().triton_target)
+
+
+def tuning_device_type() -> str | None:
+    """The device type whose Inductor tuning ``flagos`` shares (template and config heuristics).
+
+    ``"cpu"`` under C++ scheduling (the kernels are CPU code on host memory); under Triton the
+    target's torch device type (``"cuda"``, also for ``"hip"``: ROCm's torch calls it cuda), since
+    the kernels are compiled for and run on that device. None when the vendor cannot compile.
+    """
+    kind = scheduling()
+    if kind == "cpp":
+        return "cpu"
+    if kind == "triton":
+        target = str(_vendor().triton_target)
+        return "cuda" if target == "hip" else target
+    return None
 
 
 def triton_device_module() -> types.ModuleType:

@@ -9,11 +9,17 @@ entry point every Inductor compile goes through) is imported.
   ``TritonScheduling``; ``flagos`` is treated as a GPU type and its device properties are those of
   the vendor's Triton target, so kernels compile for that target and launch on the stream
   :func:`torch_fl.compile.runtime.get_raw_stream` returns (the ``flagos`` current stream).
+
+Either way, Inductor's tuning tables keyed by device type (GEMM template heuristics, conv and
+flex-attention configs) answer for ``flagos`` what they answer for the device type the kernels
+really run as (:func:`torch_fl.compile.choice.tuning_device_type`).
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
+import logging
 import sys
 from types import ModuleType
 from typing import Any
@@ -23,6 +29,9 @@ import torch
 __all__ = ["register"]
 
 _DEVICE = "flagos"
+
+log = logging.getLogger(__name__)
+_UNSET = object()
 
 
 @functools.cache
@@ -192,6 +201,85 @@ def _backend_for_flagos(utils: ModuleType, kind: str) -> None:
             module.get_current_backend = get_current_backend
 
 
+def _share_template_heuristics(source: str) -> int | None:
+    """Register, for ``flagos``, every template heuristic Inductor has for device type ``source``.
+
+    Why: Inductor looks GEMM template heuristics up by (template, device type, op). With none for
+    ``flagos``, mm/addmm/bmm Triton templates under max-autotune got an empty fallback (logged as
+    "No template heuristic found") and templates with a device-agnostic default (decompose_k) got
+    that default instead of the target's entry. Entries are copied once, here: the registry is
+    filled when its modules are imported, which ``compile_fx`` has done by now. An entry already
+    registered for ``flagos`` is kept. Returns how many were copied, None without a registry.
+    """
+    try:
+        registry = importlib.import_module("torch._inductor.template_heuristics.registry")
+    except ImportError:
+        registry = None
+    table = getattr(registry, "_TEMPLATE_HEURISTIC_REGISTRY", None)
+    register = getattr(registry, "register_template_heuristic", None)
+    if not isinstance(table, dict) or not callable(register):
+        log.debug(
+            "flagos: torch %s has no Inductor template-heuristics registry of the known shape; "
+            "no template heuristics shared from %r",
+            torch.__version__,
+            source,
+        )
+        return None
+    copied = 0
+    for key, heuristic in list(table.items()):
+        if not (isinstance(key, tuple) and len(key) == 3 and key[1] == source):
+            continue
+        template, _, op = key
+        if (template, _DEVICE, op) in table:
+            continue
+        register(template, _DEVICE, op_name=op)(heuristic)
+        copied += 1
+    # Successful lookups are cached per (template, device type, op); drop any made for flagos
+    # before its entries existed.
+    cache = getattr(registry, "_HEURISTIC_CACHE", None)
+    if isinstance(cache, dict):
+        for cached in [k for k in cache if isinstance(k, tuple) and k[1:2] == (_DEVICE,)]:
+            cache.pop(cached, None)
+    log.debug("flagos: shared %d Inductor template heuristics of device type %r", copied, source)
+    return copied
+
+
+def _share_config_heuristics() -> None:
+    """``InductorChoices.get_config_heuristics("flagos")`` answers as for the tuning device type.
+
+    Why: Inductor picks Triton conv and flex-attention configs with a device-type switch there,
+    where ``flagos`` fell to the generic ``BaseConfigHeuristic``. Read at call time, like the
+    scheduling choice. Subclasses that override the method are left to their own answer.
+    """
+    from torch_fl.compile import choice as scheduling
+
+    try:
+        choices_module = importlib.import_module("torch._inductor.choices")
+    except ImportError:
+        choices_module = None
+    cls = getattr(choices_module, "InductorChoices", None)
+    original = getattr(cls, "get_config_heuristics", None)
+    if original is None:
+        log.debug(
+            "flagos: torch %s has no InductorChoices.get_config_heuristics; config heuristics "
+            "not shared",
+            torch.__version__,
+        )
+        return
+    if getattr(original, "_torch_fl", False):
+        return
+
+    def get_config_heuristics(self: Any, device_type: Any = _UNSET) -> Any:
+        if device_type is _UNSET:  # keep Inductor's own default
+            return original(self)
+        if device_type == _DEVICE:
+            device_type = scheduling.tuning_device_type() or device_type
+        return original(self, device_type)
+
+    get_config_heuristics._torch_fl = True  # type: ignore[attr-defined]
+    cls.get_config_heuristics = get_config_heuristics
+
+
 def _refuse_flagos_graphs(compile_fx_module: ModuleType, vendor: str) -> None:
     """A vendor that cannot compile gets a clear error when a flagos graph reaches Inductor.
 
@@ -242,3 +330,7 @@ def register(_compile_fx: ModuleType) -> None:
     elif kind == "triton":
         _treat_as_gpu(utils)
         _target_device_properties(hints)
+    source = scheduling.tuning_device_type()
+    if source is not None:
+        _share_template_heuristics(source)
+        _share_config_heuristics()
