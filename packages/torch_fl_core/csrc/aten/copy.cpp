@@ -7,6 +7,7 @@
 // copy_ on either a host staging tensor or, when the runtime's memory is host
 // addressable, on CPU alias views of the device memory itself.
 #include <ATen/ATen.h>
+#include <ATen/ops/_to_copy_native.h>
 #include <torch/library.h>
 
 #include "aten/copy.h"
@@ -296,6 +297,32 @@ at::Scalar local_scalar_dense(const Tensor& self) {
   return host.item();
 }
 
+// _to_copy (tensor.to(dtype/device), and every autocast cast). In mirror mode
+// a flagos source is handed to the mirrored backend's own _to_copy on an alias
+// view, and a result on a flagos device joins flagos as it is (zero-copy, see
+// box::to_flagos): one call instead of ATen's composite (a flagos allocation,
+// then copy_ -> _copy_from -> the mirrored copy_ on two alias views). Anything
+// else (no mirror, another layout, a host target, whose non_blocking form
+// wants flagos pinned memory) takes ATen's composite.
+Tensor to_copy(const Tensor& self, std::optional<at::ScalarType> dtype,
+               std::optional<at::Layout> layout, std::optional<c10::Device> device,
+               std::optional<bool> pin_memory, bool non_blocking,
+               std::optional<c10::MemoryFormat> memory_format) {
+  const auto type = mirror_device_type();
+  const c10::Device target = device.value_or(self.device());
+  if (!type || !is_flagos(self) || (layout && *layout != c10::kStrided) ||
+      pin_memory.value_or(false) || !target.is_privateuseone()) {
+    return at::native::_to_copy(self, dtype, layout, device, pin_memory, non_blocking,
+                                memory_format);
+  }
+  order_native_producer(self.device().index());
+  // No index: the current device, which is the same on both sides in mirror mode.
+  const c10::Device mirror_target(*type, target.has_index() ? target.index() : -1);
+  Tensor out = at::_to_copy(mirror_view(self, *type), dtype, layout, mirror_target, pin_memory,
+                            non_blocking, memory_format);
+  return box::to_flagos(out, out.device().index(), *type);
+}
+
 // Tensor.record_stream: the caching allocator must not reuse this block
 // before the work queued on `stream` so far is done.
 void record_stream(at::Tensor& self, c10::Stream stream) {
@@ -308,6 +335,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", TORCH_FN(copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+  m.impl("_to_copy", TORCH_FN(to_copy));
   m.impl("record_stream", TORCH_FN(record_stream));
 }
 
