@@ -12,6 +12,8 @@
 #include "router/backend.h"
 #include "router/producer_order.h"
 
+#include <unordered_map>
+
 namespace torch_fl {
 namespace {
 
@@ -121,7 +123,6 @@ class PythonBackend final : public Backend {
   void call(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) override {
     const auto& schema = op.schema();
     const size_t num_args = schema.arguments().size();
-    const std::string op_name = full_name(op.operator_name());
     // A Python kernel (a Triton launch) is an unordered producer on runtimes
     // that say so: mark its streams once it has enqueued its work.
     const auto devices = stack_flagos_devices(op, *stack);
@@ -142,6 +143,7 @@ class PythonBackend final : public Backend {
       }
     }
     py::gil_scoped_acquire gil;
+    const py::object& name = op_name(op);
     try {
       py::tuple args(num_args);
       for (size_t i = 0; i < num_args; ++i) {
@@ -149,7 +151,7 @@ class PythonBackend final : public Backend {
         args[i] = argument_to_py(std::move(v), schema.arguments()[i]);
       }
       torch::jit::drop(*stack, num_args);
-      py::object result = py::reinterpret_borrow<py::object>(trampoline_)(op_name, args);
+      py::object result = py::reinterpret_borrow<py::object>(trampoline_)(name, args);
       const auto& returns = schema.returns();
       if (returns.size() == 1) {
         push_result(schema, 0, torch::jit::toIValue(result, returns[0].type()), originals, views,
@@ -157,7 +159,8 @@ class PythonBackend final : public Backend {
       } else if (returns.size() > 1) {
         py::tuple tup = result.cast<py::tuple>();
         TORCH_CHECK(tup.size() == returns.size(), "flagos python backend '", name_, "' returned ",
-                    tup.size(), " values for ", op_name, ", which returns ", returns.size());
+                    tup.size(), " values for ", full_name(op.operator_name()), ", which returns ",
+                    returns.size());
         for (size_t i = 0; i < returns.size(); ++i) {
           push_result(schema, i, torch::jit::toIValue(tup[i], returns[i].type()), originals, views,
                       result_device, stack);
@@ -165,14 +168,26 @@ class PythonBackend final : public Backend {
       }
       for (auto d : devices) note_unordered_producer(d);
     } catch (py::error_already_set& e) {
-      TORCH_CHECK(false, "flagos python backend '", name_, "' failed in ", op_name, ": ", e.what());
+      TORCH_CHECK(false, "flagos python backend '", name_, "' failed in ",
+                  full_name(op.operator_name()), ": ", e.what());
     } catch (py::cast_error& e) {
       TORCH_CHECK(false, "flagos python backend '", name_, "' returned a value of the wrong type for ",
-                  op_name, ": ", e.what());
+                  full_name(op.operator_name()), ": ", e.what());
     }
   }
 
  private:
+  // The operator's full name as a Python str, made once per operator (GIL
+  // held) instead of a std::string and a str per call: the trampoline looks
+  // its kernel up by it on every call, and a kept str keeps its hash.
+  const py::object& op_name(const c10::OperatorHandle& op) {
+    auto it = names_.find(&op.operator_name());
+    if (it == names_.end()) {
+      it = names_.emplace(&op.operator_name(), py::str(full_name(op.operator_name()))).first;
+    }
+    return it->second;
+  }
+
   void push_result(const c10::FunctionSchema& schema, size_t ret, c10::IValue value,
                    const std::vector<c10::IValue>& originals, const std::vector<c10::IValue>& views,
                    c10::Device device, torch::jit::Stack* stack) const {
@@ -206,6 +221,8 @@ class PythonBackend final : public Backend {
   PyObject* trampoline_;
   PyObject* has_kernel_;
   std::optional<c10::DeviceType> view_type_;
+  // Operator names live for the process (dispatcher entries), so do these.
+  std::unordered_map<const c10::OperatorName*, py::object> names_;  // guarded by the GIL
 };
 
 }  // namespace

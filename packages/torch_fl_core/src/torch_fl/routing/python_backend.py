@@ -161,6 +161,7 @@ class PythonBackend:
         # the trampoline only calls the kernel.
         self.core_views = core_views
         self._plans: dict[str, _Plan] = {}
+        self._calls: dict[str, Callable[[tuple], Any]] = {}
         self._lock = threading.Lock()
         for op in self.kernels:
             self._plan(op)  # reject view operators and unknown schemas now
@@ -211,6 +212,54 @@ class PythonBackend:
 
     def trampoline(self, op_name: str, args: tuple) -> Any:
         """Called by the router (GIL held) with every schema argument in schema order."""
+        call = self._calls.get(op_name)
+        if call is None:
+            call = self._calls[op_name] = self._make_call(op_name)
+        return call(args)
+
+    def _make_call(self, op_name: str) -> Callable[[tuple], Any]:
+        """The per-call work for ``op_name``, decided once. With core views (the arguments
+        already are views, core maps results back) that is the kernel called on the router's
+        tuple (its kwarg-only arguments by name) and the out=/in-place rule for a None return;
+        with hooks, :meth:`_call`."""
+        kernel = self.kernels.get(op_name)
+        if kernel is None:
+            raise RuntimeError(f"backend {self.name!r} has no kernel for {op_name}")
+        plan = self._plan(op_name)
+        if not self.core_views:
+            return lambda args: self._call(op_name, args)
+        if plan.keywords:
+            npos, keywords = len(plan.positional), plan.keywords
+
+            def invoke(args: tuple) -> Any:
+                return kernel(*args[:npos], **{n: args[i] for n, i in keywords})
+
+        else:
+
+            def invoke(args: tuple) -> Any:
+                return kernel(*args)
+
+        returns = plan.write_alias
+        if not returns:
+
+            def call_none(args: tuple) -> None:
+                invoke(args)
+
+            return call_none
+        if len(returns) == 1 and returns[0] is None:
+            return invoke
+        if len(returns) == 1:
+            alias = returns[0]
+
+            def call_written(args: tuple) -> Any:
+                value = invoke(args)
+                return args[alias] if value is None else value
+
+            return call_written
+        return lambda args: self._call(op_name, args)
+
+    def _call(self, op_name: str, args: tuple) -> Any:
+        """The general form: views by hook, kwarg-only arguments, several returns."""
         kernel = self.kernels.get(op_name)
         if kernel is None:
             raise RuntimeError(f"backend {self.name!r} has no kernel for {op_name}")
