@@ -157,7 +157,7 @@ class RemoteSide:
     ``--decode-processes`` also runs the flagos side in children (``device == "flagos"``).
     """
 
-    def __init__(self, cfg: dict, device: str) -> None:
+    def __init__(self, cfg: dict, device: str, wait: bool = True) -> None:
         env = dict(os.environ)
         if device != "flagos":
             env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
@@ -168,6 +168,11 @@ class RemoteSide:
             text=True,
             env=env,
         )
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Until the child has built its side (several children may build at once)."""
         self._ask("ready")
 
     def _ask(self, *cmd):
@@ -274,8 +279,11 @@ def decode_in_process_pairs(cfg: dict, native: str, pairs: int) -> dict:
     ratios, f_ms, n_ms, matches = [], [], [], []
     for i in range(pairs):
         order = ("flagos", native) if i % 2 == 0 else (native, "flagos")
-        sides = {dev: RemoteSide(cfg, dev) for dev in order}
+        # Both children start at once (their startup overlaps); blocks run one at a time.
+        sides = {dev: RemoteSide(cfg, dev, wait=False) for dev in order}
         try:
+            for side in sides.values():
+                side.wait_ready()
             fl, nat = sides["flagos"], sides[native]
             a, b = fl.decode(steps), nat.decode(steps)  # warm-up, and the tokens to compare
             matches.append((a == b).float().mean().item())
