@@ -12,20 +12,7 @@ from __future__ import annotations
 import gc
 import threading
 
-import pytest
 import torch
-
-
-@pytest.fixture(scope="module")
-def flagos():
-    import torch_fl
-
-    mod = getattr(torch, "flagos", None)
-    if mod is None or not mod.is_available():
-        pytest.skip("no flagos device")
-    if torch_fl._C.runtime_name() != "sim":
-        pytest.skip(f"box:cpu results are a sim feature; runtime is {torch_fl._C.runtime_name()!r}")
-    return mod
 
 
 def allocated(flagos) -> int:

@@ -19,20 +19,6 @@ MiB = 1 << 20
 SEGMENT = 2 * MiB  # small-pool segment size; large segments round up to it
 
 
-@pytest.fixture(scope="module")
-def flagos():
-    import torch_fl
-
-    mod = getattr(torch, "flagos", None)
-    if mod is None or not mod.is_available():
-        pytest.skip("no flagos device")
-    if torch_fl._C.runtime_name() != "sim":
-        pytest.skip(
-            f"needs the sim runtime's test controls; runtime is {torch_fl._C.runtime_name()!r}"
-        )
-    return mod
-
-
 @pytest.fixture
 def sim(flagos):
     from torch_fl.runtimes import sim

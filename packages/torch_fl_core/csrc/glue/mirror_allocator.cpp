@@ -15,6 +15,7 @@ bool owned_by_address(const c10::DataPtr& p, c10::Allocator* inner) {
   const c10::DeleterFnPtr raw = inner->raw_deleter();
   return raw != nullptr && p.get_deleter() == raw && p.get_context() == p.get();
 }
+
 void release_storage(void* ctx) { delete static_cast<c10::Storage*>(ctx); }
 
 c10::Stream to_mirror(const c10::Stream& s) {

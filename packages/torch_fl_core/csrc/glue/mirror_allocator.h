@@ -13,14 +13,14 @@ namespace torch_fl {
 // The process's mirror allocator (created on first use; mirror mode only).
 c10::DeviceAllocator* mirror_allocator();
 
-// A flagos-typed DataPtr over the memory of `storage` (a mirrored-backend
-// storage, e.g. a boxed kernel's CUDA output), keeping it alive: the zero-copy
-// way a result joins flagos.
 // Turns `storage` (a mirrored-backend storage nothing else holds, e.g. a boxed
 // kernel's fresh CUDA output) into flagos storage in place when its memory is
 // owned by address; false (nothing changed) otherwise.
 bool retype_mirror_storage(const c10::Storage& storage, c10::DeviceIndex device);
 
+// A flagos-typed DataPtr over the memory of `storage` (a mirrored-backend
+// storage, e.g. a boxed kernel's CUDA output), keeping it alive: the zero-copy
+// way a shared result joins flagos.
 c10::DataPtr adopt_mirror_storage(const c10::Storage& storage, c10::DeviceIndex device);
 
 }  // namespace torch_fl

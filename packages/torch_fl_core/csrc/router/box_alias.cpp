@@ -289,8 +289,8 @@ void adopt_geometry(const at::Tensor& base, const at::Tensor& alias) {
 namespace {
 
 // A fresh kernel result nobody else can see (the router holds its only
-// reference, and it has no Python object yet) whose storage has just become
-// flagos storage: its TensorImpl becomes the flagos tensor itself, dispatch
+// reference, so no Python object or other tensor does) whose storage has just
+// become flagos storage: its TensorImpl becomes the flagos tensor itself, dispatch
 // keys and device, instead of a second TensorImpl being built over the
 // storage. The keys are those a new PrivateUse1 TensorImpl gets (the backend
 // bit, and the autocast key that goes with it; autograd keys are per-backend).

@@ -218,35 +218,35 @@ class PythonBackend:
         return call(args)
 
     def _make_call(self, op_name: str) -> Callable[[tuple], Any]:
-        """The per-call work for ``op_name``, decided once. With core views (the arguments
-        already are views, core maps results back) that is the kernel called on the router's
-        tuple (its kwarg-only arguments by name) and the out=/in-place rule for a None return;
-        with hooks, :meth:`_call`."""
+        """The per-call work for ``op_name``, decided once from its plan: the kernel called with
+        the schema's positional arguments positionally and its kwarg-only ones by name, then the
+        returns mapped (module docstring, step 3). With core views the arguments already are
+        views and core maps tensors back, so only the None-return rule of out=/in-place remains."""
         kernel = self.kernels.get(op_name)
         if kernel is None:
             raise RuntimeError(f"backend {self.name!r} has no kernel for {op_name}")
         plan = self._plan(op_name)
-        if not self.core_views:
-            return lambda args: self._call(op_name, args)
         if plan.keywords:
             npos, keywords = len(plan.positional), plan.keywords
 
-            def invoke(args: tuple) -> Any:
+            def invoke(args: Any) -> Any:
                 return kernel(*args[:npos], **{n: args[i] for n, i in keywords})
 
         else:
 
-            def invoke(args: tuple) -> Any:
+            def invoke(args: Any) -> Any:
                 return kernel(*args)
 
         returns = plan.write_alias
+        if not self.core_views:
+            return lambda args: self._call_with_hooks(op_name, invoke, returns, args)
         if not returns:
 
             def call_none(args: tuple) -> None:
                 invoke(args)
 
             return call_none
-        if len(returns) == 1 and returns[0] is None:
+        if returns == (None,):
             return invoke
         if len(returns) == 1:
             alias = returns[0]
@@ -256,35 +256,43 @@ class PythonBackend:
                 return args[alias] if value is None else value
 
             return call_written
-        return lambda args: self._call(op_name, args)
 
-    def _call(self, op_name: str, args: tuple) -> Any:
-        """The general form: views by hook, kwarg-only arguments, several returns."""
-        kernel = self.kernels.get(op_name)
-        if kernel is None:
-            raise RuntimeError(f"backend {self.name!r} has no kernel for {op_name}")
-        plan = self._plan(op_name)
-        # With core views the arguments already are views and core maps the results back.
-        views = args if self.core_views else [self._view(a) for a in args]
-        result = kernel(
-            *(views[i] for i in plan.positional), **{n: views[i] for n, i in plan.keywords}
-        )
-        n = len(plan.write_alias)
-        if n == 0:
-            return None
+        def call_many(args: tuple) -> tuple:
+            values = self._returned(op_name, invoke(args), len(returns))
+            return tuple(
+                args[a] if v is None and a is not None else v
+                for v, a in zip(values, returns, strict=True)
+            )
+
+        return call_many
+
+    def _returned(self, op_name: str, result: Any, n: int) -> tuple:
+        """The kernel's ``n`` return values as a tuple (an error naming the op if not ``n``)."""
         results = (result,) if n == 1 else tuple(result)
         if len(results) != n:
             raise RuntimeError(
                 f"backend {self.name!r}: the kernel for {op_name} returned {len(results)} values, "
                 f"the operator returns {n}"
             )
+        return results
+
+    def _call_with_hooks(
+        self,
+        op_name: str,
+        invoke: Callable[[Any], Any],
+        returns: tuple[int | None, ...],
+        args: tuple,
+    ) -> Any:
+        """A call through the ``to_views``/``from_views`` hooks."""
+        views = [self._view(a) for a in args]
+        result = invoke(views)
+        n = len(returns)
+        if n == 0:
+            return None
         device: torch.device | None = None
         out = []
-        for value, alias in zip(results, plan.write_alias, strict=True):
-            if self.core_views:
-                # out=/in-place: a kernel returning None means the view it was given.
-                out.append(args[alias] if value is None and alias is not None else value)
-            elif alias is not None:
+        for value, alias in zip(self._returned(op_name, result, n), returns, strict=True):
+            if alias is not None:
                 out.append(self._written(args[alias], views[alias], value))
             else:
                 if device is None:
