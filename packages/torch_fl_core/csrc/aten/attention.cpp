@@ -6,8 +6,9 @@
 //
 // flagos answers with the choice of the backend the route table sends
 // aten::_fused_sdp_choice to (box:cuda asks CUDA's sdp_utils on alias views,
-// honouring torch.backends.cuda's enable_*_sdp flags and sdpa_kernel();
-// box:cpu asks the CPU's), kept only when the kernel ATen then calls for a
+// honouring torch.backends.cuda's enable_*_sdp flags and sdpa_kernel(), and
+// on the delegate runtime asks CUDA's kernel directly; box:cpu asks the CPU's),
+// kept only when the kernel ATen then calls for a
 // non-CUDA device is routed forward and backward:
 //   flash      -> ATen calls _scaled_dot_product_flash_attention_for_cpu
 //                 (box:cpu serves it); where that is not routed but the CUDA
@@ -24,6 +25,9 @@
 #include <ATen/native/transformers/attention.h>
 #include <torch/library.h>
 
+#include "glue/runtime_access.h"
+#include "router/backend.h"
+#include "router/box_alias.h"
 #include "router/router.h"
 
 namespace torch_fl {
@@ -31,12 +35,19 @@ namespace {
 
 constexpr int64_t kMath = static_cast<int64_t>(at::SDPBackend::math);
 
-bool routed(const char* op, c10::ScalarType dtype) {
-  return route_backend(op, dtype) != nullptr;
-}
+// Asked on every scaled_dot_product_attention call: cached lookups.
+RouteProbe g_choice("aten::_fused_sdp_choice");
+RouteProbe g_flash_cpu("aten::_scaled_dot_product_flash_attention_for_cpu");
+RouteProbe g_flash_cpu_bwd("aten::_scaled_dot_product_flash_attention_for_cpu_backward");
+RouteProbe g_flash("aten::_scaled_dot_product_flash_attention");
+RouteProbe g_flash_bwd("aten::_scaled_dot_product_flash_attention_backward");
+RouteProbe g_efficient("aten::_scaled_dot_product_efficient_attention");
+RouteProbe g_efficient_bwd("aten::_scaled_dot_product_efficient_attention_backward");
+RouteProbe g_cudnn("aten::_scaled_dot_product_cudnn_attention");
+RouteProbe g_cudnn_bwd("aten::_scaled_dot_product_cudnn_attention_backward");
 
-bool routed_pair(const char* fwd, const char* bwd, c10::ScalarType dtype) {
-  return routed(fwd, dtype) && routed(bwd, dtype);
+bool routed_pair(RouteProbe& fwd, RouteProbe& bwd, c10::ScalarType dtype) {
+  return fwd.peek(dtype) != nullptr && bwd.peek(dtype) != nullptr;
 }
 
 // The flash bridge takes what CUDA's flash kernel takes unpadded.
@@ -51,35 +62,54 @@ bool flash_bridge_fits(const at::Tensor& q, const at::Tensor& k, const at::Tenso
   return true;
 }
 
+// The choice of the backend _fused_sdp_choice is routed to. On the delegate
+// runtime, when that is box:<the mirrored device>, the mirrored device's
+// kernel is asked on alias views directly: the answer box:cuda would give,
+// without the router's scope (device switch, result handling) per attention
+// call. (Its DispatchStub cannot be called from here: DispatchStubImpl's
+// exported signature depends on torch's CPU-capability build macros.)
+int64_t ask_chooser(Backend& chooser, const at::Tensor& q, const at::Tensor& k,
+                    const at::Tensor& v, const std::optional<at::Tensor>& mask, double dropout_p,
+                    bool is_causal, std::optional<double> scale, bool enable_gqa) {
+  const auto box = chooser.box_target();
+  const auto mirror = mirror_device_type();
+  if (box && mirror && box->second == *mirror && q.device().is_privateuseone()) {
+    const c10::DeviceIndex index = q.device().index();
+    CurrentDeviceScope current(index);  // the stub reads the current device's properties
+    const c10::Device device(*mirror, index);
+    auto alias = [&](const at::Tensor& t) {
+      return t.defined() && t.device().is_privateuseone() ? box::call_alias(t, device, box->first)
+                                                          : t;
+    };
+    std::optional<at::Tensor> mask_alias;
+    if (mask.has_value()) mask_alias = alias(*mask);
+    return at::_ops::_fused_sdp_choice::redispatch(c10::DispatchKeySet(box->first), alias(q),
+                                                   alias(k), alias(v), mask_alias, dropout_p,
+                                                   is_causal, scale, enable_gqa);
+  }
+  return at::_fused_sdp_choice(q, k, v, mask, dropout_p, is_causal, scale, enable_gqa);
+}
+
 int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                          const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal,
                          std::optional<double> scale, bool enable_gqa) {
   const auto dtype = q.scalar_type();
-  if (!routed("aten::_fused_sdp_choice", dtype)) return kMath;
+  Backend* chooser = g_choice.pick(dtype);
+  if (chooser == nullptr) return kMath;
   const int64_t choice =
-      at::_fused_sdp_choice(q, k, v, mask, dropout_p, is_causal, scale, enable_gqa);
+      ask_chooser(*chooser, q, k, v, mask, dropout_p, is_causal, scale, enable_gqa);
   switch (static_cast<at::SDPBackend>(choice)) {
     case at::SDPBackend::flash_attention:
-      if (routed_pair("aten::_scaled_dot_product_flash_attention_for_cpu",
-                      "aten::_scaled_dot_product_flash_attention_for_cpu_backward", dtype)) {
-        return choice;
-      }
-      if (routed_pair("aten::_scaled_dot_product_flash_attention",
-                      "aten::_scaled_dot_product_flash_attention_backward", dtype) &&
+      if (routed_pair(g_flash_cpu, g_flash_cpu_bwd, dtype)) return choice;
+      if (routed_pair(g_flash, g_flash_bwd, dtype) &&
           flash_bridge_fits(q, k, v, mask, enable_gqa)) {
         return static_cast<int64_t>(at::SDPBackend::overrideable);
       }
       return kMath;
     case at::SDPBackend::efficient_attention:
-      return routed_pair("aten::_scaled_dot_product_efficient_attention",
-                         "aten::_scaled_dot_product_efficient_attention_backward", dtype)
-                 ? choice
-                 : kMath;
+      return routed_pair(g_efficient, g_efficient_bwd, dtype) ? choice : kMath;
     case at::SDPBackend::cudnn_attention:
-      return routed_pair("aten::_scaled_dot_product_cudnn_attention",
-                         "aten::_scaled_dot_product_cudnn_attention_backward", dtype)
-                 ? choice
-                 : kMath;
+      return routed_pair(g_cudnn, g_cudnn_bwd, dtype) ? choice : kMath;
     default:
       return kMath;
   }

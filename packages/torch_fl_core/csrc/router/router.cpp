@@ -100,6 +100,7 @@ class RouteKernel final : public c10::OperatorKernel {
 };
 
 std::mutex g_install_mutex;
+std::atomic<uint64_t> g_generation{1};  // bumped by every install (RouteProbe)
 // The registrations live as long as this Library; replacing it deregisters
 // every route kernel at once. States are kept for the process: a call still
 // in flight on another thread may hold one.
@@ -243,6 +244,7 @@ void router_install(const std::vector<RouteSpec>& routes, bool unboxed) {
     g_by_name->emplace(s->op(), s.get());
     g_states->push_back(s.release());
   }
+  g_generation.fetch_add(1, std::memory_order_acq_rel);
 }
 
 std::shared_ptr<Backend> route_backend(const std::string& op,
@@ -250,6 +252,29 @@ std::shared_ptr<Backend> route_backend(const std::string& op,
   std::lock_guard<std::mutex> lock(g_install_mutex);
   auto it = g_by_name->find(op);
   return it == g_by_name->end() ? nullptr : it->second->peek(dtype);
+}
+
+RouteState* RouteProbe::state() {
+  const uint64_t now = g_generation.load(std::memory_order_acquire);
+  if (C10_LIKELY(generation_.load(std::memory_order_acquire) == now)) {
+    return state_.load(std::memory_order_acquire);
+  }
+  std::lock_guard<std::mutex> lock(g_install_mutex);
+  auto it = g_by_name->find(op_);
+  RouteState* s = it == g_by_name->end() ? nullptr : it->second;
+  state_.store(s, std::memory_order_release);
+  generation_.store(g_generation.load(std::memory_order_relaxed), std::memory_order_release);
+  return s;
+}
+
+Backend* RouteProbe::peek(std::optional<c10::ScalarType> dtype) {
+  RouteState* s = state();
+  return s ? s->peek(dtype).get() : nullptr;
+}
+
+Backend* RouteProbe::pick(std::optional<c10::ScalarType> dtype) {
+  RouteState* s = state();
+  return s ? s->pick(dtype).backend.get() : nullptr;
 }
 
 std::vector<RouteSpec> router_routes() {

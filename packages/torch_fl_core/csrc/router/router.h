@@ -4,6 +4,7 @@
 
 #include <c10/core/ScalarType.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -30,6 +31,27 @@ class Backend;
 // the op is not routed. For ATen's device-type decision points (convolution,
 // attention), which must follow the table instead of naming a device.
 std::shared_ptr<Backend> route_backend(const std::string& op, std::optional<c10::ScalarType> dtype);
+
+class RouteState;
+// route_backend for one operator, remembered until the next table install: for
+// decision points that ask on every call (attention asks three times per
+// scaled_dot_product_attention), without the install lock, a std::string and a
+// hash lookup each time. The backends and states of installed routes live for
+// the process, so the pointers stay valid.
+class RouteProbe {
+ public:
+  explicit constexpr RouteProbe(const char* op) : op_(op) {}
+  // The backend, or nullptr when `op` is not routed.
+  Backend* peek(std::optional<c10::ScalarType> dtype);
+  // The same, counted as a call of the route (dispatch counts, the dispatch log).
+  Backend* pick(std::optional<c10::ScalarType> dtype);
+
+ private:
+  RouteState* state();
+  const char* op_;
+  std::atomic<uint64_t> generation_{0};  // 0: not looked up yet
+  std::atomic<RouteState*> state_{nullptr};
+};
 
 // op full name -> backend -> calls since the last reset (the unrouted CPU
 // fallback is reported as backend "cpu").
