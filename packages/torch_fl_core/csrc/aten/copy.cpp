@@ -318,8 +318,10 @@ Tensor to_copy(const Tensor& self, std::optional<at::ScalarType> dtype,
   order_native_producer(self.device().index());
   // No index: the current device, which is the same on both sides in mirror mode.
   const c10::Device mirror_target(*type, target.has_index() ? target.index() : -1);
-  Tensor out = at::_to_copy(mirror_view(self, *type), dtype, layout, mirror_target, pin_memory,
-                            non_blocking, memory_format);
+  // ATen's own composite on the alias (what the dispatcher would pick for it),
+  // without a second trip through the dispatcher.
+  Tensor out = at::native::_to_copy(mirror_view(self, *type), dtype, layout, mirror_target,
+                                    pin_memory, non_blocking, memory_format);
   return box::to_flagos(out, out.device().index(), *type);
 }
 

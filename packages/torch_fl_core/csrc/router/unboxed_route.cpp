@@ -34,8 +34,7 @@ BoxScope::BoxScope(const Observer& obs, const c10::OperatorHandle& op, c10::Devi
   }
   if (obs.device && obs.cpu_nonscalar) check_cpu_tensors_allowed(op, *obs.device);
   device_ = obs.device ? *obs.device : current_device();
-  int current = 0;
-  TFL_CALL(device_, get_device, &current);
+  const int current = obs.device ? current_device() : device_;
   if (current != device_) {
     TFL_CALL(device_, set_device, device_);
     previous_ = current;
