@@ -7,7 +7,7 @@
                          torch-fl-cuda and torch-fl-dcu (generators, preload guards, ABI tooling)
     nox -s build-gcu     build torch-fl-gcu against $TOPS_HOME, else against the emulator
     nox -s test-gcu      build-gcu, then the package's tests and the contract suites (FLAGOS_VENDOR=gcu)
-    nox -s lint          ruff format --check + ruff check
+    nox -s lint          ruff format --check + ruff check; clang-format --dry-run -Werror (C/C++)
     nox -s bench         benchmarks that run on this machine
     nox -s build-cuda    build core and install the cuda vendor (GPU machines: uses their torch)
     nox -s test-cuda     the cuda vendor's tests and the contract suites with FLAGOS_VENDOR=cuda
@@ -214,6 +214,10 @@ def bench(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    session.install("ruff")
+    session.install("ruff", "clang-format")
     session.run("ruff", "format", "--check", ".")
     session.run("ruff", "check", ".")
+    sources = session.run(
+        "git", "ls-files", "*.c", "*.cpp", "*.h", "*.cu", external=True, silent=True
+    ).split()
+    session.run("clang-format", "--dry-run", "-Werror", *sources)

@@ -45,6 +45,19 @@ def test_one_pool_memory_stats_are_cuda_stats():
     del x, y
 
 
+def test_copies_between_cuda_and_flagos_tensors():
+    c = torch.arange(12, dtype=torch.float32, device="cuda").reshape(3, 4)
+    f = c.to("flagos")
+    assert f.device == torch.device("flagos", 0) and f.data_ptr() != c.data_ptr()
+    assert torch.equal(f.cpu(), c.cpu())
+    back = (f * 2).to("cuda")
+    assert back.device == torch.device("cuda", 0)
+    assert torch.equal(back.cpu(), c.cpu() * 2)
+    dst = torch.empty(4, 3, device="flagos")
+    dst.copy_(c.t().half())  # strided source, cast on the way
+    assert torch.equal(dst.cpu(), c.t().cpu())
+
+
 def test_flagos_stream_is_cuda_stream():
     s = torch.Stream(device="flagos:0")
     with torch.flagos.stream(s):

@@ -68,9 +68,9 @@ bool flash_bridge_fits(const at::Tensor& q, const at::Tensor& k, const at::Tenso
 // without the router's scope (device switch, result handling) per attention
 // call. (Its DispatchStub cannot be called from here: DispatchStubImpl's
 // exported signature depends on torch's CPU-capability build macros.)
-int64_t ask_chooser(Backend& chooser, const at::Tensor& q, const at::Tensor& k,
-                    const at::Tensor& v, const std::optional<at::Tensor>& mask, double dropout_p,
-                    bool is_causal, std::optional<double> scale, bool enable_gqa) {
+int64_t ask_chooser(Backend& chooser, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                    const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal,
+                    std::optional<double> scale, bool enable_gqa) {
   const auto box = chooser.box_target();
   const auto mirror = mirror_device_type();
   if (box && mirror && box->second == *mirror && q.device().is_privateuseone()) {
@@ -120,17 +120,16 @@ using FusedOut = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10:
 
 // Reached only through the "overrideable" choice above: flash attention via
 // the routed flash ops (same outputs; philox seed/offset are flash's rng state).
-FusedOut fused_attention_overrideable(const at::Tensor& q, const at::Tensor& k,
-                                      const at::Tensor& v,
-                                      const std::optional<at::Tensor>& attn_bias,
-                                      double dropout_p, bool is_causal, bool return_debug_mask,
+FusedOut fused_attention_overrideable(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                      const std::optional<at::Tensor>& attn_bias, double dropout_p,
+                                      bool is_causal, bool return_debug_mask,
                                       std::optional<double> scale) {
   TORCH_CHECK(!attn_bias.has_value() || !attn_bias->defined(),
               "flagos: _scaled_dot_product_fused_attention_overrideable runs flash attention, "
               "which takes no attention mask (device ",
               q.device(), ")");
-  return at::_scaled_dot_product_flash_attention(q, k, v, dropout_p, is_causal,
-                                               return_debug_mask, scale);
+  return at::_scaled_dot_product_flash_attention(q, k, v, dropout_p, is_causal, return_debug_mask,
+                                                 scale);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_overrideable_backward(
@@ -144,8 +143,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_overr
               "attention mask (device ",
               q.device(), ")");
   auto [gq, gk, gv] = at::_scaled_dot_product_flash_attention_backward_symint(
-      grad_out, q, k, v, out, logsumexp, cum_seq_q, cum_seq_k, std::move(max_q),
-      std::move(max_k), dropout_p, is_causal, philox_seed, philox_offset, scale);
+      grad_out, q, k, v, out, logsumexp, cum_seq_q, cum_seq_k, std::move(max_q), std::move(max_k),
+      dropout_p, is_causal, philox_seed, philox_offset, scale);
   return {grad_input_mask[0] ? gq : at::Tensor(), grad_input_mask[1] ? gk : at::Tensor(),
           grad_input_mask[2] ? gv : at::Tensor(), at::Tensor()};
 }

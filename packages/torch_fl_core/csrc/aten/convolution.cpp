@@ -49,8 +49,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   // is the number of output channels.
   std::optional<std::vector<c10::SymInt>> bias_sizes;
   if (output_mask[2]) {
-    bias_sizes = std::vector<c10::SymInt>{transposed ? weight.sym_size(1) * groups
-                                                     : weight.sym_size(0)};
+    bias_sizes =
+        std::vector<c10::SymInt>{transposed ? weight.sym_size(1) * groups : weight.sym_size(0)};
   }
   torch::jit::Stack stack;
   torch::jit::push(stack, grad_output, input, weight,

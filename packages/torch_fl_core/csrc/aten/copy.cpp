@@ -250,17 +250,25 @@ Tensor mirror_view(const Tensor& t, c10::DeviceType type) {
 Tensor copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
   TORCH_CHECK(self.defined() && dst.defined(), "flagos: copy_ of an undefined tensor");
   if (dst.numel() == 0) return dst;
-  TORCH_CHECK(is_flagos(self) || self.device().is_cpu(), "flagos: cannot copy from ", self.device(),
-              " to ", dst.device());
-  TORCH_CHECK(is_flagos(dst) || dst.device().is_cpu(), "flagos: cannot copy from ", self.device(),
-              " to ", dst.device());
+  const auto mirror = mirror_device_type();
+  // On the delegate runtime the mirrored device's tensors are the same kind of
+  // memory: copies between them and flagos are that device's own copies.
+  auto reachable = [&](const Tensor& t) {
+    return is_flagos(t) || t.device().is_cpu() || (mirror && t.device().type() == *mirror);
+  };
+  if (C10_UNLIKELY(!reachable(self) || !reachable(dst))) {
+    TORCH_CHECK(false, "flagos: cannot copy from ", self.device(), " to ", dst.device(),
+                " (runtime '", runtime_name(), "' copies between flagos and ",
+                mirror ? "cpu or " + c10::DeviceTypeName(*mirror, true) : std::string("cpu"),
+                " tensors)");
+  }
   // The runtime's copies are native producers: on a runtime with unordered
   // producers, drain Triton work queued on the streams involved first, so a
   // (blocking) device-to-host copy never reads a buffer ahead of its kernel.
   if (is_flagos(self)) order_native_producer(self.device().index());
   if (is_flagos(dst) && dst.device() != self.device()) order_native_producer(dst.device().index());
-  if (const auto type = mirror_device_type()) {
-    mirror_view(dst, *type).copy_(mirror_view(self, *type), non_blocking);
+  if (mirror) {
+    mirror_view(dst, *mirror).copy_(mirror_view(self, *mirror), non_blocking);
     return dst;
   }
   // copy_ broadcasts src to dst; do it up front so every path sees one shape.

@@ -58,8 +58,8 @@ const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
   auto* impl = self.unsafeGetTensorImpl();
   resize_tensor_impl(impl, size, std::nullopt);
   if (memory_format) {
-    TORCH_CHECK(*memory_format != c10::MemoryFormat::Preserve,
-                "Unsupported memory format ", *memory_format);
+    TORCH_CHECK(*memory_format != c10::MemoryFormat::Preserve, "Unsupported memory format ",
+                *memory_format);
     impl->empty_tensor_restride(*memory_format);
   }
   return self;

@@ -46,9 +46,8 @@ std::tuple<Tensor, Tensor, Tensor> fused_lstm_cell_backward_impl(
     gcy = gcy + *grad_hy * o * (1 - tanh_cy * tanh_cy);
     go = *grad_hy * tanh_cy;
   }
-  Tensor grad_gates = at::cat({gcy * g * i * (1 - i), gcy * cx * f * (1 - f),
-                               gcy * i * (1 - g * g), go * o * (1 - o)},
-                              1);
+  Tensor grad_gates = at::cat(
+      {gcy * g * i * (1 - i), gcy * cx * f * (1 - f), gcy * i * (1 - g * g), go * o * (1 - o)}, 1);
   Tensor grad_cx = gcy * f;
   Tensor grad_bias = has_bias ? grad_gates.sum(0) : Tensor();
   return {grad_gates, grad_cx, grad_bias};
@@ -73,8 +72,9 @@ std::tuple<Tensor, Tensor> fused_gru_cell(const Tensor& input_gates, const Tenso
   return {hy, workspace};
 }
 
-std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> fused_gru_cell_backward(
-    const Tensor& grad_hy, const Tensor& workspace, bool has_bias) {
+std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> fused_gru_cell_backward(const Tensor& grad_hy,
+                                                                           const Tensor& workspace,
+                                                                           bool has_bias) {
   auto w = workspace.chunk(5, 1);
   const Tensor &r = w[0], &z = w[1], &n = w[2], &hx = w[3], &hn = w[4];
   Tensor grad_hx = grad_hy * z;

@@ -22,8 +22,7 @@ bool is_generator_type(const c10::TypePtr& type) {
 // Ops whose CUDA kernels accept CPU index tensors beside device tensors.
 bool accepts_cpu_tensors(const c10::OperatorName& name) {
   static const std::unordered_set<std::string> ops = {"aten::index.Tensor", "aten::index_put_",
-                                                      "aten::_index_put_impl_",
-                                                      "aten::index_put"};
+                                                      "aten::_index_put_impl_", "aten::index_put"};
   const std::string full =
       name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
   return ops.count(full) > 0;

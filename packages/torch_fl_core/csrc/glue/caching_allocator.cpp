@@ -79,16 +79,16 @@ class DeviceLock {
 };
 using DeviceLockHold = std::unique_lock<DeviceLock>;
 
-using c10::CachingDeviceAllocator::DeviceStats;
 using c10::CachingAllocator::Stat;
 using c10::CachingAllocator::StatArray;
 using c10::CachingAllocator::StatType;
+using c10::CachingDeviceAllocator::DeviceStats;
 
-constexpr size_t kMinBlockSize = 512;        // every request rounds up to this
-constexpr size_t kSmallSize = 1 << 20;       // requests <= 1 MiB use the small pool
-constexpr size_t kSmallBuffer = 2 << 20;     // small-pool segments are 2 MiB
-constexpr size_t kLargeRound = 2 << 20;      // large segments round up to 2 MiB
-constexpr int kMaxDevices = 128;             // c10::DeviceIndex is int8_t
+constexpr size_t kMinBlockSize = 512;     // every request rounds up to this
+constexpr size_t kSmallSize = 1 << 20;    // requests <= 1 MiB use the small pool
+constexpr size_t kSmallBuffer = 2 << 20;  // small-pool segments are 2 MiB
+constexpr size_t kLargeRound = 2 << 20;   // large segments round up to 2 MiB
+constexpr int kMaxDevices = 128;          // c10::DeviceIndex is int8_t
 
 struct BlockPool;
 
@@ -99,11 +99,11 @@ struct Block {
   size_t requested = 0;     // bytes the caller asked for (while allocated)
   void* ptr;
   BlockPool* pool;
-  Block* prev = nullptr;    // neighbours inside the same segment
+  Block* prev = nullptr;  // neighbours inside the same segment
   Block* next = nullptr;
   bool allocated = false;
-  bool orphaned = false;    // could not be made safe to reuse: never reused
-  int pending_events = 0;   // deferred free: events still to complete
+  bool orphaned = false;                 // could not be made safe to reuse: never reused
+  int pending_events = 0;                // deferred free: events still to complete
   std::vector<c10::Stream> stream_uses;  // other streams (recordStream)
 
   Block(c10::DeviceIndex d, c10::StreamId s, size_t sz, void* p, BlockPool* pl)
@@ -214,16 +214,17 @@ void stat_decrease(StatArray& arr, StatRows rows, size_t amount) {
 }
 
 // The StatArray members present in every supported torch version (2.10..2.13).
-constexpr StatArray DeviceStats::*kStatArrays[] = {
-    &DeviceStats::allocation,       &DeviceStats::segment,
-    &DeviceStats::active,           &DeviceStats::inactive_split,
-    &DeviceStats::allocated_bytes,  &DeviceStats::reserved_bytes,
-    &DeviceStats::active_bytes,     &DeviceStats::inactive_split_bytes,
+constexpr StatArray DeviceStats::* kStatArrays[] = {
+    &DeviceStats::allocation,      &DeviceStats::segment,
+    &DeviceStats::active,          &DeviceStats::inactive_split,
+    &DeviceStats::allocated_bytes, &DeviceStats::reserved_bytes,
+    &DeviceStats::active_bytes,    &DeviceStats::inactive_split_bytes,
     &DeviceStats::requested_bytes,
 };
 
 size_t round_size(size_t n) {
-  return n < kMinBlockSize ? kMinBlockSize : (n + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+  return n < kMinBlockSize ? kMinBlockSize
+                           : (n + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
 }
 
 size_t segment_size_for(const BlockPool& pool, size_t size) {
@@ -358,12 +359,12 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
     }
     if (block == nullptr) {
       // Reported and thrown outside the lock: profiler hooks are not ours.
-      c10::reportOutOfMemoryToProfiler(static_cast<int64_t>(size), total_allocated,
-                                       total_reserved, device);
+      c10::reportOutOfMemoryToProfiler(static_cast<int64_t>(size), total_allocated, total_reserved,
+                                       device);
       TORCH_CHECK_WITH(OutOfMemoryError, false, oom_message);
     }
-    c10::reportMemoryUsageToProfiler(block->ptr, static_cast<int64_t>(block->size),
-                                     total_allocated, total_reserved, device);
+    c10::reportMemoryUsageToProfiler(block->ptr, static_cast<int64_t>(block->size), total_allocated,
+                                     total_reserved, device);
     return {block->ptr, block->ptr, kDeleters[dev], device};
   }
 
@@ -609,8 +610,7 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
   // A fresh segment for `size` bytes (as one block, not yet in any pool), or
   // nullptr after an OOM that survived a cache flush (*oom_message set).
   Block* new_segment(DeviceState& st, BlockPool& pool, c10::StreamId stream_id, size_t size,
-                     size_t requested, DeviceLockHold& lock,
-                     std::string* oom_message) {
+                     size_t requested, DeviceLockHold& lock, std::string* oom_message) {
     const size_t seg_size = segment_size_for(pool, size);
     void* ptr = nullptr;
     tfl_status status = runtime_malloc(st, &ptr, seg_size);
@@ -649,9 +649,9 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
     std::string msg = "flagos out of memory. Tried to allocate " + format_size(requested) + " (" +
                       std::to_string(requested) + " bytes) (flagos:" + std::to_string(st.device) +
                       "; runtime '" + runtime_name() + "'). Device capacity " + capacity + "; " +
-                      free_text + " free; " +
-                      format_size(st.stats.reserved_bytes[0].current) + " reserved by torch-fl, " +
-                      format_size(st.stats.allocated_bytes[0].current) + " allocated.";
+                      free_text + " free; " + format_size(st.stats.reserved_bytes[0].current) +
+                      " reserved by torch-fl, " + format_size(st.stats.allocated_bytes[0].current) +
+                      " allocated.";
     if (!runtime_text.empty()) msg += " " + runtime_text;
     return msg;
   }
@@ -712,8 +712,8 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
         } catch (...) {
         }
         if (!synced) {
-          TORCH_WARN("flagos allocator: could not order the free of a block used on ", s,
-                     " (", e.what(), "); the block is not reused");
+          TORCH_WARN("flagos allocator: could not order the free of a block used on ", s, " (",
+                     e.what(), "); the block is not reused");
           block->orphaned = true;
         }
       }
@@ -766,8 +766,8 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
     c10::DeviceIndex failure_device = st.device;
     for (size_t i = 0; i < st.pending.size(); ++i) {
       PendingFree& p = st.pending[i];
-      const bool waited = completed != nullptr &&
-                          std::binary_search(completed->begin(), completed->end(), p.seq);
+      const bool waited =
+          completed != nullptr && std::binary_search(completed->begin(), completed->end(), p.seq);
       const tfl_status status = waited ? TFL_OK : runtime().event_query(p.event);
       if (status == TFL_ERROR_NOT_READY || (status != TFL_OK && failure != TFL_OK)) {
         st.pending[keep++] = p;

@@ -25,10 +25,10 @@ FlagosGeneratorImpl::FlagosGeneratorImpl(c10::DeviceIndex device, at::Generator 
 
 // In mirror mode every accessor reads the mirrored generator under its lock
 // (its own kernels take that lock, not ours).
-#define TFL_MIRRORED(expr)                              \
-  if (mirror_.defined()) {                              \
-    std::lock_guard<std::mutex> lock(mirror_.mutex());  \
-    return mirror_.unsafeGetGeneratorImpl()->expr;      \
+#define TFL_MIRRORED(expr)                             \
+  if (mirror_.defined()) {                             \
+    std::lock_guard<std::mutex> lock(mirror_.mutex()); \
+    return mirror_.unsafeGetGeneratorImpl()->expr;     \
   }
 
 void FlagosGeneratorImpl::set_current_seed(uint64_t seed) {
@@ -64,8 +64,8 @@ void FlagosGeneratorImpl::set_state(const c10::TensorImpl& new_state) {
                    "flagos: RNG state must be a torch.ByteTensor");
   TORCH_CHECK(new_state.device().is_cpu(), "flagos: RNG state must be a CPU tensor");
   TORCH_CHECK(static_cast<size_t>(new_state.numel()) == kStateBytes,
-              "flagos: RNG state is wrong size: expected ", kStateBytes, " bytes (seed, offset), got ",
-              new_state.numel());
+              "flagos: RNG state is wrong size: expected ", kStateBytes,
+              " bytes (seed, offset), got ", new_state.numel());
   TFL_MIRRORED(set_state(new_state));
   uint64_t words[2];
   std::memcpy(words, new_state.data(), kStateBytes);

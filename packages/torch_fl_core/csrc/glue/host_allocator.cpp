@@ -29,9 +29,9 @@ constexpr size_t kMinHostBlock = 512;
 struct HostBlock {
   HostBlock(void* p, size_t s) : ptr(p), size(s) {}
   void* ptr;
-  size_t size;              // rounded (power of two) size actually reserved
+  size_t size;  // rounded (power of two) size actually reserved
   bool allocated = false;
-  bool orphaned = false;    // could not be made safe to reuse: never reused
+  bool orphaned = false;  // could not be made safe to reuse: never reused
   int pending_events = 0;
   std::vector<c10::Stream> streams;  // streams that used it (record_event)
 };
@@ -44,8 +44,8 @@ struct PendingEvent {
 };
 
 int64_t micros_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now() - start)
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                               start)
       .count();
 }
 
@@ -266,8 +266,8 @@ class FlagosHostAllocator final : public at::HostAllocator {
       } catch (...) {
       }
       if (!synced) {
-        TORCH_WARN("flagos pinned allocator: could not order the free of a block used on ", s,
-                   " (", e.what(), "); the block is not reused");
+        TORCH_WARN("flagos pinned allocator: could not order the free of a block used on ", s, " (",
+                   e.what(), "); the block is not reused");
         block->orphaned = true;
       }
     }
@@ -282,8 +282,8 @@ class FlagosHostAllocator final : public at::HostAllocator {
     c10::DeviceIndex failure_device = -1;
     for (size_t i = 0; i < pending_.size(); ++i) {
       PendingEvent& p = pending_[i];
-      const bool waited = completed != nullptr &&
-                          std::binary_search(completed->begin(), completed->end(), p.seq);
+      const bool waited =
+          completed != nullptr && std::binary_search(completed->begin(), completed->end(), p.seq);
       const tfl_status status = waited ? TFL_OK : runtime().event_query(p.event);
       if (status != TFL_OK) {
         if (status != TFL_ERROR_NOT_READY && failure == TFL_OK) {
@@ -335,9 +335,10 @@ class MirrorHostAllocator final : public at::HostAllocator {
     inner()->copy_data(dest, src, count);
   }
   bool record_event(void* ptr, void* ctx, c10::Stream s) override {
-    const c10::Stream m = s.device_type() == c10::DeviceType::PrivateUse1
-                              ? c10::Stream(c10::Stream::UNSAFE, mirror_device(s.device_index()), s.id())
-                              : s;
+    const c10::Stream m =
+        s.device_type() == c10::DeviceType::PrivateUse1
+            ? c10::Stream(c10::Stream::UNSAFE, mirror_device(s.device_index()), s.id())
+            : s;
     return inner()->record_event(ptr, ctx, m);
   }
   void empty_cache() override { inner()->empty_cache(); }

@@ -33,9 +33,9 @@ class MirrorAllocator final : public c10::DeviceAllocator {
     try {
       inner = this->inner()->allocate(n);
     } catch (const c10::OutOfMemoryError& e) {
-      TORCH_CHECK_WITH(OutOfMemoryError, false, "flagos out of memory on flagos:",
-                       static_cast<int>(current_device()), " (runtime '", runtime_name(),
-                       "', the ", c10::DeviceTypeName(type_, true),
+      TORCH_CHECK_WITH(OutOfMemoryError, false,
+                       "flagos out of memory on flagos:", static_cast<int>(current_device()),
+                       " (runtime '", runtime_name(), "', the ", c10::DeviceTypeName(type_, true),
                        " caching allocator): ", e.what_without_backtrace());
     }
     const c10::Device flagos(c10::DeviceType::PrivateUse1, inner.device().index());

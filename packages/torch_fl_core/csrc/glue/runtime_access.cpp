@@ -76,19 +76,20 @@ void activate_runtime_library(const std::string& path) {
   const tfl_runtime_v1* rt = get(TFL_RUNTIME_ABI_VERSION);
   TORCH_CHECK(rt != nullptr, "flagos: runtime ", path, " does not speak runtime ABI v",
               TFL_RUNTIME_ABI_VERSION);
-  TORCH_CHECK(rt->abi_version == TFL_RUNTIME_ABI_VERSION && rt->struct_size >= sizeof(tfl_runtime_v1),
-              "flagos: runtime ", path, " returned an ABI v", rt->abi_version, " table of ",
-              rt->struct_size, " bytes; core needs v", TFL_RUNTIME_ABI_VERSION, " of at least ",
-              sizeof(tfl_runtime_v1), " bytes");
+  TORCH_CHECK(
+      rt->abi_version == TFL_RUNTIME_ABI_VERSION && rt->struct_size >= sizeof(tfl_runtime_v1),
+      "flagos: runtime ", path, " returned an ABI v", rt->abi_version, " table of ",
+      rt->struct_size, " bytes; core needs v", TFL_RUNTIME_ABI_VERSION, " of at least ",
+      sizeof(tfl_runtime_v1), " bytes");
   const tfl_status st = rt->init();
   if (st != TFL_OK) {
-    TORCH_CHECK(false, "flagos: runtime '", rt->name, "' failed to initialise: ",
-                status_text(rt, st), " (", rt->last_error(), ")");
+    TORCH_CHECK(false, "flagos: runtime '", rt->name,
+                "' failed to initialise: ", status_text(rt, st), " (", rt->last_error(), ")");
   }
   int count = 0;
   const tfl_status cst = rt->device_count(&count);
-  TORCH_CHECK(cst == TFL_OK, "flagos: runtime '", rt->name, "' cannot count its devices: ",
-              status_text(rt, cst), " (", rt->last_error(), ")");
+  TORCH_CHECK(cst == TFL_OK, "flagos: runtime '", rt->name,
+              "' cannot count its devices: ", status_text(rt, cst), " (", rt->last_error(), ")");
   g_device_count.store(count);
   g_runtime_path = path;
   g_runtime.store(rt);
@@ -152,8 +153,8 @@ void throw_runtime_error(tfl_status status, const char* call, c10::DeviceIndex d
   const std::string where =
       device >= 0 ? "flagos:" + std::to_string(static_cast<int>(device)) : std::string("flagos");
   if (status == TFL_ERROR_OUT_OF_MEMORY) {
-    TORCH_CHECK_WITH(OutOfMemoryError, false, "flagos out of memory in runtime call ", call,
-                     " on ", where, " (runtime '", runtime_name(), "'): ", status_text(rt, status),
+    TORCH_CHECK_WITH(OutOfMemoryError, false, "flagos out of memory in runtime call ", call, " on ",
+                     where, " (runtime '", runtime_name(), "'): ", status_text(rt, status),
                      (detail && *detail) ? ": " : "", detail ? detail : "");
   }
   TORCH_CHECK(false, "flagos runtime call ", call, " failed on ", where, " (runtime '",

@@ -46,7 +46,7 @@ inline c10::Device mirror_device(c10::DeviceIndex index) {
 // Device count that never throws (0 when no runtime is active or it fails):
 // DeviceGuardImpl::deviceCount and hooks' isAvailable must not throw.
 c10::DeviceIndex device_count_noexcept() noexcept;
-c10::DeviceIndex device_count(); // throws on runtime failure
+c10::DeviceIndex device_count();  // throws on runtime failure
 void check_device_index(c10::DeviceIndex index);
 
 // Throws c10::Error (or c10::OutOfMemoryError for TFL_ERROR_OUT_OF_MEMORY)
@@ -72,10 +72,10 @@ c10::DeviceIndex current_device();
 }  // namespace torch_fl
 
 // TFL_CALL(device, fn, args...): call runtime().fn(args...) and throw on failure.
-#define TFL_CALL(device, fn, ...)                                           \
-  do {                                                                      \
-    const tfl_status _tfl_st = ::torch_fl::runtime().fn(__VA_ARGS__);       \
-    if (C10_UNLIKELY(_tfl_st != TFL_OK)) {                                  \
-      ::torch_fl::throw_runtime_error(_tfl_st, #fn, (device));              \
-    }                                                                       \
+#define TFL_CALL(device, fn, ...)                                     \
+  do {                                                                \
+    const tfl_status _tfl_st = ::torch_fl::runtime().fn(__VA_ARGS__); \
+    if (C10_UNLIKELY(_tfl_st != TFL_OK)) {                            \
+      ::torch_fl::throw_runtime_error(_tfl_st, #fn, (device));        \
+    }                                                                 \
   } while (0)

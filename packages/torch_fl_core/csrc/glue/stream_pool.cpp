@@ -56,9 +56,7 @@ c10::Stream make_stream(c10::DeviceIndex device, c10::StreamId id) {
   return c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, device), id);
 }
 
-c10::DeviceIndex resolve(c10::DeviceIndex device) {
-  return device < 0 ? current_device() : device;
-}
+c10::DeviceIndex resolve(c10::DeviceIndex device) { return device < 0 ? current_device() : device; }
 
 // Mirror mode: a flagos stream is the mirrored backend's stream with the same
 // id (the delegate runtime's handle is that id), and the current flagos stream
@@ -106,8 +104,8 @@ c10::Stream current_stream(c10::DeviceIndex device) {
 }
 
 void set_current_stream(const c10::Stream& stream) {
-  TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1,
-              "flagos: cannot make a ", stream.device(), " stream current");
+  TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1, "flagos: cannot make a ",
+              stream.device(), " stream current");
   if (const auto* m = mirror_guard()) {
     m->exchangeStream(to_mirror(stream));
     return;

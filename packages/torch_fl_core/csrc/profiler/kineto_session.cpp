@@ -147,8 +147,8 @@ class FlagosSession final : public libkineto::IActivityProfilerSession {
     processTrace(logger, nullptr, start_ns_, end_ns_);
   }
 
-  void processTrace(libkineto::ActivityLogger& logger,
-                    libkineto::getLinkedActivityCallback linked, int64_t, int64_t) override {
+  void processTrace(libkineto::ActivityLogger& logger, libkineto::getLinkedActivityCallback linked,
+                    int64_t, int64_t) override {
     std::lock_guard<std::mutex> lock(g_mutex);
     libkineto::TraceSpan span(start_ns_, end_ns_, "flagos");
     for (const DeviceInterval& i : g_intervals) {
@@ -161,8 +161,7 @@ class FlagosSession final : public libkineto::IActivityProfilerSession {
         errors_.push_back("flagos: could not time " + i.name + ": " + runtime().last_error());
         continue;
       }
-      libkineto::GenericTraceActivity act(span, libkineto::ActivityType::CONCURRENT_KERNEL,
-                                          i.name);
+      libkineto::GenericTraceActivity act(span, libkineto::ActivityType::CONCURRENT_KERNEL, i.name);
       act.startTime = anchor_ns + static_cast<int64_t>(static_cast<double>(a) * 1e6);
       act.endTime = anchor_ns + static_cast<int64_t>(static_cast<double>(b) * 1e6);
       act.id = static_cast<int32_t>(i.correlation);

@@ -50,9 +50,7 @@ class FlagosStubs final : public torch::profiler::impl::ProfilerStubs {
   void rangePush(const char*) const override {}
   void rangePop() const override {}
 
-  bool enabled() const override {
-    return runtime_active() && has_capability(TFL_CAP_EVENT_TIMING);
-  }
+  bool enabled() const override { return runtime_active() && has_capability(TFL_CAP_EVENT_TIMING); }
 
   void onEachDevice(std::function<void(int)> op) const override {
     const c10::DeviceIndex n = device_count_noexcept();
@@ -62,9 +60,7 @@ class FlagosStubs final : public torch::profiler::impl::ProfilerStubs {
     }
   }
 
-  void synchronize() const override {
-    TFL_CALL(current_device(), device_synchronize);
-  }
+  void synchronize() const override { TFL_CALL(current_device(), device_synchronize); }
 };
 
 struct Registerer {

@@ -23,8 +23,8 @@ void RouteScope::begin(at::StepCallbacks callbacks, const std::string& backend,
   if (session_recording()) {
     // The device row is named after the operator and its route ("addmm [box:cpu]"), not
     // like the CPU row: key_averages() groups rows by name.
-    interval_ = interval_begin(short_name(op.operator_name()) + " [" + backend + "]", backend,
-                               device);
+    interval_ =
+        interval_begin(short_name(op.operator_name()) + " [" + backend + "]", backend, device);
   }
 }
 

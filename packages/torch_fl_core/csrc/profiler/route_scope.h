@@ -29,8 +29,8 @@ class RouteScope {
     if (C10_UNLIKELY(callbacks.has_value())) begin(std::move(*callbacks), backend, op, device);
   }
   // With the callbacks of this step already fetched (push_route_scope).
-  RouteScope(at::StepCallbacks callbacks, const std::string& backend,
-             const c10::OperatorHandle& op, c10::DeviceIndex device) {
+  RouteScope(at::StepCallbacks callbacks, const std::string& backend, const c10::OperatorHandle& op,
+             c10::DeviceIndex device) {
     begin(std::move(callbacks), backend, op, device);
   }
   ~RouteScope() {
@@ -40,8 +40,8 @@ class RouteScope {
   RouteScope& operator=(const RouteScope&) = delete;
 
  private:
-  void begin(at::StepCallbacks callbacks, const std::string& backend,
-             const c10::OperatorHandle& op, c10::DeviceIndex device);
+  void begin(at::StepCallbacks callbacks, const std::string& backend, const c10::OperatorHandle& op,
+             c10::DeviceIndex device);
   void end();
   std::unique_ptr<at::RecordFunction> rf_;
   DeviceInterval* interval_ = nullptr;

@@ -170,8 +170,7 @@ NB_MODULE(_C, m) {
       nb::arg("device") = -1);
   m.def("kineto_session_available", &profiler::kineto_session_available);
   m.def("kineto_session_enabled", &profiler::kineto_session_enabled);
-  m.def("set_kineto_session_enabled", &profiler::set_kineto_session_enabled,
-        nb::arg("enabled"));
+  m.def("set_kineto_session_enabled", &profiler::set_kineto_session_enabled, nb::arg("enabled"));
   m.def("device_name", [](int device) {
     check_device_index(static_cast<c10::DeviceIndex>(device));
     char buf[256] = {0};
@@ -192,11 +191,11 @@ NB_MODULE(_C, m) {
     check_device_index(static_cast<c10::DeviceIndex>(device));
     caching_allocator()->resetAccumulatedStats(static_cast<c10::DeviceIndex>(device));
   });
-  m.def("empty_cache", [] { caching_allocator()->emptyCache(); },
-        nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "empty_cache", [] { caching_allocator()->emptyCache(); },
+      nb::call_guard<nb::gil_scoped_release>());
   m.def("host_memory_stats", &host_memory_stats);
-  m.def("host_empty_cache", [] { empty_host_cache(); },
-        nb::call_guard<nb::gil_scoped_release>());
+  m.def("host_empty_cache", [] { empty_host_cache(); }, nb::call_guard<nb::gil_scoped_release>());
 
   m.def("default_generator", [](int device) {
     const at::Generator& gen = default_generator(static_cast<c10::DeviceIndex>(device));

@@ -20,8 +20,8 @@ namespace {
 // Whether `type` can address flagos memory on this platform, and if not why.
 void check_addressable(const at::Tensor& t, c10::DeviceType type, const char* op) {
   if (type == c10::DeviceType::CPU) {
-    TORCH_CHECK(has_capability(TFL_CAP_HOST_ADDRESSABLE_MEMORY), "torch_fl::", op, ": ",
-                t.device(), " memory of runtime '", runtime_name(),
+    TORCH_CHECK(has_capability(TFL_CAP_HOST_ADDRESSABLE_MEMORY), "torch_fl::", op, ": ", t.device(),
+                " memory of runtime '", runtime_name(),
                 "' is not host addressable, so it cannot be viewed as a CPU tensor");
     return;
   }
@@ -36,8 +36,8 @@ void check_addressable(const at::Tensor& t, c10::DeviceType type, const char* op
 }  // namespace
 
 at::Tensor alias_as(const at::Tensor& self, c10::Device device) {
-  TORCH_CHECK(self.device().is_privateuseone(), "torch_fl::alias_as: expected a flagos tensor, got ",
-              self.device());
+  TORCH_CHECK(self.device().is_privateuseone(),
+              "torch_fl::alias_as: expected a flagos tensor, got ", self.device());
   const c10::DeviceIndex index = self.device().index();
   TORCH_CHECK(!device.has_index() || device.is_cpu() || device.index() == index,
               "torch_fl::alias_as: ", self.device(), " memory cannot be viewed as ", device,
@@ -54,8 +54,8 @@ at::Tensor alias_as(const at::Tensor& self, c10::Device device) {
 }
 
 at::Tensor adopt(const at::Tensor& self, c10::Device device) {
-  TORCH_CHECK(device.is_privateuseone(), "torch_fl::adopt: the target must be a flagos device, got ",
-              device);
+  TORCH_CHECK(device.is_privateuseone(),
+              "torch_fl::adopt: the target must be a flagos device, got ", device);
   if (self.device().is_privateuseone()) return self;
   const c10::DeviceIndex index = device.has_index() ? device.index() : current_device();
   return box::to_flagos(self, index, self.device().type());

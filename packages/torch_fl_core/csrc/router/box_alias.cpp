@@ -120,8 +120,8 @@ std::optional<c10::DataPtr> take_host_result(const c10::Storage& s, c10::DeviceI
     return std::nullopt;
   }
   void* data = dp.get();
-  c10::DataPtr owned = s.unsafeGetStorageImpl()->set_data_ptr(
-      c10::DataPtr(data, c10::Device(c10::DeviceType::CPU)));
+  c10::DataPtr owned =
+      s.unsafeGetStorageImpl()->set_data_ptr(c10::DataPtr(data, c10::Device(c10::DeviceType::CPU)));
   void* ctx = owned.release_context();
   return c10::DataPtr(data, ctx, deleter, c10::Device(c10::DeviceType::PrivateUse1, device));
 }
@@ -250,8 +250,7 @@ at::Tensor call_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey 
     if (slot.data != data || slot.nbytes != nbytes || !slot.alias.defined()) continue;
     at::Tensor& a = slot.alias;
     if (a.use_count() != 1 || a.dtype() != t.dtype() || a.device() != device ||
-        a.storage().data() != data || a.storage().nbytes() != nbytes ||
-        !a.key_set().has(key)) {
+        a.storage().data() != data || a.storage().nbytes() != nbytes || !a.key_set().has(key)) {
       continue;
     }
     // Re-pointing recomputes numel and contiguity; the same tensor coming
@@ -289,8 +288,9 @@ void adopt_geometry(const at::Tensor& base, const at::Tensor& alias) {
   const c10::Storage& astorage = alias.storage();
   if (astorage.data() != base.storage().data()) {
     auto grown = take_grown(astorage, base.device().index());
-    TORCH_CHECK(grown.has_value(), "flagos box: a kernel replaced the storage of an output with "
-                                   "memory that is not flagos memory");
+    TORCH_CHECK(grown.has_value(),
+                "flagos box: a kernel replaced the storage of an output with "
+                "memory that is not flagos memory");
     c10::Storage s = base.storage();
     s.set_data_ptr_noswap(std::move(*grown));
     s.set_nbytes(astorage.nbytes());
@@ -361,8 +361,8 @@ at::Tensor to_flagos(const at::Tensor& t, c10::DeviceIndex device, c10::DeviceTy
   return out;
 }
 
-at::Tensor view_of_input_or_fresh(const at::Tensor& result, const at::Tensor* const* bases, size_t n,
-                                  c10::DeviceIndex device, c10::DeviceType type) {
+at::Tensor view_of_input_or_fresh(const at::Tensor& result, const at::Tensor* const* bases,
+                                  size_t n, c10::DeviceIndex device, c10::DeviceType type) {
   if (!result.defined() || result.device().is_privateuseone()) return result;
   const void* data = result.storage().data();
   for (size_t i = 0; i < n; ++i) {

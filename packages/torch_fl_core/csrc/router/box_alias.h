@@ -33,8 +33,8 @@ void adopt_geometry(const at::Tensor& base, const at::Tensor& alias);
 // one of `bases` (the caller's flagos inputs) when it aliases its memory,
 // grown flagos memory taken over, else a copy into a flagos allocation.
 at::Tensor to_flagos(const at::Tensor& result, c10::DeviceIndex device, c10::DeviceType type);
-at::Tensor view_of_input_or_fresh(const at::Tensor& result, const at::Tensor* const* bases, size_t n,
-                                  c10::DeviceIndex device, c10::DeviceType type);
+at::Tensor view_of_input_or_fresh(const at::Tensor& result, const at::Tensor* const* bases,
+                                  size_t n, c10::DeviceIndex device, c10::DeviceType type);
 
 // box:cpu results without a copy: while a host kernel runs for a box:cpu call
 // on `device` (this scope, on the calling thread), CPU allocations come from

@@ -128,7 +128,8 @@ class BoxBackend final : public Backend {
 
   c10::IValue from_target(const c10::FunctionSchema& schema, const c10::Argument& ret,
                           const c10::IValue& v, const std::vector<c10::IValue>& originals,
-                          const std::vector<const at::Tensor*>& bases, c10::DeviceIndex device) const {
+                          const std::vector<const at::Tensor*>& bases,
+                          c10::DeviceIndex device) const {
     auto convert = [&](const at::Tensor& t) -> at::Tensor {
       if (!t.defined() || t.device().is_privateuseone()) return t;
       if (const auto* info = ret.alias_info(); info && info->isWrite()) {

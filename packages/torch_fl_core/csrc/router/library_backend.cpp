@@ -58,12 +58,14 @@ class LibraryBackend final : public Backend {
     const auto& aten = op.operator_name();
     const auto sep = aten.name.find("::");
     const std::string base = sep == std::string::npos ? aten.name : aten.name.substr(sep + 2);
-    auto handle = c10::Dispatcher::singleton().findOp(c10::OperatorName(ns_ + "::" + base, aten.overload_name));
+    auto handle = c10::Dispatcher::singleton().findOp(
+        c10::OperatorName(ns_ + "::" + base, aten.overload_name));
     if (handle && handle->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1) &&
         handle->hasSchema() && op.hasSchema()) {
       const auto& a = op.schema();
       const auto& b = handle->schema();
-      bool same = a.arguments().size() == b.arguments().size() && a.returns().size() == b.returns().size();
+      bool same =
+          a.arguments().size() == b.arguments().size() && a.returns().size() == b.returns().size();
       for (size_t i = 0; same && i < a.arguments().size(); ++i) {
         same = a.arguments()[i].type()->str() == b.arguments()[i].type()->str();
       }

@@ -29,7 +29,8 @@ std::vector<c10::DeviceIndex> stack_flagos_devices(const c10::OperatorHandle& op
   auto add = [&](const at::Tensor& t) {
     if (t.defined() && t.device().is_privateuseone()) {
       const auto d = t.device().index();
-      for (auto x : out) if (x == d) return;
+      for (auto x : out)
+        if (x == d) return;
       out.push_back(d);
     }
   };
@@ -71,7 +72,8 @@ void order_native_producer(c10::DeviceIndex device) {
   ++g_barriers;
 }
 
-void order_native_producer_for_stack(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+void order_native_producer_for_stack(const c10::OperatorHandle& op,
+                                     const torch::jit::Stack& stack) {
   if (g_marked_count.load(std::memory_order_acquire) == 0 || !g_enabled.load()) return;
   for (auto d : stack_flagos_devices(op, stack)) order_native_producer(d);
 }

@@ -111,8 +111,7 @@ class PythonBackend final : public Backend {
     if (!has_kernel_) return true;
     py::gil_scoped_acquire gil;
     try {
-      py::object r = py::reinterpret_borrow<py::object>(has_kernel_)(
-          full_name(op.operator_name()));
+      py::object r = py::reinterpret_borrow<py::object>(has_kernel_)(full_name(op.operator_name()));
       return r.cast<bool>();
     } catch (py::error_already_set& e) {
       TORCH_CHECK(false, "flagos python backend '", name_, "': has_kernel(",
@@ -171,8 +170,9 @@ class PythonBackend final : public Backend {
       TORCH_CHECK(false, "flagos python backend '", name_, "' failed in ",
                   full_name(op.operator_name()), ": ", e.what());
     } catch (py::cast_error& e) {
-      TORCH_CHECK(false, "flagos python backend '", name_, "' returned a value of the wrong type for ",
-                  full_name(op.operator_name()), ": ", e.what());
+      TORCH_CHECK(false, "flagos python backend '", name_,
+                  "' returned a value of the wrong type for ", full_name(op.operator_name()), ": ",
+                  e.what());
     }
   }
 
@@ -205,8 +205,9 @@ class PythonBackend final : public Backend {
     const at::Tensor original = originals[*arg].toTensor();
     if (value.isTensor() && value.toTensor().defined()) {
       const at::Tensor got = value.toTensor();
-      const bool is_view = views[*arg].isTensor() &&
-                           got.unsafeGetTensorImpl() == views[*arg].toTensor().unsafeGetTensorImpl();
+      const bool is_view =
+          views[*arg].isTensor() &&
+          got.unsafeGetTensorImpl() == views[*arg].toTensor().unsafeGetTensorImpl();
       if (!is_view && got.unsafeGetTensorImpl() != original.unsafeGetTensorImpl()) {
         const at::Tensor src = got.device().type() == *view_type_ ? adopt(got, device) : got;
         if (original.sizes() != src.sizes()) original.resize_(src.sizes());

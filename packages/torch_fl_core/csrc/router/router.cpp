@@ -31,19 +31,30 @@ c10::ScalarType parse_dtype(const std::string& name) {
     AT_FORALL_SCALAR_TYPES_WITH_COMPLEX_AND_QINTS(TFL_DTYPE_ENTRY)
 #undef TFL_DTYPE_ENTRY
     // Python spellings (torch.float32, ...).
-    const std::pair<const char*, c10::ScalarType> py[] = {
-        {"uint8", c10::kByte},          {"int8", c10::kChar},
-        {"int16", c10::kShort},         {"int32", c10::kInt},
-        {"int64", c10::kLong},          {"float16", c10::kHalf},
-        {"float32", c10::kFloat},       {"float64", c10::kDouble},
-        {"complex32", c10::kComplexHalf}, {"complex64", c10::kComplexFloat},
-        {"complex128", c10::kComplexDouble}, {"bool", c10::kBool},
-        {"bfloat16", c10::kBFloat16},   {"half", c10::kHalf},
-        {"float", c10::kFloat},         {"double", c10::kDouble},
-        {"long", c10::kLong},           {"int", c10::kInt},
-        {"short", c10::kShort},         {"uint16", c10::kUInt16},
-        {"uint32", c10::kUInt32},       {"uint64", c10::kUInt64},
-        {"float8_e4m3fn", c10::kFloat8_e4m3fn}, {"float8_e5m2", c10::kFloat8_e5m2}};
+    const std::pair<const char*, c10::ScalarType> py[] = {{"uint8", c10::kByte},
+                                                          {"int8", c10::kChar},
+                                                          {"int16", c10::kShort},
+                                                          {"int32", c10::kInt},
+                                                          {"int64", c10::kLong},
+                                                          {"float16", c10::kHalf},
+                                                          {"float32", c10::kFloat},
+                                                          {"float64", c10::kDouble},
+                                                          {"complex32", c10::kComplexHalf},
+                                                          {"complex64", c10::kComplexFloat},
+                                                          {"complex128", c10::kComplexDouble},
+                                                          {"bool", c10::kBool},
+                                                          {"bfloat16", c10::kBFloat16},
+                                                          {"half", c10::kHalf},
+                                                          {"float", c10::kFloat},
+                                                          {"double", c10::kDouble},
+                                                          {"long", c10::kLong},
+                                                          {"int", c10::kInt},
+                                                          {"short", c10::kShort},
+                                                          {"uint16", c10::kUInt16},
+                                                          {"uint32", c10::kUInt32},
+                                                          {"uint64", c10::kUInt64},
+                                                          {"float8_e4m3fn", c10::kFloat8_e4m3fn},
+                                                          {"float8_e5m2", c10::kFloat8_e5m2}};
     for (const auto& kv : py) t[kv.first] = kv.second;
     return t;
   }();
@@ -129,14 +140,16 @@ std::unordered_map<std::string, UnboxedFactory>& factories() {
 
 // ---- RouteState ----
 
-RouteState::RouteState(std::string op, c10::OperatorHandle handle, RouteSpec spec,
-                       std::shared_ptr<Backend> default_backend,
-                       std::vector<std::pair<std::vector<c10::ScalarType>, std::shared_ptr<Backend>>> rules)
+RouteState::RouteState(
+    std::string op, c10::OperatorHandle handle, RouteSpec spec,
+    std::shared_ptr<Backend> default_backend,
+    std::vector<std::pair<std::vector<c10::ScalarType>, std::shared_ptr<Backend>>> rules)
     : op_(std::move(op)), handle_(std::move(handle)), spec_(std::move(spec)) {
   slot_for(default_backend);
   for (auto& [dtypes, backend] : rules) {
     const size_t slot = slot_for(backend);
-    for (c10::ScalarType st : dtypes) by_dtype_[static_cast<size_t>(st)] = static_cast<uint8_t>(slot);
+    for (c10::ScalarType st : dtypes)
+      by_dtype_[static_cast<size_t>(st)] = static_cast<uint8_t>(slot);
     has_rules_ = true;
   }
 }
@@ -197,8 +210,8 @@ void router_install(const std::vector<RouteSpec>& routes, bool unboxed) {
   std::lock_guard<std::mutex> lock(g_install_mutex);
   const auto& native = core_native_ops();  // before any route registers
   const std::set<std::string> native_set(native.begin(), native.end());
-  auto library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
-                                                  c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+  auto library = std::make_unique<torch::Library>(
+      torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
   std::vector<std::unique_ptr<RouteState>> states;
   std::vector<std::pair<std::string, torch::CppFunction>> kernels;
   for (const auto& spec : routes) {
@@ -223,14 +236,14 @@ void router_install(const std::vector<RouteSpec>& routes, bool unboxed) {
       for (const auto& d : dtypes) sts.push_back(parse_dtype(d));
       parsed.emplace_back(std::move(sts), std::move(backend));
     }
-    auto state = std::make_unique<RouteState>(op, *handle, spec, std::move(fallback),
-                                              std::move(parsed));
+    auto state =
+        std::make_unique<RouteState>(op, *handle, spec, std::move(fallback), std::move(parsed));
     const std::string reg = op.substr(6);  // "add.out", "abs"
     UnboxedFactory factory = unboxed ? find_unboxed_factory(op) : nullptr;
-    kernels.emplace_back(reg, factory ? factory(state.get())
-                                      : torch::CppFunction::makeFromBoxedKernel(
-                                            c10::BoxedKernel::makeFromFunctor(
-                                                std::make_unique<RouteKernel>(state.get()))));
+    kernels.emplace_back(
+        reg, factory ? factory(state.get())
+                     : torch::CppFunction::makeFromBoxedKernel(c10::BoxedKernel::makeFromFunctor(
+                           std::make_unique<RouteKernel>(state.get()))));
     states.push_back(std::move(state));
   }
   // Deregister the old set first: one kernel per (op, key) at a time.

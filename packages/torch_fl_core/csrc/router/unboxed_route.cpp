@@ -27,10 +27,11 @@ std::optional<at::Generator> bridge_generator(const std::optional<at::Generator>
 
 BoxScope::BoxScope(const Observer& obs, const c10::OperatorHandle& op, c10::DeviceType type) {
   if (obs.other_device) {
-    TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two "
-                       "devices, flagos:", static_cast<int>(*obs.device), " and flagos:",
-                static_cast<int>(*obs.other_device), "! (when checking arguments for ",
-                op.schema().operator_name(), ")");
+    TORCH_CHECK(false,
+                "Expected all tensors to be on the same device, but found at least two "
+                "devices, flagos:",
+                static_cast<int>(*obs.device), " and flagos:", static_cast<int>(*obs.other_device),
+                "! (when checking arguments for ", op.schema().operator_name(), ")");
   }
   if (obs.device && obs.cpu_nonscalar) check_cpu_tensors_allowed(op, *obs.device);
   device_ = obs.device ? *obs.device : current_device();

@@ -108,7 +108,7 @@ inline std::vector<at::Tensor> convert(const Converter& c, const at::ITensorList
   return out;
 }
 inline c10::List<std::optional<at::Tensor>> convert(const Converter& c,
-                                                     const c10::List<std::optional<at::Tensor>>& l) {
+                                                    const c10::List<std::optional<at::Tensor>>& l) {
   c10::List<std::optional<at::Tensor>> out;
   out.reserve(l.size());
   for (const std::optional<at::Tensor> t : l) out.push_back(t ? std::optional(c.alias(*t)) : t);
@@ -200,8 +200,9 @@ struct RefResult {
   static Ref convert(Ref r, Conv& conv, Orig& orig, const Observer&, const BoxScope&,
                      c10::DeviceType) {
     at::Tensor* o = original_of(&r, conv, orig, std::make_index_sequence<N>{});
-    TORCH_CHECK(o != nullptr, "flagos router: an in-place/out= kernel returned a tensor that is "
-                              "not one of its arguments");
+    TORCH_CHECK(o != nullptr,
+                "flagos router: an in-place/out= kernel returned a tensor that is "
+                "not one of its arguments");
     return *o;
   }
 };
@@ -253,7 +254,7 @@ struct UnboxedRoute<Op, R(Args...)> {
     RouteTarget& target = st->pick(obs.first_dtype);
     if (target.box_key == c10::DispatchKey::Undefined) {
       return c10::impl::BoxedKernelWrapper<R(Args...)>::call(target.boxed, st->handle(), ks,
-                                                              std::forward<Args>(args)...);
+                                                             std::forward<Args>(args)...);
     }
     const c10::DeviceType type = target.box_type;
     BoxScope scope(obs, st->handle(), type);

@@ -43,35 +43,47 @@ extern "C" {
 
 typedef enum tfl_status {
   TFL_OK = 0,
-  TFL_ERROR_INVALID_VALUE = 1,      /* a bad argument (size, flag, NULL out-param) */
-  TFL_ERROR_INVALID_DEVICE = 2,     /* device index out of range */
-  TFL_ERROR_OUT_OF_MEMORY = 3,      /* allocation over the device's capacity */
-  TFL_ERROR_INVALID_POINTER = 4,    /* pointer unknown to the runtime, or on the wrong device */
-  TFL_ERROR_INVALID_MEMCPY_KIND = 5,/* pointers do not match the requested copy kind */
-  TFL_ERROR_NOT_READY = 6,          /* query: work still pending (not a failure) */
-  TFL_ERROR_NOT_SUPPORTED = 7,      /* the runtime or device cannot do this */
-  TFL_ERROR_INVALID_HANDLE = 8,     /* unknown or destroyed stream/event */
-  TFL_ERROR_NOT_INITIALIZED = 9,    /* init() not called or failed */
-  TFL_ERROR_DEVICE = 10,            /* the device/SDK reported a failure (see last_error) */
-  TFL_ERROR_INJECTED = 11,          /* a test-only fault injected on purpose */
+  TFL_ERROR_INVALID_VALUE = 1,       /* a bad argument (size, flag, NULL out-param) */
+  TFL_ERROR_INVALID_DEVICE = 2,      /* device index out of range */
+  TFL_ERROR_OUT_OF_MEMORY = 3,       /* allocation over the device's capacity */
+  TFL_ERROR_INVALID_POINTER = 4,     /* pointer unknown to the runtime, or on the wrong device */
+  TFL_ERROR_INVALID_MEMCPY_KIND = 5, /* pointers do not match the requested copy kind */
+  TFL_ERROR_NOT_READY = 6,           /* query: work still pending (not a failure) */
+  TFL_ERROR_NOT_SUPPORTED = 7,       /* the runtime or device cannot do this */
+  TFL_ERROR_INVALID_HANDLE = 8,      /* unknown or destroyed stream/event */
+  TFL_ERROR_NOT_INITIALIZED = 9,     /* init() not called or failed */
+  TFL_ERROR_DEVICE = 10,             /* the device/SDK reported a failure (see last_error) */
+  TFL_ERROR_INJECTED = 11,           /* a test-only fault injected on purpose */
 } tfl_status;
 
 /* The enum's own spelling of a status ("TFL_ERROR_OUT_OF_MEMORY"): what a
  * runtime's status_name() returns unless it has better words. */
 static inline const char* tfl_status_string(tfl_status status) {
   switch (status) {
-    case TFL_OK: return "TFL_OK";
-    case TFL_ERROR_INVALID_VALUE: return "TFL_ERROR_INVALID_VALUE";
-    case TFL_ERROR_INVALID_DEVICE: return "TFL_ERROR_INVALID_DEVICE";
-    case TFL_ERROR_OUT_OF_MEMORY: return "TFL_ERROR_OUT_OF_MEMORY";
-    case TFL_ERROR_INVALID_POINTER: return "TFL_ERROR_INVALID_POINTER";
-    case TFL_ERROR_INVALID_MEMCPY_KIND: return "TFL_ERROR_INVALID_MEMCPY_KIND";
-    case TFL_ERROR_NOT_READY: return "TFL_ERROR_NOT_READY";
-    case TFL_ERROR_NOT_SUPPORTED: return "TFL_ERROR_NOT_SUPPORTED";
-    case TFL_ERROR_INVALID_HANDLE: return "TFL_ERROR_INVALID_HANDLE";
-    case TFL_ERROR_NOT_INITIALIZED: return "TFL_ERROR_NOT_INITIALIZED";
-    case TFL_ERROR_DEVICE: return "TFL_ERROR_DEVICE";
-    case TFL_ERROR_INJECTED: return "TFL_ERROR_INJECTED";
+    case TFL_OK:
+      return "TFL_OK";
+    case TFL_ERROR_INVALID_VALUE:
+      return "TFL_ERROR_INVALID_VALUE";
+    case TFL_ERROR_INVALID_DEVICE:
+      return "TFL_ERROR_INVALID_DEVICE";
+    case TFL_ERROR_OUT_OF_MEMORY:
+      return "TFL_ERROR_OUT_OF_MEMORY";
+    case TFL_ERROR_INVALID_POINTER:
+      return "TFL_ERROR_INVALID_POINTER";
+    case TFL_ERROR_INVALID_MEMCPY_KIND:
+      return "TFL_ERROR_INVALID_MEMCPY_KIND";
+    case TFL_ERROR_NOT_READY:
+      return "TFL_ERROR_NOT_READY";
+    case TFL_ERROR_NOT_SUPPORTED:
+      return "TFL_ERROR_NOT_SUPPORTED";
+    case TFL_ERROR_INVALID_HANDLE:
+      return "TFL_ERROR_INVALID_HANDLE";
+    case TFL_ERROR_NOT_INITIALIZED:
+      return "TFL_ERROR_NOT_INITIALIZED";
+    case TFL_ERROR_DEVICE:
+      return "TFL_ERROR_DEVICE";
+    case TFL_ERROR_INJECTED:
+      return "TFL_ERROR_INJECTED";
   }
   return "TFL_ERROR_UNKNOWN";
 }
@@ -125,8 +137,8 @@ typedef struct tfl_runtime_v1 {
   uint64_t capabilities; /* TFL_CAP_* bits */
 
   /* ---- lifetime and errors ---- */
-  tfl_status (*init)(void); /* idempotent; safe to call from several threads */
-  const char* (*status_name)(tfl_status status);  /* "TFL_ERROR_OUT_OF_MEMORY" */
+  tfl_status (*init)(void);                      /* idempotent; safe to call from several threads */
+  const char* (*status_name)(tfl_status status); /* "TFL_ERROR_OUT_OF_MEMORY" */
   const char* (*last_error)(void); /* this thread's message for its last failure; "" if none */
 
   /* ---- devices ---- */
@@ -138,8 +150,8 @@ typedef struct tfl_runtime_v1 {
   tfl_status (*device_name)(int device, char* buf, size_t len);
 
   /* ---- memory ---- */
-  tfl_status (*malloc)(void** ptr, size_t size);  /* current device; size 0 gives NULL */
-  tfl_status (*free)(void* ptr);                   /* any device's pointer; waits for nothing */
+  tfl_status (*malloc)(void** ptr, size_t size);      /* current device; size 0 gives NULL */
+  tfl_status (*free)(void* ptr);                      /* any device's pointer; waits for nothing */
   tfl_status (*host_malloc)(void** ptr, size_t size); /* pinned host memory */
   tfl_status (*host_free)(void* ptr);
   /* Which allocation a pointer (anywhere inside it) belongs to. For device

@@ -11,12 +11,15 @@
 namespace {
 
 void same_device(const char* op, const at::Tensor& a, const at::Tensor& b) {
-  TORCH_CHECK(a.device() == b.device(), op, ": Expected all tensors to be on the same device, but found "
-              "at least two devices, ", a.device(), " and ", b.device(), "!");
+  TORCH_CHECK(a.device() == b.device(), op,
+              ": Expected all tensors to be on the same device, but found "
+              "at least two devices, ",
+              a.device(), " and ", b.device(), "!");
 }
 
 // found_inf = 1 if any element of any tensor is inf/NaN; every tensor *= inv_scale.
-void non_finite_check_and_unscale(at::TensorList self, at::Tensor& found_inf, const at::Tensor& inv_scale) {
+void non_finite_check_and_unscale(at::TensorList self, at::Tensor& found_inf,
+                                  const at::Tensor& inv_scale) {
   TORCH_CHECK(inv_scale.numel() == 1, "inv_scale must be a 1-element tensor.");
   TORCH_CHECK(found_inf.numel() == 1, "found_inf must be a 1-element tensor.");
   TORCH_CHECK(inv_scale.scalar_type() == at::kFloat, "inv_scale must be a float tensor.");
@@ -35,8 +38,8 @@ void non_finite_check_and_unscale(at::TensorList self, at::Tensor& found_inf, co
   }
 }
 
-at::Tensor& update_scale(at::Tensor& scale, at::Tensor& tracker, const at::Tensor& found_inf, double growth,
-                         double backoff, int64_t interval) {
+at::Tensor& update_scale(at::Tensor& scale, at::Tensor& tracker, const at::Tensor& found_inf,
+                         double growth, double backoff, int64_t interval) {
   TORCH_CHECK(tracker.numel() == 1 && scale.numel() == 1 && found_inf.numel() == 1,
               "_amp_update_scale_: scale, growth_tracker and found_inf must be 1-element tensors");
   TORCH_CHECK(scale.scalar_type() == at::kFloat && found_inf.scalar_type() == at::kFloat &&

@@ -27,14 +27,17 @@ at::Tensor operand(const Call& c, const char* name) {
   return at::native::wrapped_scalar_tensor(v.toScalar());  // CPU wrapped number
 }
 
-std::string dtype_text(at::ScalarType t) { return std::string("compute dtype ") + c10::toString(t); }
+std::string dtype_text(at::ScalarType t) {
+  return std::string("compute dtype ") + c10::toString(t);
+}
 
 void need(const Call& c, bool ok, at::ScalarType t) {
   if (!ok) c.decline(dtype_text(t) + " has no topsaten kernel");
 }
 
 // Reduction dims: normalised, sorted, unique; empty or None -> every dim.
-std::vector<int64_t> reduce_dims(const at::Tensor& self, const std::optional<std::vector<int64_t>>& dims) {
+std::vector<int64_t> reduce_dims(const at::Tensor& self,
+                                 const std::optional<std::vector<int64_t>>& dims) {
   const int64_t r = std::max<int64_t>(self.dim(), 1);
   std::vector<bool> red(r, false);
   if (!dims || dims->empty()) {
@@ -43,17 +46,21 @@ std::vector<int64_t> reduce_dims(const at::Tensor& self, const std::optional<std
     for (int64_t d : *dims) red[at::maybe_wrap_dim(d, r)] = true;
   }
   std::vector<int64_t> out;
-  for (int64_t i = 0; i < r; ++i) if (red[i]) out.push_back(i);
+  for (int64_t i = 0; i < r; ++i)
+    if (red[i]) out.push_back(i);
   return out;
 }
 
-std::vector<int64_t> reduced_shape(const at::Tensor& self, const std::vector<int64_t>& dims, bool keepdim) {
+std::vector<int64_t> reduced_shape(const at::Tensor& self, const std::vector<int64_t>& dims,
+                                   bool keepdim) {
   std::vector<int64_t> shape;
   if (self.dim() == 0) return shape;
   for (int64_t i = 0; i < self.dim(); ++i) {
     const bool red = std::find(dims.begin(), dims.end(), i) != dims.end();
-    if (!red) shape.push_back(self.size(i));
-    else if (keepdim) shape.push_back(1);
+    if (!red)
+      shape.push_back(self.size(i));
+    else if (keepdim)
+      shape.push_back(1);
   }
   return shape;
 }
@@ -70,7 +77,8 @@ void unary(Call& c, UnaryFn fn, const char* tops, UnaryKind kind) {
       break;
     case UnaryKind::ToFloat:
       // Integers compute in the default float dtype, as on CPU; complex has no topsaten kernel.
-      if (at::isIntegralType(dt, /*includeBool=*/true)) dt = out_dt = at::typeMetaToScalarType(at::get_default_dtype());
+      if (at::isIntegralType(dt, /*includeBool=*/true))
+        dt = out_dt = at::typeMetaToScalarType(at::get_default_dtype());
       need(c, arithmetic_dtype(dt) && at::isFloatingType(dt), dt);
       break;
     case UnaryKind::Logical:
@@ -86,7 +94,8 @@ void unary(Call& c, UnaryFn fn, const char* tops, UnaryKind kind) {
   c.finish(r);
 }
 
-void binary(Call& c, BinaryFn fn, const char* tops, BinaryKind kind, const char* an, const char* bn) {
+void binary(Call& c, BinaryFn fn, const char* tops, BinaryKind kind, const char* an,
+            const char* bn) {
   const at::Tensor a = operand(c, an), b = operand(c, bn);
   at::ScalarType dt = at::result_type(a, b);
   at::ScalarType out_dt = dt;
@@ -95,7 +104,8 @@ void binary(Call& c, BinaryFn fn, const char* tops, BinaryKind kind, const char*
       need(c, arithmetic_dtype(dt), dt);
       break;
     case BinaryKind::TrueDiv:
-      if (at::isIntegralType(dt, /*includeBool=*/true)) dt = out_dt = at::typeMetaToScalarType(at::get_default_dtype());
+      if (at::isIntegralType(dt, /*includeBool=*/true))
+        dt = out_dt = at::typeMetaToScalarType(at::get_default_dtype());
       need(c, arithmetic_dtype(dt), dt);
       break;
     case BinaryKind::Pow:
@@ -132,7 +142,8 @@ void binary_alpha(Call& c, AlphaFn fn, const char* tops) {
   c.finish(r);
 }
 
-void binary_scalar(Call& c, AlphaFn fn, const char* tops, const char* an, const char* bn, const char* sn) {
+void binary_scalar(Call& c, AlphaFn fn, const char* tops, const char* an, const char* bn,
+                   const char* sn) {
   const at::Tensor a = c.tensor(an), b = c.tensor(bn);
   const at::ScalarType dt = a.scalar_type();
   if (b.scalar_type() != dt) c.decline("operands of different dtypes");
@@ -177,7 +188,8 @@ void reduce_extremum(Call& c, ExtremumFn fn, const char* tops) {
   const at::Tensor self = c.tensor("self");
   const at::ScalarType dt = self.scalar_type();
   need(c, arithmetic_dtype(dt), dt);
-  TORCH_CHECK(self.numel() > 0, c.name(), ": Expected reduction dim to be specified for input.numel() == 0.");
+  TORCH_CHECK(self.numel() > 0, c.name(),
+              ": Expected reduction dim to be specified for input.numel() == 0.");
   const auto dims = reduce_dims(self, c.opt_ints("dim"));
   const bool keepdim = c.bool_("keepdim");
   const auto shape = reduced_shape(self, dims, keepdim);
@@ -214,7 +226,8 @@ void vector_norm(Call& c, NormFn fn, const char* tops) {
   const at::Tensor x = prepare(c, self, rdt);
   at::Tensor r = empty_result(c, shape, rdt);
   Desc o(r), a(x);
-  check(fn(o, a, tops_scalar(c.scalar("ord")), tops_size(dims), keepdim, tops_dtype(rdt), p.stream), tops, c);
+  check(fn(o, a, tops_scalar(c.scalar("ord")), tops_size(dims), keepdim, tops_dtype(rdt), p.stream),
+        tops, c);
   c.finish(r);
 }
 
@@ -223,7 +236,8 @@ void mm(Call& c, BinaryFn fn, const char* tops, int rank) {
   const at::ScalarType dt = a.scalar_type();
   if (b.scalar_type() != dt) c.decline("operands of different dtypes (PyTorch's error to raise)");
   need(c, at::isFloatingType(dt) && arithmetic_dtype(dt), dt);
-  if (a.dim() != rank || b.dim() != rank) c.decline("operands of the wrong rank (PyTorch's error to raise)");
+  if (a.dim() != rank || b.dim() != rank)
+    c.decline("operands of the wrong rank (PyTorch's error to raise)");
   if (a.size(-1) != b.size(-2) || (rank == 3 && a.size(0) != b.size(0))) {
     c.decline("operand shapes that do not multiply (PyTorch's error to raise)");
   }
@@ -252,13 +266,17 @@ void addmm(Call& c, AddmmFn fn, const char* tops) {
     c.decline("operand shapes the kernel does not take (PyTorch decides)");
   }
   const std::vector<int64_t> shape{a.size(0), b.size(1)};
-  if (at::infer_size(in.sizes(), shape) != shape) c.decline("self does not broadcast to the product");
+  if (at::infer_size(in.sizes(), shape) != shape)
+    c.decline("self does not broadcast to the product");
   Prologue p(c);
-  const at::Tensor s = prepare(c, in, dt, at::IntArrayRef(shape)), x = prepare(c, a, dt), y = prepare(c, b, dt);
+  const at::Tensor s = prepare(c, in, dt, at::IntArrayRef(shape)), x = prepare(c, a, dt),
+                   y = prepare(c, b, dt);
   at::Tensor r = empty_result(c, shape, dt);
   if (r.numel() > 0) {
     Desc o(r), ds(s), da(x), db(y);
-    check(fn(o, ds, da, db, tops_scalar(c.scalar("beta")), tops_scalar(c.scalar("alpha")), p.stream), tops, c);
+    check(
+        fn(o, ds, da, db, tops_scalar(c.scalar("beta")), tops_scalar(c.scalar("alpha")), p.stream),
+        tops, c);
   }
   c.finish(r);
 }
@@ -282,7 +300,8 @@ void softmax(Call& c, SoftmaxFn fn, const char* tops) {
 void softmax_backward(Call& c, SoftmaxBwdFn fn, const char* tops) {
   const at::Tensor go = c.tensor("grad_output"), out = c.tensor("output");
   const at::ScalarType dt = static_cast<at::ScalarType>(c.arg("input_dtype").toScalarType());
-  if (go.scalar_type() != dt || out.scalar_type() != dt) c.decline("mixed dtypes (half_to_float backward)");
+  if (go.scalar_type() != dt || out.scalar_type() != dt)
+    c.decline("mixed dtypes (half_to_float backward)");
   need(c, at::isFloatingType(dt) && arithmetic_dtype(dt), dt);
   if (go.sizes() != out.sizes() || out.numel() == 0) c.decline("shapes the kernel does not take");
   const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), std::max<int64_t>(out.dim(), 1));
@@ -328,7 +347,8 @@ void arange(Call& c, ArangeFn fn, const char* tops) {
   need(c, arithmetic_dtype(dt), dt);
   const at::Scalar start = c.scalar("start"), end = c.scalar("end"), step = c.scalar("step");
   const double xs = start.toDouble(), xe = end.toDouble(), st = step.toDouble();
-  if (st == 0 || !std::isfinite(xs) || !std::isfinite(xe) || (st > 0 && xe < xs) || (st < 0 && xe > xs)) {
+  if (st == 0 || !std::isfinite(xs) || !std::isfinite(xe) || (st > 0 && xe < xs) ||
+      (st < 0 && xe > xs)) {
     c.decline("arguments PyTorch rejects");
   }
   const int64_t n = static_cast<int64_t>(std::ceil((xe - xs) / st));
@@ -336,7 +356,8 @@ void arange(Call& c, ArangeFn fn, const char* tops) {
   at::Tensor r = empty_result(c, {n}, dt);
   if (n > 0) {
     Desc o(r);
-    check(fn(o, tops_scalar(start), tops_scalar(end), tops_scalar(step), tops_dtype(dt), 0, false, p.stream),
+    check(fn(o, tops_scalar(start), tops_scalar(end), tops_scalar(step), tops_dtype(dt), 0, false,
+             p.stream),
           tops, c);
   }
   c.finish(r);
@@ -389,10 +410,12 @@ void where(Call& c, WhereFn fn, const char* tops) {
   const at::ScalarType dt = at::result_type(a, b);
   need(c, storage_dtype(dt), dt);
   if (cond.scalar_type() != at::kBool) c.decline("a non-bool condition");
-  const std::vector<int64_t> shape = at::infer_size(at::infer_size(cond.sizes(), a.sizes()), b.sizes());
+  const std::vector<int64_t> shape =
+      at::infer_size(at::infer_size(cond.sizes(), a.sizes()), b.sizes());
   Prologue p(c);
   const at::Tensor k = prepare(c, cond, at::kBool, at::IntArrayRef(shape));
-  const at::Tensor x = prepare(c, a, dt, at::IntArrayRef(shape)), y = prepare(c, b, dt, at::IntArrayRef(shape));
+  const at::Tensor x = prepare(c, a, dt, at::IntArrayRef(shape)),
+                   y = prepare(c, b, dt, at::IntArrayRef(shape));
   at::Tensor r = empty_result(c, shape, dt);
   if (r.numel() > 0) {
     Desc o(r), dk(k), dx(x), dy(y);
@@ -419,7 +442,8 @@ void index_select(Call& c, IndexSelectFn fn, const char* tops) {
   const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());
   std::vector<int64_t> shape = self.sizes().vec();
   shape[dim] = index.numel();
-  if (self.size(dim) == 0 && index.numel() > 0) c.decline("indexing an empty dimension (PyTorch's error)");
+  if (self.size(dim) == 0 && index.numel() > 0)
+    c.decline("indexing an empty dimension (PyTorch's error)");
   Prologue p(c);
   const at::Tensor ix = index_i32(c, index);
   const at::Tensor x = prepare(c, self, self.scalar_type());
@@ -455,7 +479,8 @@ void embedding_backward(Call& c, EmbeddingBwdFn fn, const char* tops) {
   const at::Tensor grad = c.tensor("grad_output"), indices = c.tensor("indices");
   const at::ScalarType dt = grad.scalar_type();
   need(c, at::isFloatingType(dt) && arithmetic_dtype(dt), dt);
-  if (indices.scalar_type() != at::kLong && indices.scalar_type() != at::kInt) c.decline("index dtype");
+  if (indices.scalar_type() != at::kLong && indices.scalar_type() != at::kInt)
+    c.decline("index dtype");
   const int64_t num_weights = c.int_("num_weights");
   const int64_t width = grad.dim() == 0 ? 1 : grad.size(-1);
   if (grad.numel() != indices.numel() * width) c.decline("shapes the kernel does not take");
@@ -468,7 +493,9 @@ void embedding_backward(Call& c, EmbeddingBwdFn fn, const char* tops) {
       r.zero_();
     } else {
       Desc o(r), dg(g), di(ix);
-      check(fn(o, dg, di, num_weights, c.int_("padding_idx"), c.bool_("scale_grad_by_freq"), p.stream), tops, c);
+      check(fn(o, dg, di, num_weights, c.int_("padding_idx"), c.bool_("scale_grad_by_freq"),
+               p.stream),
+            tops, c);
     }
   }
   c.finish(r);
@@ -484,7 +511,8 @@ void cat(Call& c, CatFn fn, const char* tops) {
   const at::ScalarType dt = ins[0].scalar_type();
   for (const auto& t : ins) {
     if (t.scalar_type() != dt) c.decline("inputs of different dtypes");
-    if (t.dim() != ins[0].dim() || t.dim() == 0) c.decline("inputs of different ranks (PyTorch decides)");
+    if (t.dim() != ins[0].dim() || t.dim() == 0)
+      c.decline("inputs of different ranks (PyTorch decides)");
   }
   need(c, storage_dtype(dt), dt);
   const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), ins[0].dim());
@@ -492,7 +520,8 @@ void cat(Call& c, CatFn fn, const char* tops) {
   shape[dim] = 0;
   for (const auto& t : ins) {
     for (int64_t i = 0; i < t.dim(); ++i) {
-      if (i != dim && t.size(i) != ins[0].size(i)) c.decline("inputs whose sizes do not match (PyTorch's error)");
+      if (i != dim && t.size(i) != ins[0].size(i))
+        c.decline("inputs whose sizes do not match (PyTorch's error)");
     }
     shape[dim] += t.size(dim);
   }
@@ -520,9 +549,11 @@ void pointwise3(Call& c, TernaryFn fn, const char* tops) {
   if (t1.scalar_type() != dt || t2.scalar_type() != dt) c.decline("operands of different dtypes");
   need(c, at::isFloatingType(dt) && arithmetic_dtype(dt), dt);
   const std::vector<int64_t> shape =
-      c.form() == Form::Inplace ? a.sizes().vec() : at::infer_size(at::infer_size(a.sizes(), t1.sizes()), t2.sizes());
+      c.form() == Form::Inplace ? a.sizes().vec()
+                                : at::infer_size(at::infer_size(a.sizes(), t1.sizes()), t2.sizes());
   Prologue p(c);
-  const at::Tensor x = prepare(c, a, dt, at::IntArrayRef(shape)), y = prepare(c, t1, dt, at::IntArrayRef(shape)),
+  const at::Tensor x = prepare(c, a, dt, at::IntArrayRef(shape)),
+                   y = prepare(c, t1, dt, at::IntArrayRef(shape)),
                    z = prepare(c, t2, dt, at::IntArrayRef(shape));
   at::Tensor r = empty_result(c, shape, dt);
   if (r.numel() > 0) {
@@ -540,7 +571,8 @@ void lerp(Call& c, LerpFn fn, const char* tops) {
   const std::vector<int64_t> shape =
       c.form() == Form::Inplace ? a.sizes().vec() : at::infer_size(a.sizes(), e.sizes());
   Prologue p(c);
-  const at::Tensor x = prepare(c, a, dt, at::IntArrayRef(shape)), y = prepare(c, e, dt, at::IntArrayRef(shape));
+  const at::Tensor x = prepare(c, a, dt, at::IntArrayRef(shape)),
+                   y = prepare(c, e, dt, at::IntArrayRef(shape));
   at::Tensor r = empty_result(c, shape, dt);
   if (r.numel() > 0) {
     Desc o(r), dx(x), dy(y);
@@ -584,20 +616,25 @@ void index_tensor(Call& c, IndexFn fn, const char* tops) {
   for (size_t i = 0; i < list.size(); ++i) {
     const std::optional<at::Tensor> t = list.get(i);
     if (!t || !t->defined()) c.decline("an index list with None (slices between indices)");
-    if (t->scalar_type() != at::kLong && t->scalar_type() != at::kInt) c.decline("a boolean or non-integer index");
+    if (t->scalar_type() != at::kLong && t->scalar_type() != at::kInt)
+      c.decline("a boolean or non-integer index");
     if (t->device().is_privateuseone() && t->device() != c.device()) {
-      TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, ",
+      TORCH_CHECK(false,
+                  "Expected all tensors to be on the same device, but found at least two devices, ",
                   c.device(), " and ", t->device(), "! (", c.name(), ", vendor gcu)");
     }
     idx.push_back(*t);
   }
-  if (idx.empty() || static_cast<int64_t>(idx.size()) > self.dim()) c.decline("an index list the kernel does not take");
+  if (idx.empty() || static_cast<int64_t>(idx.size()) > self.dim())
+    c.decline("an index list the kernel does not take");
   std::vector<int64_t> bshape = idx[0].sizes().vec();
   for (const auto& t : idx) bshape = at::infer_size(bshape, t.sizes());
   std::vector<int64_t> shape = bshape;
-  for (int64_t d = static_cast<int64_t>(idx.size()); d < self.dim(); ++d) shape.push_back(self.size(d));
+  for (int64_t d = static_cast<int64_t>(idx.size()); d < self.dim(); ++d)
+    shape.push_back(self.size(d));
   for (size_t d = 0; d < idx.size(); ++d) {
-    if (self.size(static_cast<int64_t>(d)) == 0 && idx[d].numel() > 0) c.decline("indexing an empty dimension");
+    if (self.size(static_cast<int64_t>(d)) == 0 && idx[d].numel() > 0)
+      c.decline("indexing an empty dimension");
   }
   Prologue p(c);
   const at::Tensor x = prepare(c, self, self.scalar_type());
@@ -621,15 +658,16 @@ void upsample_nearest_exact2d(Call& c, UpsampleFn fn, const char* tops) {
   const auto size = c.ints("output_size");
   const at::ScalarType dt = self.scalar_type();
   need(c, arithmetic_dtype(dt), dt);
-  if (self.dim() != 4 || size.size() != 2 || self.numel() == 0) c.decline("shapes the kernel does not take");
+  if (self.dim() != 4 || size.size() != 2 || self.numel() == 0)
+    c.decline("shapes the kernel does not take");
   const std::vector<int64_t> shape{self.size(0), self.size(1), size[0], size[1]};
   Prologue p(c);
   const at::Tensor x = prepare(c, self, dt);
   at::Tensor r = empty_result(c, shape, dt);
   if (r.numel() > 0) {
     Desc o(r), dx(x);
-    check(fn(o, dx, tops_size(size), c.opt_double("scales_h").value_or(0.0), c.opt_double("scales_w").value_or(0.0),
-             p.stream),
+    check(fn(o, dx, tops_size(size), c.opt_double("scales_h").value_or(0.0),
+             c.opt_double("scales_w").value_or(0.0), p.stream),
           tops, c);
   }
   c.finish(r);

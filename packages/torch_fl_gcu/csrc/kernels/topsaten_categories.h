@@ -14,48 +14,59 @@ using topsaten::topsatenStatus_t;
 using topsaten::topsatenTensor;
 
 using UnaryFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, topsStream_t);
-using BinaryFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, const topsatenTensor&, topsStream_t);
+using BinaryFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, const topsatenTensor&,
+                                      topsStream_t);
 using AlphaFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, const topsatenTensor&,
                                      const topsatenScalar_t&, topsStream_t);
 using SumFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, topsatenSize_t, bool,
                                    topsatenDataType_t, topsStream_t);
-using ExtremumFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, topsatenSize_t, bool, topsStream_t);
-using NormFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, const topsatenScalar_t&, topsatenSize_t,
-                                    bool, topsatenDataType_t, topsStream_t);
+using ExtremumFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, topsatenSize_t,
+                                        bool, topsStream_t);
+using NormFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, const topsatenScalar_t&,
+                                    topsatenSize_t, bool, topsatenDataType_t, topsStream_t);
 using AddmmFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, const topsatenTensor&,
-                                     const topsatenTensor&, const topsatenScalar_t&, const topsatenScalar_t&,
-                                     topsStream_t);
-using SoftmaxFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, int64_t, bool, topsStream_t);
-using SoftmaxBwdFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, const topsatenTensor&, int64_t,
-                                          topsStream_t);
-using LayerNormFn = topsatenStatus_t (*)(topsatenTensor&, topsatenTensor&, topsatenTensor&, const topsatenTensor&,
-                                         topsatenSize_t, const topsatenTensor&, const topsatenTensor&, double,
+                                     const topsatenTensor&, const topsatenScalar_t&,
+                                     const topsatenScalar_t&, topsStream_t);
+using SoftmaxFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, int64_t, bool,
+                                       topsStream_t);
+using SoftmaxBwdFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&,
+                                          const topsatenTensor&, int64_t, topsStream_t);
+using LayerNormFn = topsatenStatus_t (*)(topsatenTensor&, topsatenTensor&, topsatenTensor&,
+                                         const topsatenTensor&, topsatenSize_t,
+                                         const topsatenTensor&, const topsatenTensor&, double,
                                          topsStream_t);
-using ArangeFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenScalar_t&, const topsatenScalar_t&,
-                                      const topsatenScalar_t&, topsatenDataType_t, int64_t, bool, topsStream_t);
+using ArangeFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenScalar_t&,
+                                      const topsatenScalar_t&, const topsatenScalar_t&,
+                                      topsatenDataType_t, int64_t, bool, topsStream_t);
 using FillFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenScalar_t&, topsStream_t);
 using ZeroFn = topsatenStatus_t (*)(topsatenTensor&, topsStream_t);
-using MaskedFillFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, const topsatenTensor&,
-                                          const topsatenScalar_t&, topsStream_t);
+using MaskedFillFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&,
+                                          const topsatenTensor&, const topsatenScalar_t&,
+                                          topsStream_t);
 using WhereFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, const topsatenTensor&,
                                      const topsatenTensor&, topsStream_t);
-using IndexSelectFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, int64_t, const topsatenTensor&,
-                                           topsStream_t);
-using IndexFillFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, int64_t, const topsatenTensor&,
-                                         const topsatenScalar_t&, topsStream_t);
-using EmbeddingBwdFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, const topsatenTensor&, int64_t,
-                                            int64_t, bool, topsStream_t);
-using CatFn = topsatenStatus_t (*)(topsatenTensor&, const std::vector<topsatenTensor>&, int64_t, topsStream_t);
-using UpsampleFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, topsatenSize_t, double, double,
-                                        topsStream_t);
+using IndexSelectFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, int64_t,
+                                           const topsatenTensor&, topsStream_t);
+using IndexFillFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, int64_t,
+                                         const topsatenTensor&, const topsatenScalar_t&,
+                                         topsStream_t);
+using EmbeddingBwdFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&,
+                                            const topsatenTensor&, int64_t, int64_t, bool,
+                                            topsStream_t);
+using CatFn = topsatenStatus_t (*)(topsatenTensor&, const std::vector<topsatenTensor>&, int64_t,
+                                   topsStream_t);
+using UpsampleFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, topsatenSize_t,
+                                        double, double, topsStream_t);
 
-using TernaryFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, const topsatenTensor&,
-                                      const topsatenTensor&, const topsatenScalar_t&, topsStream_t);
+using TernaryFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&,
+                                       const topsatenTensor&, const topsatenTensor&,
+                                       const topsatenScalar_t&, topsStream_t);
 using LerpFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, const topsatenTensor&,
-                                   const topsatenScalar_t&, topsStream_t);
-using NonzeroFn = topsatenStatus_t (*)(topsatenTensor&, int64_t*, const topsatenTensor&, topsStream_t);
-using IndexFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&, const std::vector<topsatenTensor>&,
-                                    topsStream_t);
+                                    const topsatenScalar_t&, topsStream_t);
+using NonzeroFn = topsatenStatus_t (*)(topsatenTensor&, int64_t*, const topsatenTensor&,
+                                       topsStream_t);
+using IndexFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&,
+                                     const std::vector<topsatenTensor>&, topsStream_t);
 
 enum class UnaryKind { KeepsDtype, ToFloat, Logical };
 enum class BinaryKind { Arith, TrueDiv, Pow, Compare };
@@ -65,7 +76,8 @@ void unary(Call& c, UnaryFn fn, const char* tops, UnaryKind kind);
 void binary(Call& c, BinaryFn fn, const char* tops, BinaryKind kind, const char* a, const char* b);
 void binary_alpha(Call& c, AlphaFn fn, const char* tops);
 // Two tensor operands `a`, `b` (same dtype) and a Scalar attribute `s`, e.g. threshold_backward.
-void binary_scalar(Call& c, AlphaFn fn, const char* tops, const char* a, const char* b, const char* s);
+void binary_scalar(Call& c, AlphaFn fn, const char* tops, const char* a, const char* b,
+                   const char* s);
 void reduce_sum(Call& c, SumFn fn, const char* tops, bool mean);
 void reduce_extremum(Call& c, ExtremumFn fn, const char* tops);
 void reduce_all(Call& c, UnaryFn fn, const char* tops);

@@ -15,7 +15,8 @@ namespace tfl_gcu {
 Call::Call(const c10::OperatorHandle& op, torch::jit::Stack* stack, Form form)
     : op_(op), stack_(stack), form_(form) {
   const auto& schema = op.schema();
-  name_ = schema.operator_name().name + (schema.overload_name().empty() ? "" : "." + schema.overload_name());
+  name_ = schema.operator_name().name +
+          (schema.overload_name().empty() ? "" : "." + schema.overload_name());
   // Report the aten overload this kernel stands for.
   const auto sep = name_.find("::");
   if (sep != std::string::npos) name_ = "aten" + name_.substr(sep);
@@ -29,8 +30,10 @@ Call::Call(const c10::OperatorHandle& op, torch::jit::Stack* stack, Form form)
       if (!found) {
         found = t.device();
       } else if (*found != t.device()) {
-        TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, ",
-                    *found, " and ", t.device(), "! (", name_, ", vendor gcu)");
+        TORCH_CHECK(
+            false,
+            "Expected all tensors to be on the same device, but found at least two devices, ",
+            *found, " and ", t.device(), "! (", name_, ", vendor gcu)");
       }
     } else if (t.dim() != 0) {
       TORCH_CHECK(false, "Expected all tensors to be on the same device, but got ", t.device(),
@@ -40,18 +43,22 @@ Call::Call(const c10::OperatorHandle& op, torch::jit::Stack* stack, Form form)
   for (size_t i = base_; i < stack->size(); ++i) {
     const c10::IValue& v = (*stack)[i];
     if (v.isTensor()) visit(v.toTensor());
-    if (v.isTensorList()) for (const at::Tensor& t : v.toTensorList().vec()) visit(t);
+    if (v.isTensorList())
+      for (const at::Tensor& t : v.toTensorList().vec()) visit(t);
   }
   if (found) device_ = *found;
 }
 
 static size_t index_of(const c10::OperatorHandle& op, const char* arg) {
   auto i = op.schema().argumentIndexWithName(arg);
-  TORCH_INTERNAL_ASSERT(i.has_value(), "gcu kernel: ", op.schema().name(), " has no argument ", arg);
+  TORCH_INTERNAL_ASSERT(i.has_value(), "gcu kernel: ", op.schema().name(), " has no argument ",
+                        arg);
   return *i;
 }
 
-bool Call::has(const char* arg) const { return op_.schema().argumentIndexWithName(arg).has_value(); }
+bool Call::has(const char* arg) const {
+  return op_.schema().argumentIndexWithName(arg).has_value();
+}
 const c10::IValue& Call::arg(const char* a) const { return (*stack_)[base_ + index_of(op_, a)]; }
 at::Tensor Call::tensor(const char* a) const { return arg(a).toTensor(); }
 std::optional<at::Tensor> Call::opt_tensor(const char* a) const {
@@ -82,7 +89,8 @@ std::optional<at::ScalarType> Call::opt_dtype(const char* a) const {
 at::Tensor Call::target() const {
   const auto& args = op_.schema().arguments();
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i].alias_info() && args[i].alias_info()->isWrite()) return (*stack_)[base_ + i].toTensor();
+    if (args[i].alias_info() && args[i].alias_info()->isWrite())
+      return (*stack_)[base_ + i].toTensor();
   }
   TORCH_INTERNAL_ASSERT(false, "gcu kernel: ", name_, " has no mutable argument");
 }
@@ -107,7 +115,8 @@ void Call::finish(const std::vector<at::Tensor>& results) {
       at::Tensor dst = (*stack_)[base_ + i].toTensor();
       const at::Tensor& r = results[k++];
       TORCH_CHECK(at::canCast(r.scalar_type(), dst.scalar_type()), "result type ", r.scalar_type(),
-                  " can't be cast to the desired output type ", dst.scalar_type(), " (", name_, ")");
+                  " can't be cast to the desired output type ", dst.scalar_type(), " (", name_,
+                  ")");
       if (form_ == Form::Out) {
         at::native::resize_output(dst, r.sizes());
       } else {
@@ -125,17 +134,28 @@ void Call::finish(const std::vector<at::Tensor>& results) {
 topsaten::topsatenDataType_t tops_dtype(at::ScalarType t) {
   using namespace topsaten;
   switch (t) {
-    case at::kFloat: return TOPSATEN_DATA_FP32;
-    case at::kHalf: return TOPSATEN_DATA_FP16;
-    case at::kBFloat16: return TOPSATEN_DATA_BF16;
-    case at::kInt: return TOPSATEN_DATA_I32;
-    case at::kShort: return TOPSATEN_DATA_I16;
-    case at::kChar: return TOPSATEN_DATA_I8;
-    case at::kByte: return TOPSATEN_DATA_U8;
-    case at::kBool: return TOPSATEN_DATA_PRED;
-    case at::kLong: return TOPSATEN_DATA_I64;   // exists, but every op answers NOT_SUPPORT
-    case at::kDouble: return TOPSATEN_DATA_F64; // likewise
-    default: return TOPSATEN_DATA_NONE;
+    case at::kFloat:
+      return TOPSATEN_DATA_FP32;
+    case at::kHalf:
+      return TOPSATEN_DATA_FP16;
+    case at::kBFloat16:
+      return TOPSATEN_DATA_BF16;
+    case at::kInt:
+      return TOPSATEN_DATA_I32;
+    case at::kShort:
+      return TOPSATEN_DATA_I16;
+    case at::kChar:
+      return TOPSATEN_DATA_I8;
+    case at::kByte:
+      return TOPSATEN_DATA_U8;
+    case at::kBool:
+      return TOPSATEN_DATA_PRED;
+    case at::kLong:
+      return TOPSATEN_DATA_I64;  // exists, but every op answers NOT_SUPPORT
+    case at::kDouble:
+      return TOPSATEN_DATA_F64;  // likewise
+    default:
+      return TOPSATEN_DATA_NONE;
   }
 }
 
@@ -144,7 +164,8 @@ bool arithmetic_dtype(at::ScalarType t) {
 }
 
 bool storage_dtype(at::ScalarType t) {
-  return arithmetic_dtype(t) || t == at::kShort || t == at::kChar || t == at::kByte || t == at::kBool;
+  return arithmetic_dtype(t) || t == at::kShort || t == at::kChar || t == at::kByte ||
+         t == at::kBool;
 }
 
 at::Tensor prepare(const Call& c, const at::Tensor& t, at::ScalarType dtype,
@@ -170,9 +191,10 @@ Desc::Desc(const at::Tensor& t) {
     dims_ = t.sizes().vec();
     strides_ = t.strides().vec();
   }
-  t_ = topsaten::topsatenTensor(topsaten::topsatenSize_t(dims_.data(), static_cast<int64_t>(dims_.size())),
-                                topsaten::topsatenSize_t(strides_.data(), static_cast<int64_t>(strides_.size())),
-                                tops_dtype(t.scalar_type()), t.data_ptr());
+  t_ = topsaten::topsatenTensor(
+      topsaten::topsatenSize_t(dims_.data(), static_cast<int64_t>(dims_.size())),
+      topsaten::topsatenSize_t(strides_.data(), static_cast<int64_t>(strides_.size())),
+      tops_dtype(t.scalar_type()), t.data_ptr());
 }
 
 Desc::Desc() = default;
@@ -230,26 +252,45 @@ void ensure_init() {
   std::call_once(once, [] {
     using namespace topsaten;
     // The SDK wants its scratch allocator before init.
-    if ((status = topsatenMallocFuncRegister(&malloc_cb))) { failed = "topsatenMallocFuncRegister"; return; }
-    if ((status = topsatenFreeFuncRegister(&free_cb))) { failed = "topsatenFreeFuncRegister"; return; }
-    if ((status = topsatenMallocAsyncFuncRegister(&malloc_async_cb))) { failed = "topsatenMallocAsyncFuncRegister"; return; }
-    if ((status = topsatenFreeAsyncFuncRegister(&free_async_cb))) { failed = "topsatenFreeAsyncFuncRegister"; return; }
+    if ((status = topsatenMallocFuncRegister(&malloc_cb))) {
+      failed = "topsatenMallocFuncRegister";
+      return;
+    }
+    if ((status = topsatenFreeFuncRegister(&free_cb))) {
+      failed = "topsatenFreeFuncRegister";
+      return;
+    }
+    if ((status = topsatenMallocAsyncFuncRegister(&malloc_async_cb))) {
+      failed = "topsatenMallocAsyncFuncRegister";
+      return;
+    }
+    if ((status = topsatenFreeAsyncFuncRegister(&free_async_cb))) {
+      failed = "topsatenFreeAsyncFuncRegister";
+      return;
+    }
     if ((status = topsatenInit())) failed = "topsatenInit";
   });
-  TORCH_CHECK(status == topsaten::TOPSATEN_STATUS_SUCCESS, "gcu: ", failed, " failed: ", status_name(status),
-              " (vendor gcu)");
+  TORCH_CHECK(status == topsaten::TOPSATEN_STATUS_SUCCESS, "gcu: ", failed,
+              " failed: ", status_name(status), " (vendor gcu)");
 }
 
 const char* status_name(topsaten::topsatenStatus_t s) {
   using namespace topsaten;
   switch (s) {
-    case TOPSATEN_STATUS_SUCCESS: return "TOPSATEN_STATUS_SUCCESS";
-    case TOPSATEN_STATUS_ALLOC_FAILED: return "TOPSATEN_STATUS_ALLOC_FAILED";
-    case TOPSATEN_STATUS_BAD_PARAM: return "TOPSATEN_STATUS_BAD_PARAM";
-    case TOPSATEN_STATUS_NOT_SUPPORT: return "TOPSATEN_STATUS_NOT_SUPPORT";
-    case TOPSATEN_STATUS_INTERNAL_ERROR: return "TOPSATEN_STATUS_INTERNAL_ERROR";
-    case TOPSATEN_STATUS_RUNTIME_ERROR: return "TOPSATEN_STATUS_RUNTIME_ERROR";
-    case TOPSATEN_STATUS_EXECUTE_ERROR: return "TOPSATEN_STATUS_EXECUTE_ERROR";
+    case TOPSATEN_STATUS_SUCCESS:
+      return "TOPSATEN_STATUS_SUCCESS";
+    case TOPSATEN_STATUS_ALLOC_FAILED:
+      return "TOPSATEN_STATUS_ALLOC_FAILED";
+    case TOPSATEN_STATUS_BAD_PARAM:
+      return "TOPSATEN_STATUS_BAD_PARAM";
+    case TOPSATEN_STATUS_NOT_SUPPORT:
+      return "TOPSATEN_STATUS_NOT_SUPPORT";
+    case TOPSATEN_STATUS_INTERNAL_ERROR:
+      return "TOPSATEN_STATUS_INTERNAL_ERROR";
+    case TOPSATEN_STATUS_RUNTIME_ERROR:
+      return "TOPSATEN_STATUS_RUNTIME_ERROR";
+    case TOPSATEN_STATUS_EXECUTE_ERROR:
+      return "TOPSATEN_STATUS_EXECUTE_ERROR";
   }
   return "TOPSATEN_STATUS_<unknown>";
 }

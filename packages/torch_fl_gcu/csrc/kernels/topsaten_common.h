@@ -39,7 +39,7 @@ class Call {
   Form form() const { return form_; }
   bool has(const char* arg) const;
   const c10::IValue& arg(const char* arg) const;
-  at::Tensor tensor(const char* arg) const;            // CPU 0-dim scalars allowed
+  at::Tensor tensor(const char* arg) const;  // CPU 0-dim scalars allowed
   std::optional<at::Tensor> opt_tensor(const char* arg) const;
   std::vector<at::Tensor> tensors(const char* arg) const;
   at::Scalar scalar(const char* arg) const;

@@ -45,18 +45,30 @@ thread_local std::string t_error;
 
 tfl_status to_status(topsError_t e) {
   switch (e) {
-    case topsSuccess: return TFL_OK;
-    case topsErrorInvalidValue: return TFL_ERROR_INVALID_VALUE;
-    case topsErrorOutOfMemory: return TFL_ERROR_OUT_OF_MEMORY;
-    case topsErrorNotInitialized: return TFL_ERROR_NOT_INITIALIZED;
-    case topsErrorInvalidDevicePointer: return TFL_ERROR_INVALID_POINTER;
-    case topsErrorInvalidMemcpyDirection: return TFL_ERROR_INVALID_MEMCPY_KIND;
-    case topsErrorNoDevice: return TFL_ERROR_INVALID_DEVICE;
-    case topsErrorInvalidDevice: return TFL_ERROR_INVALID_DEVICE;
-    case topsErrorNotReady: return TFL_ERROR_NOT_READY;
-    case topsErrorNotSupported: return TFL_ERROR_NOT_SUPPORTED;
-    case topsErrorInvalidHandle: return TFL_ERROR_INVALID_HANDLE;
-    default: return TFL_ERROR_DEVICE;
+    case topsSuccess:
+      return TFL_OK;
+    case topsErrorInvalidValue:
+      return TFL_ERROR_INVALID_VALUE;
+    case topsErrorOutOfMemory:
+      return TFL_ERROR_OUT_OF_MEMORY;
+    case topsErrorNotInitialized:
+      return TFL_ERROR_NOT_INITIALIZED;
+    case topsErrorInvalidDevicePointer:
+      return TFL_ERROR_INVALID_POINTER;
+    case topsErrorInvalidMemcpyDirection:
+      return TFL_ERROR_INVALID_MEMCPY_KIND;
+    case topsErrorNoDevice:
+      return TFL_ERROR_INVALID_DEVICE;
+    case topsErrorInvalidDevice:
+      return TFL_ERROR_INVALID_DEVICE;
+    case topsErrorNotReady:
+      return TFL_ERROR_NOT_READY;
+    case topsErrorNotSupported:
+      return TFL_ERROR_NOT_SUPPORTED;
+    case topsErrorInvalidHandle:
+      return TFL_ERROR_INVALID_HANDLE;
+    default:
+      return TFL_ERROR_DEVICE;
   }
 }
 
@@ -81,9 +93,9 @@ int current_card() {
   return topsGetDevice(&d) == topsSuccess ? d : -1;
 }
 
-#define TOPS_CHECK(card, call, ...)                                         \
-  do {                                                                      \
-    const topsError_t _e = call;                                            \
+#define TOPS_CHECK(card, call, ...)                                            \
+  do {                                                                         \
+    const topsError_t _e = call;                                               \
     if (_e != topsSuccess) return fail_tops(#call, (card), _e, ##__VA_ARGS__); \
   } while (0)
 
@@ -105,14 +117,14 @@ class CardScope {
   topsError_t status_ = topsSuccess;
 };
 
-#define ENTER_CARD(card)                                                     \
-  CardScope _scope(card);                                                    \
+#define ENTER_CARD(card)  \
+  CardScope _scope(card); \
   if (_scope.status() != topsSuccess) return fail_tops("topsSetDevice", (card), _scope.status())
 
 // ---- pointer ownership: every device allocation goes through malloc() ----
 std::shared_mutex g_ptr_mutex;
 std::map<uintptr_t, std::pair<size_t, int>> g_device_ptrs;  // start -> (size, card)
-std::set<uintptr_t> g_host_ptrs;                             // start -> pinned host
+std::set<uintptr_t> g_host_ptrs;                            // start -> pinned host
 std::map<uintptr_t, size_t> g_host_sizes;
 
 // Owning card of a device pointer (anywhere inside an allocation), or -1.
@@ -162,8 +174,8 @@ tfl_status resolve(tfl_stream s, tfl_stream_st** out) {
   return default_stream(current_card(), out);
 }
 
-#define RESOLVE(var, s)                       \
-  tfl_stream_st* var = nullptr;               \
+#define RESOLVE(var, s)         \
+  tfl_stream_st* var = nullptr; \
   if (tfl_status _st = resolve((s), &var)) return _st
 
 // ---- host functions: an event on the stream, watched by one thread ----
@@ -198,10 +210,14 @@ void host_thread_main() {
 
 const char* kind_name(tfl_memcpy_kind k) {
   switch (k) {
-    case TFL_MEMCPY_HOST_TO_HOST: return "HostToHost";
-    case TFL_MEMCPY_HOST_TO_DEVICE: return "HostToDevice";
-    case TFL_MEMCPY_DEVICE_TO_HOST: return "DeviceToHost";
-    case TFL_MEMCPY_DEVICE_TO_DEVICE: return "DeviceToDevice";
+    case TFL_MEMCPY_HOST_TO_HOST:
+      return "HostToHost";
+    case TFL_MEMCPY_HOST_TO_DEVICE:
+      return "HostToDevice";
+    case TFL_MEMCPY_DEVICE_TO_HOST:
+      return "DeviceToHost";
+    case TFL_MEMCPY_DEVICE_TO_DEVICE:
+      return "DeviceToDevice";
   }
   return "?";
 }
@@ -237,13 +253,15 @@ tfl_status copy_card(void* dst, const void* src, tfl_memcpy_kind kind, int* card
       return TFL_OK;
   }
   return fail(TFL_ERROR_INVALID_MEMCPY_KIND,
-              std::string("topsrt runtime: memcpy kind ") + kind_name(kind) + " does not match dst " +
-                  ptr_text(dst) + (d >= 0 ? " (GCU card " + std::to_string(d) + ")" : " (host)") +
-                  " and src " + ptr_text(src) +
-                  (s >= 0 ? " (GCU card " + std::to_string(s) + ")" : " (host)"));
+              std::string("topsrt runtime: memcpy kind ") + kind_name(kind) +
+                  " does not match dst " + ptr_text(dst) +
+                  (d >= 0 ? " (GCU card " + std::to_string(d) + ")" : " (host)") + " and src " +
+                  ptr_text(src) + (s >= 0 ? " (GCU card " + std::to_string(s) + ")" : " (host)"));
 }
 
-topsMemcpyKind tops_kind(tfl_memcpy_kind k) { return static_cast<topsMemcpyKind>(static_cast<int>(k)); }
+topsMemcpyKind tops_kind(tfl_memcpy_kind k) {
+  return static_cast<topsMemcpyKind>(static_cast<int>(k));
+}
 
 // ======================= the table's functions =======================
 
@@ -394,7 +412,8 @@ tfl_status rt_memcpy(void* dst, const void* src, size_t n, tfl_memcpy_kind kind)
     std::memmove(dst, src, n);
     return TFL_OK;
   }
-  if (kind == TFL_MEMCPY_DEVICE_TO_DEVICE && other != card) return peer_sync(dst, other, src, card, n);
+  if (kind == TFL_MEMCPY_DEVICE_TO_DEVICE && other != card)
+    return peer_sync(dst, other, src, card, n);
   ENTER_CARD(card);
   // "after the current device's default stream work": order behind it first.
   tfl_stream_st* ds = nullptr;
@@ -405,10 +424,11 @@ tfl_status rt_memcpy(void* dst, const void* src, size_t n, tfl_memcpy_kind kind)
   return TFL_OK;
 }
 
-tfl_status rt_memcpy_peer_async(void* dst, int dst_device, const void* src, int src_device, size_t n,
-                                tfl_stream stream);
+tfl_status rt_memcpy_peer_async(void* dst, int dst_device, const void* src, int src_device,
+                                size_t n, tfl_stream stream);
 
-tfl_status rt_memcpy_async(void* dst, const void* src, size_t n, tfl_memcpy_kind kind, tfl_stream stream) {
+tfl_status rt_memcpy_async(void* dst, const void* src, size_t n, tfl_memcpy_kind kind,
+                           tfl_stream stream) {
   if (n == 0) return TFL_OK;
   int card = -1, other = -1;
   if (tfl_status s = copy_card(dst, src, kind, &card, &other)) return s;
@@ -424,9 +444,10 @@ tfl_status rt_memcpy_async(void* dst, const void* src, size_t n, tfl_memcpy_kind
   }
   RESOLVE(st, stream);
   if (st->device != card) {
-    return fail(TFL_ERROR_INVALID_VALUE,
-                std::string("topsrt runtime: memcpy_async ") + kind_name(kind) + " on GCU card " +
-                    std::to_string(card) + " was given a stream of card " + std::to_string(st->device));
+    return fail(TFL_ERROR_INVALID_VALUE, std::string("topsrt runtime: memcpy_async ") +
+                                             kind_name(kind) + " on GCU card " +
+                                             std::to_string(card) + " was given a stream of card " +
+                                             std::to_string(st->device));
   }
   ENTER_CARD(card);
   TOPS_CHECK(card, topsMemcpyAsync(dst, src, n, tops_kind(kind), st->stream),
@@ -457,17 +478,18 @@ tfl_status stream_after(tfl_stream_st* waiter, tfl_stream_st* signal) {
   return TFL_OK;
 }
 
-tfl_status rt_memcpy_peer_async(void* dst, int dst_device, const void* src, int src_device, size_t n,
-                                tfl_stream stream) {
+tfl_status rt_memcpy_peer_async(void* dst, int dst_device, const void* src, int src_device,
+                                size_t n, tfl_stream stream) {
   if (n == 0) return TFL_OK;
   const int d = owner_of(dst), s = owner_of(src);
   if (d != dst_device || s != src_device) {
-    return fail(TFL_ERROR_INVALID_POINTER,
-                "topsrt runtime: memcpy_peer_async dst " + ptr_text(dst) + " is " +
-                    (d >= 0 ? "on GCU card " + std::to_string(d) : std::string("not a device pointer")) +
-                    " (expected card " + std::to_string(dst_device) + "), src " + ptr_text(src) + " is " +
-                    (s >= 0 ? "on GCU card " + std::to_string(s) : std::string("not a device pointer")) +
-                    " (expected card " + std::to_string(src_device) + ")");
+    return fail(
+        TFL_ERROR_INVALID_POINTER,
+        "topsrt runtime: memcpy_peer_async dst " + ptr_text(dst) + " is " +
+            (d >= 0 ? "on GCU card " + std::to_string(d) : std::string("not a device pointer")) +
+            " (expected card " + std::to_string(dst_device) + "), src " + ptr_text(src) + " is " +
+            (s >= 0 ? "on GCU card " + std::to_string(s) : std::string("not a device pointer")) +
+            " (expected card " + std::to_string(src_device) + ")");
   }
   RESOLVE(st, stream);
   if (st->device == src_device) {
@@ -497,14 +519,14 @@ tfl_status rt_memset_async(void* ptr, int value, size_t n, tfl_stream stream) {
   if (n == 0) return TFL_OK;
   const int card = owner_of(ptr);
   if (card < 0) {
-    return fail(TFL_ERROR_INVALID_POINTER,
-                "topsrt runtime: memset_async of " + ptr_text(ptr) + ", which no GCU card allocated");
+    return fail(TFL_ERROR_INVALID_POINTER, "topsrt runtime: memset_async of " + ptr_text(ptr) +
+                                               ", which no GCU card allocated");
   }
   RESOLVE(st, stream);
   if (st->device != card) {
-    return fail(TFL_ERROR_INVALID_VALUE, "topsrt runtime: memset_async of a GCU card " +
-                                             std::to_string(card) + " pointer on a stream of card " +
-                                             std::to_string(st->device));
+    return fail(TFL_ERROR_INVALID_VALUE,
+                "topsrt runtime: memset_async of a GCU card " + std::to_string(card) +
+                    " pointer on a stream of card " + std::to_string(st->device));
   }
   ENTER_CARD(card);
   TOPS_CHECK(card, topsMemsetAsync(ptr, value, n, st->stream));
@@ -522,7 +544,8 @@ tfl_status rt_stream_create(tfl_stream* stream, int priority) {
 }
 
 tfl_status rt_stream_destroy(tfl_stream stream) {
-  if (!stream) return fail(TFL_ERROR_INVALID_HANDLE, "stream_destroy: the default stream is not destroyed");
+  if (!stream)
+    return fail(TFL_ERROR_INVALID_HANDLE, "stream_destroy: the default stream is not destroyed");
   {
     ENTER_CARD(stream->device);
     TOPS_CHECK(stream->device, topsStreamDestroy(stream->stream));
@@ -583,8 +606,9 @@ tfl_status rt_event_create(tfl_event* event, uint32_t flags) {
     return fail(TFL_ERROR_INVALID_VALUE, "event_create: unknown flags " + std::to_string(flags));
   const int card = current_card();
   topsEvent_t e = nullptr;
-  TOPS_CHECK(card, topsEventCreateWithFlags(&e, (flags & TFL_EVENT_DISABLE_TIMING) ? topsEventDisableTiming
-                                                                                    : topsEventDefault));
+  TOPS_CHECK(
+      card, topsEventCreateWithFlags(&e, (flags & TFL_EVENT_DISABLE_TIMING) ? topsEventDisableTiming
+                                                                            : topsEventDefault));
   *event = new tfl_event_st{e, card, flags};
   return TFL_OK;
 }
@@ -625,10 +649,12 @@ tfl_status rt_event_query(tfl_event event) {
 }
 
 tfl_status rt_event_elapsed_ms(float* ms, tfl_event start, tfl_event end) {
-  if (!ms || !start || !end) return fail(TFL_ERROR_INVALID_VALUE, "event_elapsed_ms: NULL argument");
+  if (!ms || !start || !end)
+    return fail(TFL_ERROR_INVALID_VALUE, "event_elapsed_ms: NULL argument");
   ENTER_CARD(end->device);
   const topsError_t e = topsEventElapsedTime(ms, start->event, end->event);
-  if (e == topsErrorNotReady) return fail_tops("topsEventElapsedTime", end->device, e, "an event has not completed");
+  if (e == topsErrorNotReady)
+    return fail_tops("topsEventElapsedTime", end->device, e, "an event has not completed");
   if (e != topsSuccess) return fail_tops("topsEventElapsedTime", end->device, e);
   return TFL_OK;
 }

@@ -76,8 +76,7 @@ topsError_t topsMemGetInfo(size_t* free_bytes, size_t* total_bytes);
 topsError_t topsMemcpy(void* dst, const void* src, size_t bytes, topsMemcpyKind kind);
 topsError_t topsMemcpyAsync(void* dst, const void* src, size_t bytes, topsMemcpyKind kind,
                             topsStream_t stream);
-topsError_t topsMemcpyPeer(void* dst, int dstDevice, const void* src, int srcDevice,
-                           size_t bytes);
+topsError_t topsMemcpyPeer(void* dst, int dstDevice, const void* src, int srcDevice, size_t bytes);
 topsError_t topsMemcpyPeerAsync(void* dst, int dstDevice, const void* src, int srcDevice,
                                 size_t bytes, topsStream_t stream);
 topsError_t topsMemset(void* dst, int value, size_t bytes);

@@ -26,8 +26,8 @@ namespace topsaten {
 
 topsatenTensor::topsatenTensor() : dtype_(TOPSATEN_DATA_NONE), data_(nullptr) {}
 
-topsatenTensor::topsatenTensor(topsatenSize_t dims, topsatenSize_t strides, topsatenDataType_t dtype,
-                               void* data)
+topsatenTensor::topsatenTensor(topsatenSize_t dims, topsatenSize_t strides,
+                               topsatenDataType_t dtype, void* data)
     : dims_(dims.data, dims.data + dims.len),
       strides_(strides.data, strides.data + strides.len),
       dtype_(dtype),
@@ -45,11 +45,22 @@ int64_t numel(const std::vector<int64_t>& d) {
 
 size_t elem_size(topsatenDataType_t t) {
   switch (t) {
-    case TOPSATEN_DATA_FP32: case TOPSATEN_DATA_I32: return 4;
-    case TOPSATEN_DATA_F64: case TOPSATEN_DATA_I64: return 8;
-    case TOPSATEN_DATA_FP16: case TOPSATEN_DATA_BF16: case TOPSATEN_DATA_I16: return 2;
-    case TOPSATEN_DATA_I8: case TOPSATEN_DATA_U8: case TOPSATEN_DATA_PRED: return 1;
-    default: return 0;
+    case TOPSATEN_DATA_FP32:
+    case TOPSATEN_DATA_I32:
+      return 4;
+    case TOPSATEN_DATA_F64:
+    case TOPSATEN_DATA_I64:
+      return 8;
+    case TOPSATEN_DATA_FP16:
+    case TOPSATEN_DATA_BF16:
+    case TOPSATEN_DATA_I16:
+      return 2;
+    case TOPSATEN_DATA_I8:
+    case TOPSATEN_DATA_U8:
+    case TOPSATEN_DATA_PRED:
+      return 1;
+    default:
+      return 0;
   }
 }
 
@@ -66,7 +77,10 @@ float half_to_float(uint16_t h) {
     } else {  // subnormal
       int e = -1;
       uint32_t m = mant;
-      do { m <<= 1; ++e; } while (!(m & 0x400));
+      do {
+        m <<= 1;
+        ++e;
+      } while (!(m & 0x400));
       bits = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (m & 0x3ff) << 13;
     }
   } else if (exp == 0x1f) {
@@ -84,9 +98,10 @@ uint16_t float_to_half(float f) {
   std::memcpy(&x, &f, 4);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t absx = x & 0x7fffffffu;
-  if (absx >= 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0));
+  if (absx >= 0x7f800000u)
+    return static_cast<uint16_t>(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0));
   if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
-  if (absx < 0x38800000u) {  // subnormal or zero: round to nearest even
+  if (absx < 0x38800000u) {                      // subnormal or zero: round to nearest even
     const float a = std::fabs(f) * 16777216.0f;  // 2^24
     return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(a)));
   }
@@ -122,29 +137,80 @@ struct Buf {
   double get(int64_t i) const {
     const char* q = p + i * static_cast<int64_t>(elem_size(dt));
     switch (dt) {
-      case TOPSATEN_DATA_FP32: { float v; std::memcpy(&v, q, 4); return v; }
-      case TOPSATEN_DATA_FP16: { uint16_t v; std::memcpy(&v, q, 2); return half_to_float(v); }
-      case TOPSATEN_DATA_BF16: { uint16_t v; std::memcpy(&v, q, 2); return bf16_to_float(v); }
-      case TOPSATEN_DATA_I32: { int32_t v; std::memcpy(&v, q, 4); return v; }
-      case TOPSATEN_DATA_I16: { int16_t v; std::memcpy(&v, q, 2); return v; }
-      case TOPSATEN_DATA_I8: return static_cast<int8_t>(*q);
-      case TOPSATEN_DATA_U8: return static_cast<uint8_t>(*q);
-      case TOPSATEN_DATA_PRED: return *q != 0 ? 1.0 : 0.0;
-      default: return 0;
+      case TOPSATEN_DATA_FP32: {
+        float v;
+        std::memcpy(&v, q, 4);
+        return v;
+      }
+      case TOPSATEN_DATA_FP16: {
+        uint16_t v;
+        std::memcpy(&v, q, 2);
+        return half_to_float(v);
+      }
+      case TOPSATEN_DATA_BF16: {
+        uint16_t v;
+        std::memcpy(&v, q, 2);
+        return bf16_to_float(v);
+      }
+      case TOPSATEN_DATA_I32: {
+        int32_t v;
+        std::memcpy(&v, q, 4);
+        return v;
+      }
+      case TOPSATEN_DATA_I16: {
+        int16_t v;
+        std::memcpy(&v, q, 2);
+        return v;
+      }
+      case TOPSATEN_DATA_I8:
+        return static_cast<int8_t>(*q);
+      case TOPSATEN_DATA_U8:
+        return static_cast<uint8_t>(*q);
+      case TOPSATEN_DATA_PRED:
+        return *q != 0 ? 1.0 : 0.0;
+      default:
+        return 0;
     }
   }
   void set(int64_t i, double v) const {
     char* q = p + i * static_cast<int64_t>(elem_size(dt));
     switch (dt) {
-      case TOPSATEN_DATA_FP32: { float f = static_cast<float>(v); std::memcpy(q, &f, 4); break; }
-      case TOPSATEN_DATA_FP16: { uint16_t h = float_to_half(static_cast<float>(v)); std::memcpy(q, &h, 2); break; }
-      case TOPSATEN_DATA_BF16: { uint16_t h = float_to_bf16(static_cast<float>(v)); std::memcpy(q, &h, 2); break; }
-      case TOPSATEN_DATA_I32: { int32_t x = static_cast<int32_t>(v); std::memcpy(q, &x, 4); break; }
-      case TOPSATEN_DATA_I16: { int16_t x = static_cast<int16_t>(v); std::memcpy(q, &x, 2); break; }
-      case TOPSATEN_DATA_I8: *q = static_cast<char>(static_cast<int8_t>(v)); break;
-      case TOPSATEN_DATA_U8: *q = static_cast<char>(static_cast<uint8_t>(static_cast<int64_t>(v))); break;
-      case TOPSATEN_DATA_PRED: *q = v != 0 ? 1 : 0; break;
-      default: break;
+      case TOPSATEN_DATA_FP32: {
+        float f = static_cast<float>(v);
+        std::memcpy(q, &f, 4);
+        break;
+      }
+      case TOPSATEN_DATA_FP16: {
+        uint16_t h = float_to_half(static_cast<float>(v));
+        std::memcpy(q, &h, 2);
+        break;
+      }
+      case TOPSATEN_DATA_BF16: {
+        uint16_t h = float_to_bf16(static_cast<float>(v));
+        std::memcpy(q, &h, 2);
+        break;
+      }
+      case TOPSATEN_DATA_I32: {
+        int32_t x = static_cast<int32_t>(v);
+        std::memcpy(q, &x, 4);
+        break;
+      }
+      case TOPSATEN_DATA_I16: {
+        int16_t x = static_cast<int16_t>(v);
+        std::memcpy(q, &x, 2);
+        break;
+      }
+      case TOPSATEN_DATA_I8:
+        *q = static_cast<char>(static_cast<int8_t>(v));
+        break;
+      case TOPSATEN_DATA_U8:
+        *q = static_cast<char>(static_cast<uint8_t>(static_cast<int64_t>(v)));
+        break;
+      case TOPSATEN_DATA_PRED:
+        *q = v != 0 ? 1 : 0;
+        break;
+      default:
+        break;
     }
   }
 };
@@ -155,7 +221,10 @@ class Call {
   Call(const char* name, St stream) {
     status_ = static_cast<topsatenStatus_t>(topsEmuInternalEnter(name));
     if (status_ != TOPSATEN_STATUS_SUCCESS) return;
-    if (!g_init) { status_ = TOPSATEN_STATUS_RUNTIME_ERROR; return; }
+    if (!g_init) {
+      status_ = TOPSATEN_STATUS_RUNTIME_ERROR;
+      return;
+    }
     int cur = -1;
     if (topsGetDevice(&cur) != topsSuccess || topsEmuInternalStreamDevice(stream) != cur) {
       status_ = TOPSATEN_STATUS_RUNTIME_ERROR;
@@ -167,11 +236,27 @@ class Call {
   Buf take(const T& t, bool index = false) {
     Buf b;
     if (!ok()) return b;
-    if (!t.defined()) { status_ = TOPSATEN_STATUS_BAD_PARAM; return b; }
-    if (t.dtype() == TOPSATEN_DATA_I64 || t.dtype() == TOPSATEN_DATA_F64) { status_ = TOPSATEN_STATUS_NOT_SUPPORT; return b; }
-    if (index && t.dtype() != TOPSATEN_DATA_I32) { status_ = TOPSATEN_STATUS_NOT_SUPPORT; return b; }
-    if (t.dims().empty()) { status_ = TOPSATEN_STATUS_BAD_PARAM; return b; }
-    for (int64_t d : t.dims()) if (d < 0) { status_ = TOPSATEN_STATUS_BAD_PARAM; return b; }
+    if (!t.defined()) {
+      status_ = TOPSATEN_STATUS_BAD_PARAM;
+      return b;
+    }
+    if (t.dtype() == TOPSATEN_DATA_I64 || t.dtype() == TOPSATEN_DATA_F64) {
+      status_ = TOPSATEN_STATUS_NOT_SUPPORT;
+      return b;
+    }
+    if (index && t.dtype() != TOPSATEN_DATA_I32) {
+      status_ = TOPSATEN_STATUS_NOT_SUPPORT;
+      return b;
+    }
+    if (t.dims().empty()) {
+      status_ = TOPSATEN_STATUS_BAD_PARAM;
+      return b;
+    }
+    for (int64_t d : t.dims())
+      if (d < 0) {
+        status_ = TOPSATEN_STATUS_BAD_PARAM;
+        return b;
+      }
     b.dt = t.dtype();
     b.dims = t.dims();
     b.n = numel(b.dims);
@@ -184,7 +269,8 @@ class Call {
     if (ok() && !cond) status_ = s;
   }
   void scalar(const S& s) {
-    if (ok() && (s.dtype == TOPSATEN_DATA_I64 || s.dtype == TOPSATEN_DATA_F64)) return;  // scalars are fine
+    if (ok() && (s.dtype == TOPSATEN_DATA_I64 || s.dtype == TOPSATEN_DATA_F64))
+      return;  // scalars are fine
   }
 
  private:
@@ -193,7 +279,10 @@ class Call {
 
 double sval(const S& s) {
   switch (s.dtype) {
-    case TOPSATEN_DATA_FP32: case TOPSATEN_DATA_F64: case TOPSATEN_DATA_FP16: case TOPSATEN_DATA_BF16:
+    case TOPSATEN_DATA_FP32:
+    case TOPSATEN_DATA_F64:
+    case TOPSATEN_DATA_FP16:
+    case TOPSATEN_DATA_BF16:
       return s.fval;
     default:
       return static_cast<double>(s.ival);
@@ -222,8 +311,8 @@ topsatenStatus_t binary(const char* name, T& out, const T& self, const T& other,
 double trunc_if_int(const Buf& o, double v) { return is_float(o.dt) ? v : std::trunc(v); }
 
 // Reduction geometry: for each input element, the output element it folds into.
-bool reduce_map(const std::vector<int64_t>& in, Z dims, bool keepdim, const std::vector<int64_t>& out_dims,
-                std::vector<int64_t>* map, int64_t* group) {
+bool reduce_map(const std::vector<int64_t>& in, Z dims, bool keepdim,
+                const std::vector<int64_t>& out_dims, std::vector<int64_t>* map, int64_t* group) {
   const int64_t r = static_cast<int64_t>(in.size());
   std::vector<bool> red(r, dims.len == 0);
   for (int64_t i = 0; i < dims.len; ++i) {
@@ -233,30 +322,39 @@ bool reduce_map(const std::vector<int64_t>& in, Z dims, bool keepdim, const std:
   }
   std::vector<int64_t> expect;
   for (int64_t i = 0; i < r; ++i) {
-    if (!red[i]) expect.push_back(in[i]);
-    else if (keepdim) expect.push_back(1);
+    if (!red[i])
+      expect.push_back(in[i]);
+    else if (keepdim)
+      expect.push_back(1);
   }
   if (numel(expect) != numel(out_dims)) return false;
   *group = 1;
-  for (int64_t i = 0; i < r; ++i) if (red[i]) *group *= in[i];
+  for (int64_t i = 0; i < r; ++i)
+    if (red[i]) *group *= in[i];
   const int64_t n = numel(in);
   map->assign(n, 0);
   std::vector<int64_t> idx(r, 0);
   for (int64_t lin = 0; lin < n; ++lin) {
     int64_t o = 0;
-    for (int64_t i = 0; i < r; ++i) if (!red[i]) o = o * in[i] + idx[i];
+    for (int64_t i = 0; i < r; ++i)
+      if (!red[i]) o = o * in[i] + idx[i];
     (*map)[lin] = o;
-    for (int64_t i = r - 1; i >= 0; --i) { if (++idx[i] < in[i]) break; idx[i] = 0; }
+    for (int64_t i = r - 1; i >= 0; --i) {
+      if (++idx[i] < in[i]) break;
+      idx[i] = 0;
+    }
   }
   return true;
 }
 
 // Outer/dim/inner split of a shape at `dim`.
-bool split(const std::vector<int64_t>& d, int64_t dim, int64_t* outer, int64_t* len, int64_t* inner) {
+bool split(const std::vector<int64_t>& d, int64_t dim, int64_t* outer, int64_t* len,
+           int64_t* inner) {
   const int64_t r = static_cast<int64_t>(d.size());
   if (dim < 0) dim += r;
   if (dim < 0 || dim >= r) return false;
-  *outer = 1; *inner = 1;
+  *outer = 1;
+  *inner = 1;
   for (int64_t i = 0; i < dim; ++i) *outer *= d[i];
   *len = d[dim];
   for (int64_t i = dim + 1; i < r; ++i) *inner *= d[i];
@@ -266,10 +364,20 @@ bool split(const std::vector<int64_t>& d, int64_t dim, int64_t* outer, int64_t* 
 }  // namespace
 
 // ---- init ----
-ATEN_API topsatenStatus_t topsatenMallocFuncRegister(topsatenMallocFunc_t fn) { g_malloc = fn; return fn ? TOPSATEN_STATUS_SUCCESS : TOPSATEN_STATUS_BAD_PARAM; }
-ATEN_API topsatenStatus_t topsatenFreeFuncRegister(topsatenFreeFunc_t fn) { g_free = fn; return fn ? TOPSATEN_STATUS_SUCCESS : TOPSATEN_STATUS_BAD_PARAM; }
-ATEN_API topsatenStatus_t topsatenMallocAsyncFuncRegister(topsatenMallocAsyncFunc_t fn) { return fn ? TOPSATEN_STATUS_SUCCESS : TOPSATEN_STATUS_BAD_PARAM; }
-ATEN_API topsatenStatus_t topsatenFreeAsyncFuncRegister(topsatenFreeAsyncFunc_t fn) { return fn ? TOPSATEN_STATUS_SUCCESS : TOPSATEN_STATUS_BAD_PARAM; }
+ATEN_API topsatenStatus_t topsatenMallocFuncRegister(topsatenMallocFunc_t fn) {
+  g_malloc = fn;
+  return fn ? TOPSATEN_STATUS_SUCCESS : TOPSATEN_STATUS_BAD_PARAM;
+}
+ATEN_API topsatenStatus_t topsatenFreeFuncRegister(topsatenFreeFunc_t fn) {
+  g_free = fn;
+  return fn ? TOPSATEN_STATUS_SUCCESS : TOPSATEN_STATUS_BAD_PARAM;
+}
+ATEN_API topsatenStatus_t topsatenMallocAsyncFuncRegister(topsatenMallocAsyncFunc_t fn) {
+  return fn ? TOPSATEN_STATUS_SUCCESS : TOPSATEN_STATUS_BAD_PARAM;
+}
+ATEN_API topsatenStatus_t topsatenFreeAsyncFuncRegister(topsatenFreeAsyncFunc_t fn) {
+  return fn ? TOPSATEN_STATUS_SUCCESS : TOPSATEN_STATUS_BAD_PARAM;
+}
 ATEN_API topsatenStatus_t topsatenInit() {
   if (int s = topsEmuInternalEnter("topsatenInit")) return static_cast<topsatenStatus_t>(s);
   // The SDK needs the allocator callbacks before init.
@@ -277,12 +385,16 @@ ATEN_API topsatenStatus_t topsatenInit() {
   g_init = true;
   return TOPSATEN_STATUS_SUCCESS;
 }
-ATEN_API topsatenStatus_t topsatenFinalize() { g_init = false; return TOPSATEN_STATUS_SUCCESS; }
+ATEN_API topsatenStatus_t topsatenFinalize() {
+  g_init = false;
+  return TOPSATEN_STATUS_SUCCESS;
+}
 
 // ---- unary ----
-#define UNARY(Name, expr) \
-  ATEN_API topsatenStatus_t topsaten##Name(T& out, const T& self, St stream) { \
-    return unary("topsaten" #Name, out, self, stream, [](double x) -> double { return expr; }); }
+#define UNARY(Name, expr)                                                                       \
+  ATEN_API topsatenStatus_t topsaten##Name(T& out, const T& self, St stream) {                  \
+    return unary("topsaten" #Name, out, self, stream, [](double x) -> double { return expr; }); \
+  }
 UNARY(Abs, std::fabs(x))
 UNARY(Neg, -x)
 UNARY(Sqrt, std::sqrt(x))
@@ -303,11 +415,25 @@ UNARY(LogicalNot, x == 0 ? 1.0 : 0.0)
 #undef UNARY
 
 // ---- binary ----
-ATEN_API topsatenStatus_t topsatenMul(T& out, const T& a, const T& b, St s) { return binary("topsatenMul", out, a, b, s, [](double x, double y) { return x * y; }); }
-ATEN_API topsatenStatus_t topsatenDiv(T& out, const T& a, const T& b, St s) { return binary("topsatenDiv", out, a, b, s, [](double x, double y) { return x / y; }); }
-ATEN_API topsatenStatus_t topsatenMaximum(T& out, const T& a, const T& b, St s) { return binary("topsatenMaximum", out, a, b, s, [](double x, double y) { return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); }); }
-ATEN_API topsatenStatus_t topsatenMinimum(T& out, const T& a, const T& b, St s) { return binary("topsatenMinimum", out, a, b, s, [](double x, double y) { return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y); }); }
-ATEN_API topsatenStatus_t topsatenPow(T& out, const T& a, const T& b, St s) { return binary("topsatenPow", out, a, b, s, [](double x, double y) { return std::pow(x, y); }); }
+ATEN_API topsatenStatus_t topsatenMul(T& out, const T& a, const T& b, St s) {
+  return binary("topsatenMul", out, a, b, s, [](double x, double y) { return x * y; });
+}
+ATEN_API topsatenStatus_t topsatenDiv(T& out, const T& a, const T& b, St s) {
+  return binary("topsatenDiv", out, a, b, s, [](double x, double y) { return x / y; });
+}
+ATEN_API topsatenStatus_t topsatenMaximum(T& out, const T& a, const T& b, St s) {
+  return binary("topsatenMaximum", out, a, b, s, [](double x, double y) {
+    return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y);
+  });
+}
+ATEN_API topsatenStatus_t topsatenMinimum(T& out, const T& a, const T& b, St s) {
+  return binary("topsatenMinimum", out, a, b, s, [](double x, double y) {
+    return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y);
+  });
+}
+ATEN_API topsatenStatus_t topsatenPow(T& out, const T& a, const T& b, St s) {
+  return binary("topsatenPow", out, a, b, s, [](double x, double y) { return std::pow(x, y); });
+}
 ATEN_API topsatenStatus_t topsatenAdd(T& out, const T& a, const T& b, const S& alpha, St s) {
   const double al = sval(alpha);
   return binary("topsatenAdd", out, a, b, s, [al](double x, double y) { return x + al * y; });
@@ -330,13 +456,17 @@ topsatenStatus_t ternary(const char* name, T& out, const T& a, const T& b, const
 }
 }  // namespace
 
-ATEN_API topsatenStatus_t topsatenAddcmul(T& out, const T& self, const T& t1, const T& t2, const S& value, St s) {
+ATEN_API topsatenStatus_t topsatenAddcmul(T& out, const T& self, const T& t1, const T& t2,
+                                          const S& value, St s) {
   const double v = sval(value);
-  return ternary("topsatenAddcmul", out, self, t1, t2, s, [v](double a, double b, double c) { return a + v * b * c; });
+  return ternary("topsatenAddcmul", out, self, t1, t2, s,
+                 [v](double a, double b, double c) { return a + v * b * c; });
 }
-ATEN_API topsatenStatus_t topsatenAddcdiv(T& out, const T& self, const T& t1, const T& t2, const S& value, St s) {
+ATEN_API topsatenStatus_t topsatenAddcdiv(T& out, const T& self, const T& t1, const T& t2,
+                                          const S& value, St s) {
   const double v = sval(value);
-  return ternary("topsatenAddcdiv", out, self, t1, t2, s, [v](double a, double b, double c) { return a + v * b / c; });
+  return ternary("topsatenAddcdiv", out, self, t1, t2, s,
+                 [v](double a, double b, double c) { return a + v * b / c; });
 }
 ATEN_API topsatenStatus_t topsatenLerp(T& out, const T& self, const T& end, const S& weight, St s) {
   const double w = sval(weight);
@@ -348,20 +478,26 @@ ATEN_API topsatenStatus_t topsatenLerp(T& out, const T& self, const T& end, cons
 
 // ---- activation backward ----
 ATEN_API topsatenStatus_t topsatenTanhBackward(T& gi, const T& go, const T& y, St s) {
-  return binary("topsatenTanhBackward", gi, go, y, s, [](double g, double t) { return g * (1 - t * t); });
+  return binary("topsatenTanhBackward", gi, go, y, s,
+                [](double g, double t) { return g * (1 - t * t); });
 }
 ATEN_API topsatenStatus_t topsatenSigmoidBackward(T& gi, const T& go, const T& y, St s) {
-  return binary("topsatenSigmoidBackward", gi, go, y, s, [](double g, double t) { return g * (1 - t) * t; });
+  return binary("topsatenSigmoidBackward", gi, go, y, s,
+                [](double g, double t) { return g * (1 - t) * t; });
 }
-ATEN_API topsatenStatus_t topsatenThresholdBackward(T& gi, const T& go, const T& x, const S& threshold, St s) {
+ATEN_API topsatenStatus_t topsatenThresholdBackward(T& gi, const T& go, const T& x,
+                                                    const S& threshold, St s) {
   const double th = sval(threshold);
-  return binary("topsatenThresholdBackward", gi, go, x, s, [th](double g, double v) { return v <= th ? 0.0 : g; });
+  return binary("topsatenThresholdBackward", gi, go, x, s,
+                [th](double g, double v) { return v <= th ? 0.0 : g; });
 }
 
 // ---- compare ----
-#define CMP(Name, op) \
+#define CMP(Name, op)                                                              \
   ATEN_API topsatenStatus_t topsaten##Name(T& out, const T& a, const T& b, St s) { \
-    return binary("topsaten" #Name, out, a, b, s, [](double x, double y) { return (x op y) ? 1.0 : 0.0; }); }
+    return binary("topsaten" #Name, out, a, b, s,                                  \
+                  [](double x, double y) { return (x op y) ? 1.0 : 0.0; });        \
+  }
 CMP(Eq, ==)
 CMP(Ne, !=)
 CMP(Lt, <)
@@ -373,15 +509,17 @@ CMP(Ge, >=)
 // ---- reductions ----
 namespace {
 template <typename Init, typename Fold, typename Fin>
-topsatenStatus_t reduce(const char* name, T& out, const T& self, Z dims, bool keepdim, topsatenDataType_t dtype,
-                        St stream, Init init, Fold fold, Fin fin) {
+topsatenStatus_t reduce(const char* name, T& out, const T& self, Z dims, bool keepdim,
+                        topsatenDataType_t dtype, St stream, Init init, Fold fold, Fin fin) {
   Call c(name, stream);
   Buf o = c.take(out), a = c.take(self);
   c.require(dtype == TOPSATEN_DATA_NONE || dtype == o.dt);
-  if (c.ok() && (dtype == TOPSATEN_DATA_I64 || dtype == TOPSATEN_DATA_F64)) return TOPSATEN_STATUS_NOT_SUPPORT;
+  if (c.ok() && (dtype == TOPSATEN_DATA_I64 || dtype == TOPSATEN_DATA_F64))
+    return TOPSATEN_STATUS_NOT_SUPPORT;
   std::vector<int64_t> map;
   int64_t group = 0;
-  if (c.ok() && !reduce_map(a.dims, dims, keepdim, o.dims, &map, &group)) return TOPSATEN_STATUS_BAD_PARAM;
+  if (c.ok() && !reduce_map(a.dims, dims, keepdim, o.dims, &map, &group))
+    return TOPSATEN_STATUS_BAD_PARAM;
   if (!c.ok()) return c.status();
   std::vector<double> acc(o.n, init());
   for (int64_t i = 0; i < a.n; ++i) acc[map[i]] = fold(acc[map[i]], a.get(i));
@@ -390,46 +528,59 @@ topsatenStatus_t reduce(const char* name, T& out, const T& self, Z dims, bool ke
 }
 }  // namespace
 
-ATEN_API topsatenStatus_t topsatenSum(T& out, const T& self, Z dims, bool keepdim, topsatenDataType_t dtype, St s) {
-  return reduce("topsatenSum", out, self, dims, keepdim, dtype, s, [] { return 0.0; },
-                [](double a, double x) { return a + x; }, [](double a, int64_t) { return a; });
+ATEN_API topsatenStatus_t topsatenSum(T& out, const T& self, Z dims, bool keepdim,
+                                      topsatenDataType_t dtype, St s) {
+  return reduce(
+      "topsatenSum", out, self, dims, keepdim, dtype, s, [] { return 0.0; },
+      [](double a, double x) { return a + x; }, [](double a, int64_t) { return a; });
 }
-ATEN_API topsatenStatus_t topsatenMean(T& out, const T& self, Z dims, bool keepdim, topsatenDataType_t dtype, St s) {
-  return reduce("topsatenMean", out, self, dims, keepdim, dtype, s, [] { return 0.0; },
-                [](double a, double x) { return a + x; }, [](double a, int64_t n) { return a / n; });
+ATEN_API topsatenStatus_t topsatenMean(T& out, const T& self, Z dims, bool keepdim,
+                                       topsatenDataType_t dtype, St s) {
+  return reduce(
+      "topsatenMean", out, self, dims, keepdim, dtype, s, [] { return 0.0; },
+      [](double a, double x) { return a + x; }, [](double a, int64_t n) { return a / n; });
 }
 ATEN_API topsatenStatus_t topsatenAmax(T& out, const T& self, Z dims, bool keepdim, St s) {
-  return reduce("topsatenAmax", out, self, dims, keepdim, TOPSATEN_DATA_NONE, s, [] { return -INFINITY; },
-                [](double a, double x) { return std::isnan(a) || std::isnan(x) ? NAN : std::max(a, x); },
-                [](double a, int64_t) { return a; });
+  return reduce(
+      "topsatenAmax", out, self, dims, keepdim, TOPSATEN_DATA_NONE, s, [] { return -INFINITY; },
+      [](double a, double x) { return std::isnan(a) || std::isnan(x) ? NAN : std::max(a, x); },
+      [](double a, int64_t) { return a; });
 }
 ATEN_API topsatenStatus_t topsatenAmin(T& out, const T& self, Z dims, bool keepdim, St s) {
-  return reduce("topsatenAmin", out, self, dims, keepdim, TOPSATEN_DATA_NONE, s, [] { return INFINITY; },
-                [](double a, double x) { return std::isnan(a) || std::isnan(x) ? NAN : std::min(a, x); },
-                [](double a, int64_t) { return a; });
+  return reduce(
+      "topsatenAmin", out, self, dims, keepdim, TOPSATEN_DATA_NONE, s, [] { return INFINITY; },
+      [](double a, double x) { return std::isnan(a) || std::isnan(x) ? NAN : std::min(a, x); },
+      [](double a, int64_t) { return a; });
 }
 ATEN_API topsatenStatus_t topsatenAll(T& out, const T& self, St s) {
-  return reduce("topsatenAll", out, self, Z(), false, TOPSATEN_DATA_NONE, s, [] { return 1.0; },
-                [](double a, double x) { return (a != 0 && x != 0) ? 1.0 : 0.0; },
-                [](double a, int64_t) { return a; });
+  return reduce(
+      "topsatenAll", out, self, Z(), false, TOPSATEN_DATA_NONE, s, [] { return 1.0; },
+      [](double a, double x) { return (a != 0 && x != 0) ? 1.0 : 0.0; },
+      [](double a, int64_t) { return a; });
 }
-ATEN_API topsatenStatus_t topsatenLinalgVectorNorm(T& out, const T& self, const S& ord, Z dims, bool keepdim,
-                                                   topsatenDataType_t dtype, St s) {
+ATEN_API topsatenStatus_t topsatenLinalgVectorNorm(T& out, const T& self, const S& ord, Z dims,
+                                                   bool keepdim, topsatenDataType_t dtype, St s) {
   const double p = sval(ord);
   if (std::isinf(p)) {
     const bool pos = p > 0;
-    return reduce("topsatenLinalgVectorNorm", out, self, dims, keepdim, dtype, s,
-                  [pos] { return pos ? 0.0 : INFINITY; },
-                  [pos](double a, double x) { return pos ? std::max(a, std::fabs(x)) : std::min(a, std::fabs(x)); },
-                  [](double a, int64_t) { return a; });
+    return reduce(
+        "topsatenLinalgVectorNorm", out, self, dims, keepdim, dtype, s,
+        [pos] { return pos ? 0.0 : INFINITY; },
+        [pos](double a, double x) {
+          return pos ? std::max(a, std::fabs(x)) : std::min(a, std::fabs(x));
+        },
+        [](double a, int64_t) { return a; });
   }
   if (p == 0) {
-    return reduce("topsatenLinalgVectorNorm", out, self, dims, keepdim, dtype, s, [] { return 0.0; },
-                  [](double a, double x) { return a + (x != 0 ? 1.0 : 0.0); }, [](double a, int64_t) { return a; });
+    return reduce(
+        "topsatenLinalgVectorNorm", out, self, dims, keepdim, dtype, s, [] { return 0.0; },
+        [](double a, double x) { return a + (x != 0 ? 1.0 : 0.0); },
+        [](double a, int64_t) { return a; });
   }
-  return reduce("topsatenLinalgVectorNorm", out, self, dims, keepdim, dtype, s, [] { return 0.0; },
-                [p](double a, double x) { return a + std::pow(std::fabs(x), p); },
-                [p](double a, int64_t) { return std::pow(a, 1.0 / p); });
+  return reduce(
+      "topsatenLinalgVectorNorm", out, self, dims, keepdim, dtype, s, [] { return 0.0; },
+      [p](double a, double x) { return a + std::pow(std::fabs(x), p); },
+      [p](double a, int64_t) { return std::pow(a, 1.0 / p); });
 }
 
 // ---- matmul ----
@@ -481,8 +632,8 @@ ATEN_API topsatenStatus_t topsatenBmm(T& out, const T& self, const T& mat2, St s
   return TOPSATEN_STATUS_SUCCESS;
 }
 
-ATEN_API topsatenStatus_t topsatenAddmm(T& out, const T& self, const T& mat1, const T& mat2, const S& beta,
-                                        const S& alpha, St s) {
+ATEN_API topsatenStatus_t topsatenAddmm(T& out, const T& self, const T& mat1, const T& mat2,
+                                        const S& beta, const S& alpha, St s) {
   Call c("topsatenAddmm", s);
   Buf o = c.take(out), in = c.take(self), a = c.take(mat1), b = c.take(mat2);
   c.require(a.dims.size() == 2 && b.dims.size() == 2 && o.dims.size() == 2);
@@ -498,8 +649,8 @@ ATEN_API topsatenStatus_t topsatenAddmm(T& out, const T& self, const T& mat1, co
 
 // ---- softmax ----
 namespace {
-topsatenStatus_t softmax(const char* name, T& out, const T& self, int64_t dim, bool half_to_float, St s,
-                         bool log) {
+topsatenStatus_t softmax(const char* name, T& out, const T& self, int64_t dim, bool half_to_float,
+                         St s, bool log) {
   Call c(name, s);
   Buf o = c.take(out), a = c.take(self);
   c.require(o.dims == a.dims);
@@ -522,7 +673,8 @@ topsatenStatus_t softmax(const char* name, T& out, const T& self, int64_t dim, b
   return TOPSATEN_STATUS_SUCCESS;
 }
 
-topsatenStatus_t softmax_bwd(const char* name, T& gi, const T& go, const T& out, int64_t dim, St s, bool log) {
+topsatenStatus_t softmax_bwd(const char* name, T& gi, const T& go, const T& out, int64_t dim, St s,
+                             bool log) {
   Call c(name, s);
   Buf g = c.take(gi), gy = c.take(go), y = c.take(out);
   c.require(g.dims == gy.dims && gy.dims == y.dims);
@@ -546,15 +698,28 @@ topsatenStatus_t softmax_bwd(const char* name, T& gi, const T& go, const T& out,
 }
 }  // namespace
 
-ATEN_API topsatenStatus_t topsatenSoftmaxForward(T& out, const T& self, int64_t dim, bool h2f, St s) { return softmax("topsatenSoftmaxForward", out, self, dim, h2f, s, false); }
-ATEN_API topsatenStatus_t topsatenLogSoftmaxForward(T& out, const T& self, int64_t dim, bool h2f, St s) { return softmax("topsatenLogSoftmaxForward", out, self, dim, h2f, s, true); }
-ATEN_API topsatenStatus_t topsatenSoftmaxBackward(T& gi, const T& go, const T& out, int64_t dim, St s) { return softmax_bwd("topsatenSoftmaxBackward", gi, go, out, dim, s, false); }
-ATEN_API topsatenStatus_t topsatenLogSoftmaxBackward(T& gi, const T& go, const T& out, int64_t dim, St s) { return softmax_bwd("topsatenLogSoftmaxBackward", gi, go, out, dim, s, true); }
+ATEN_API topsatenStatus_t topsatenSoftmaxForward(T& out, const T& self, int64_t dim, bool h2f,
+                                                 St s) {
+  return softmax("topsatenSoftmaxForward", out, self, dim, h2f, s, false);
+}
+ATEN_API topsatenStatus_t topsatenLogSoftmaxForward(T& out, const T& self, int64_t dim, bool h2f,
+                                                    St s) {
+  return softmax("topsatenLogSoftmaxForward", out, self, dim, h2f, s, true);
+}
+ATEN_API topsatenStatus_t topsatenSoftmaxBackward(T& gi, const T& go, const T& out, int64_t dim,
+                                                  St s) {
+  return softmax_bwd("topsatenSoftmaxBackward", gi, go, out, dim, s, false);
+}
+ATEN_API topsatenStatus_t topsatenLogSoftmaxBackward(T& gi, const T& go, const T& out, int64_t dim,
+                                                     St s) {
+  return softmax_bwd("topsatenLogSoftmaxBackward", gi, go, out, dim, s, true);
+}
 
 // ---- layer norm ----
 // The measured S60 defect: SUCCESS, and nothing written.
-ATEN_API topsatenStatus_t topsatenNativeLayerNormBackward(T& gi, T& gw, T& gb, const T& go, const T& input, Z,
-                                                          const T& mean, const T& rstd, const T&, const T&, St s) {
+ATEN_API topsatenStatus_t topsatenNativeLayerNormBackward(T& gi, T& gw, T& gb, const T& go,
+                                                          const T& input, Z, const T& mean,
+                                                          const T& rstd, const T&, const T&, St s) {
   Call c("topsatenNativeLayerNormBackward", s);
   c.take(gi);
   c.take(go);
@@ -566,8 +731,9 @@ ATEN_API topsatenStatus_t topsatenNativeLayerNormBackward(T& gi, T& gw, T& gb, c
   return c.status();
 }
 
-ATEN_API topsatenStatus_t topsatenNativeLayerNorm(T& out, T& mean, T& rstd, const T& input, Z normalized_shape,
-                                                  const T& weight, const T& bias, double eps, St s) {
+ATEN_API topsatenStatus_t topsatenNativeLayerNorm(T& out, T& mean, T& rstd, const T& input,
+                                                  Z normalized_shape, const T& weight,
+                                                  const T& bias, double eps, St s) {
   Call c("topsatenNativeLayerNorm", s);
   Buf o = c.take(out), mu = c.take(mean), rs = c.take(rstd), x = c.take(input);
   Buf w, b;
@@ -583,12 +749,16 @@ ATEN_API topsatenStatus_t topsatenNativeLayerNorm(T& out, T& mean, T& rstd, cons
     N *= d;
   }
   const int64_t M = N ? x.n / N : 0;
-  if (mu.n != M || rs.n != M || (w.p && w.n != N) || (b.p && b.n != N)) return TOPSATEN_STATUS_BAD_PARAM;
+  if (mu.n != M || rs.n != M || (w.p && w.n != N) || (b.p && b.n != N))
+    return TOPSATEN_STATUS_BAD_PARAM;
   for (int64_t r = 0; r < M; ++r) {
     double sum = 0, sq = 0;
     for (int64_t i = 0; i < N; ++i) sum += x.get(r * N + i);
     const double m = sum / N;
-    for (int64_t i = 0; i < N; ++i) { const double d = x.get(r * N + i) - m; sq += d * d; }
+    for (int64_t i = 0; i < N; ++i) {
+      const double d = x.get(r * N + i) - m;
+      sq += d * d;
+    }
     const double inv = 1.0 / std::sqrt(sq / N + eps);
     mu.set(r, m);
     rs.set(r, inv);
@@ -610,7 +780,8 @@ ATEN_API topsatenStatus_t topsatenArange(T& out, const S& start, const S& end, c
   c.require(dtype == o.dt && layout == 0 && !pin);
   if (!c.ok()) return c.status();
   const double a = sval(start), st = sval(step), e = sval(end);
-  if (st == 0 || std::ceil((e - a) / st) != static_cast<double>(o.n)) return TOPSATEN_STATUS_BAD_PARAM;
+  if (st == 0 || std::ceil((e - a) / st) != static_cast<double>(o.n))
+    return TOPSATEN_STATUS_BAD_PARAM;
   for (int64_t i = 0; i < o.n; ++i) o.set(i, a + static_cast<double>(i) * st);
   return TOPSATEN_STATUS_SUCCESS;
 }
@@ -632,7 +803,8 @@ ATEN_API topsatenStatus_t topsatenZero(T& self, St s) {
   return TOPSATEN_STATUS_SUCCESS;
 }
 
-ATEN_API topsatenStatus_t topsatenMasked_fill(T& out, const T& self, const T& mask, const S& value, St s) {
+ATEN_API topsatenStatus_t topsatenMasked_fill(T& out, const T& self, const T& mask, const S& value,
+                                              St s) {
   Call c("topsatenMasked_fill", s);
   Buf o = c.take(out), a = c.take(self), m = c.take(mask);
   c.require(m.dt == TOPSATEN_DATA_PRED);
@@ -643,7 +815,8 @@ ATEN_API topsatenStatus_t topsatenMasked_fill(T& out, const T& self, const T& ma
   return TOPSATEN_STATUS_SUCCESS;
 }
 
-ATEN_API topsatenStatus_t topsatenWhere(T& out, const T& cond, const T& self, const T& other, St s) {
+ATEN_API topsatenStatus_t topsatenWhere(T& out, const T& cond, const T& self, const T& other,
+                                        St s) {
   Call c("topsatenWhere", s);
   Buf o = c.take(out), k = c.take(cond), a = c.take(self), b = c.take(other);
   c.require(k.dt == TOPSATEN_DATA_PRED);
@@ -654,7 +827,8 @@ ATEN_API topsatenStatus_t topsatenWhere(T& out, const T& cond, const T& self, co
 }
 
 // ---- indexing ----
-ATEN_API topsatenStatus_t topsatenIndexSelect(T& out, const T& self, int64_t dim, const T& index, St s) {
+ATEN_API topsatenStatus_t topsatenIndexSelect(T& out, const T& self, int64_t dim, const T& index,
+                                              St s) {
   Call c("topsatenIndexSelect", s);
   Buf o = c.take(out), a = c.take(self), ix = c.take(index, /*index=*/true);
   int64_t outer = 0, len = 0, inner = 0;
@@ -668,23 +842,26 @@ ATEN_API topsatenStatus_t topsatenIndexSelect(T& out, const T& self, int64_t dim
   for (int64_t b = 0; b < outer; ++b)
     for (int64_t j = 0; j < ix.n; ++j) {
       const int64_t k = static_cast<int64_t>(ix.get(j));
-      for (int64_t i = 0; i < inner; ++i) o.set((b * ix.n + j) * inner + i, a.get((b * len + k) * inner + i));
+      for (int64_t i = 0; i < inner; ++i)
+        o.set((b * ix.n + j) * inner + i, a.get((b * len + k) * inner + i));
     }
   return TOPSATEN_STATUS_SUCCESS;
 }
 
-ATEN_API topsatenStatus_t topsatenIndexFill(T& out, const T& self, int64_t dim, const T& index, const S& value,
-                                            St s) {
+ATEN_API topsatenStatus_t topsatenIndexFill(T& out, const T& self, int64_t dim, const T& index,
+                                            const S& value, St s) {
   Call c("topsatenIndexFill", s);
   Buf o = c.take(out), a = c.take(self), ix = c.take(index, /*index=*/true);
   int64_t outer = 0, len = 0, inner = 0;
-  c.require(c.ok() && ix.dims.size() == 1 && split(a.dims, dim, &outer, &len, &inner) && o.dims == a.dims);
+  c.require(c.ok() && ix.dims.size() == 1 && split(a.dims, dim, &outer, &len, &inner) &&
+            o.dims == a.dims);
   if (!c.ok()) return c.status();
   for (int64_t j = 0; j < ix.n; ++j) {
     const int64_t k = static_cast<int64_t>(ix.get(j));
     if (k < 0 || k >= len) return TOPSATEN_STATUS_EXECUTE_ERROR;
   }
-  if (o.p != a.p) for (int64_t i = 0; i < a.n; ++i) o.set(i, a.get(i));
+  if (o.p != a.p)
+    for (int64_t i = 0; i < a.n; ++i) o.set(i, a.get(i));
   const double v = sval(value);
   for (int64_t j = 0; j < ix.n; ++j) {
     const int64_t k = static_cast<int64_t>(ix.get(j));
@@ -724,7 +901,8 @@ ATEN_API topsatenStatus_t topsatenNonzero(T& out, int64_t* num_nonzero, const T&
   Call c("topsatenNonzero", s);
   Buf o = c.take(out, /*index=*/true), a = c.take(self);
   const int64_t r = static_cast<int64_t>(a.dims.size());
-  c.require(num_nonzero != nullptr && o.dims.size() == 2 && c.ok() && o.dims[0] == a.n && o.dims[1] == r);
+  c.require(num_nonzero != nullptr && o.dims.size() == 2 && c.ok() && o.dims[0] == a.n &&
+            o.dims[1] == r);
   if (!c.ok()) return c.status();
   std::vector<int64_t> idx(r, 0);
   int64_t rows = 0;
@@ -733,13 +911,17 @@ ATEN_API topsatenStatus_t topsatenNonzero(T& out, int64_t* num_nonzero, const T&
       for (int64_t d = 0; d < r; ++d) o.set(rows * r + d, static_cast<double>(idx[d]));
       ++rows;
     }
-    for (int64_t d = r - 1; d >= 0; --d) { if (++idx[d] < a.dims[d]) break; idx[d] = 0; }
+    for (int64_t d = r - 1; d >= 0; --d) {
+      if (++idx[d] < a.dims[d]) break;
+      idx[d] = 0;
+    }
   }
   *num_nonzero = rows;
   return TOPSATEN_STATUS_SUCCESS;
 }
 
-ATEN_API topsatenStatus_t topsatenIndex(T& out, const T& self, const std::vector<T>& indices, St s) {
+ATEN_API topsatenStatus_t topsatenIndex(T& out, const T& self, const std::vector<T>& indices,
+                                        St s) {
   Call c("topsatenIndex", s);
   Buf o = c.take(out), a = c.take(self);
   std::vector<Buf> ix;
@@ -747,7 +929,8 @@ ATEN_API topsatenStatus_t topsatenIndex(T& out, const T& self, const std::vector
   const int64_t k = static_cast<int64_t>(ix.size());
   c.require(k >= 1 && k <= static_cast<int64_t>(a.dims.size()));
   if (!c.ok()) return c.status();
-  for (const Buf& b : ix) if (b.dims != ix[0].dims) return TOPSATEN_STATUS_BAD_PARAM;  // no broadcasting
+  for (const Buf& b : ix)
+    if (b.dims != ix[0].dims) return TOPSATEN_STATUS_BAD_PARAM;  // no broadcasting
   int64_t inner = 1;
   for (size_t d = k; d < a.dims.size(); ++d) inner *= a.dims[d];
   const int64_t m = ix[0].n;
@@ -795,15 +978,16 @@ ATEN_API topsatenStatus_t topsatenCat(T& out, const std::vector<T>& tensors, int
   return TOPSATEN_STATUS_SUCCESS;
 }
 
-ATEN_API topsatenStatus_t topsatenUpsampleNearestExact2d(T& out, const T& self, Z output_size, double scales_h,
-                                                         double scales_w, St s) {
+ATEN_API topsatenStatus_t topsatenUpsampleNearestExact2d(T& out, const T& self, Z output_size,
+                                                         double scales_h, double scales_w, St s) {
   Call c("topsatenUpsampleNearestExact2d", s);
   Buf o = c.take(out), a = c.take(self);
   c.require(a.dims.size() == 4 && o.dims.size() == 4 && output_size.len == 2);
-  c.require(c.ok() && o.dims[0] == a.dims[0] && o.dims[1] == a.dims[1] && o.dims[2] == output_size.data[0] &&
-            o.dims[3] == output_size.data[1]);
+  c.require(c.ok() && o.dims[0] == a.dims[0] && o.dims[1] == a.dims[1] &&
+            o.dims[2] == output_size.data[0] && o.dims[3] == output_size.data[1]);
   if (!c.ok()) return c.status();
-  const int64_t NC = a.dims[0] * a.dims[1], H = a.dims[2], W = a.dims[3], OH = o.dims[2], OW = o.dims[3];
+  const int64_t NC = a.dims[0] * a.dims[1], H = a.dims[2], W = a.dims[3], OH = o.dims[2],
+                OW = o.dims[3];
   const double sh = scales_h > 0 ? 1.0 / scales_h : static_cast<double>(H) / OH;
   const double sw = scales_w > 0 ? 1.0 / scales_w : static_cast<double>(W) / OW;
   for (int64_t p = 0; p < NC; ++p)

@@ -60,7 +60,7 @@ struct itopsEvent_t {
 
 namespace {
 
-constexpr uintptr_t kBase = 0x200000000000ull;  // 32 TiB: outside glibc's heap and mmap areas
+constexpr uintptr_t kBase = 0x200000000000ull;     // 32 TiB: outside glibc's heap and mmap areas
 constexpr uintptr_t kCardSpan = 0x10000000000ull;  // 1 TiB of address space per card
 
 struct Allocation {
@@ -124,8 +124,8 @@ int enter_locked(const char* name) {
 }
 
 // Every API function starts with this: lock, count, injected fault.
-#define ENTER(name)                                           \
-  Lock _lock(g_mutex);                                        \
+#define ENTER(name)    \
+  Lock _lock(g_mutex); \
   if (int _inj = enter_locked(name)) return fail(static_cast<topsError_t>(_inj))
 
 // The allocation of `card` containing [p, p + n), or nullptr.
@@ -349,7 +349,8 @@ topsError_t copy_locked(void* dst, const void* src, size_t n, topsMemcpyKind kin
   }
   switch (kind) {
     case topsMemcpyHostToHost:
-      if (card_of_range(dst) >= 0 || card_of_range(src) >= 0) return fail(topsErrorInvalidMemcpyDirection);
+      if (card_of_range(dst) >= 0 || card_of_range(src) >= 0)
+        return fail(topsErrorInvalidMemcpyDirection);
       std::memmove(dst, src, n);
       return topsSuccess;
     case topsMemcpyHostToDevice: {
@@ -463,7 +464,8 @@ EMU_API topsError_t topsStreamCreate(topsStream_t* stream) {
 
 EMU_API topsError_t topsStreamDestroy(topsStream_t stream) {
   ENTER("topsStreamDestroy");
-  if (!stream || !g_streams->count(stream) || stream->is_default) return fail(topsErrorInvalidHandle);
+  if (!stream || !g_streams->count(stream) || stream->is_default)
+    return fail(topsErrorInvalidHandle);
   drain_all(stream);
   for (itopsEvent_t* e : *g_events) {
     if (e->stream == stream) e->stream = nullptr;
@@ -490,7 +492,8 @@ EMU_API topsError_t topsStreamSynchronize(topsStream_t stream) {
   return topsSuccess;
 }
 
-EMU_API topsError_t topsStreamWaitEvent(topsStream_t stream, topsEvent_t event, unsigned int flags) {
+EMU_API topsError_t topsStreamWaitEvent(topsStream_t stream, topsEvent_t event,
+                                        unsigned int flags) {
   ENTER("topsStreamWaitEvent");
   itopsStream_t* s = stream_of(stream);
   if (!s || !event || !g_events->count(event)) return fail(topsErrorInvalidHandle);
@@ -503,7 +506,8 @@ EMU_API topsError_t topsStreamWaitEvent(topsStream_t stream, topsEvent_t event, 
 
 EMU_API topsError_t topsEventCreateWithFlags(topsEvent_t* event, unsigned flags) {
   ENTER("topsEventCreateWithFlags");
-  if (!event || flags > (topsEventBlockingSync | topsEventDisableTiming)) return fail(topsErrorInvalidValue);
+  if (!event || flags > (topsEventBlockingSync | topsEventDisableTiming))
+    return fail(topsErrorInvalidValue);
   auto* e = new itopsEvent_t();
   e->flags = flags;
   g_events->insert(e);
@@ -554,7 +558,8 @@ EMU_API topsError_t topsEventDestroy(topsEvent_t event) {
 EMU_API topsError_t topsEventElapsedTime(float* ms, topsEvent_t start, topsEvent_t stop) {
   ENTER("topsEventElapsedTime");
   if (!ms) return fail(topsErrorInvalidValue);
-  if (!start || !stop || !g_events->count(start) || !g_events->count(stop)) return fail(topsErrorInvalidHandle);
+  if (!start || !stop || !g_events->count(start) || !g_events->count(stop))
+    return fail(topsErrorInvalidHandle);
   if ((start->flags | stop->flags) & topsEventDisableTiming) return fail(topsErrorInvalidHandle);
   if (!start->recorded || !stop->recorded) return fail(topsErrorInvalidHandle);
   for (itopsEvent_t* e : {start, stop}) {
@@ -568,20 +573,34 @@ EMU_API topsError_t topsEventElapsedTime(float* ms, topsEvent_t start, topsEvent
 
 EMU_API const char* topsGetErrorString(topsError_t error) {
   switch (error) {
-    case topsSuccess: return "topsSuccess: no error";
-    case topsErrorInvalidValue: return "topsErrorInvalidValue: invalid argument";
-    case topsErrorOutOfMemory: return "topsErrorOutOfMemory: out of memory";
-    case topsErrorNotInitialized: return "topsErrorNotInitialized: initialization error";
-    case topsErrorInvalidDevicePointer: return "topsErrorInvalidDevicePointer: invalid device pointer";
-    case topsErrorInvalidMemcpyDirection: return "topsErrorInvalidMemcpyDirection: invalid copy direction";
-    case topsErrorNoDevice: return "topsErrorNoDevice: no GCU device is detected";
-    case topsErrorInvalidDevice: return "topsErrorInvalidDevice: invalid device ordinal";
-    case topsErrorPeerAccessUnsupported: return "topsErrorPeerAccessUnsupported: peer access is not supported";
-    case topsErrorInvalidHandle: return "topsErrorInvalidHandle: invalid resource handle";
-    case topsErrorNotReady: return "topsErrorNotReady: device not ready";
-    case topsErrorIllegalAddress: return "topsErrorIllegalAddress: an illegal memory access was encountered";
-    case topsErrorNotSupported: return "topsErrorNotSupported: operation not supported";
-    case topsErrorUnknown: return "topsErrorUnknown: unknown error";
+    case topsSuccess:
+      return "topsSuccess: no error";
+    case topsErrorInvalidValue:
+      return "topsErrorInvalidValue: invalid argument";
+    case topsErrorOutOfMemory:
+      return "topsErrorOutOfMemory: out of memory";
+    case topsErrorNotInitialized:
+      return "topsErrorNotInitialized: initialization error";
+    case topsErrorInvalidDevicePointer:
+      return "topsErrorInvalidDevicePointer: invalid device pointer";
+    case topsErrorInvalidMemcpyDirection:
+      return "topsErrorInvalidMemcpyDirection: invalid copy direction";
+    case topsErrorNoDevice:
+      return "topsErrorNoDevice: no GCU device is detected";
+    case topsErrorInvalidDevice:
+      return "topsErrorInvalidDevice: invalid device ordinal";
+    case topsErrorPeerAccessUnsupported:
+      return "topsErrorPeerAccessUnsupported: peer access is not supported";
+    case topsErrorInvalidHandle:
+      return "topsErrorInvalidHandle: invalid resource handle";
+    case topsErrorNotReady:
+      return "topsErrorNotReady: device not ready";
+    case topsErrorIllegalAddress:
+      return "topsErrorIllegalAddress: an illegal memory access was encountered";
+    case topsErrorNotSupported:
+      return "topsErrorNotSupported: operation not supported";
+    case topsErrorUnknown:
+      return "topsErrorUnknown: unknown error";
   }
   return "unrecognized topsError_t";
 }
@@ -637,7 +656,8 @@ EMU_API topsError_t topsEmuLaunchForeign(topsStream_t stream, void* dst, const v
   init_locked();
   itopsStream_t* s = stream_of(stream);
   if (!s) return fail(topsErrorInvalidHandle);
-  if (!resolve_on(s->device, dst, std::max<size_t>(bytes, 1))) return fail(topsErrorInvalidDevicePointer);
+  if (!resolve_on(s->device, dst, std::max<size_t>(bytes, 1)))
+    return fail(topsErrorInvalidDevicePointer);
   itopsStream_t::Item item;
   item.seq = s->next_seq++;
   item.dst = dst;

@@ -106,7 +106,9 @@ tfl_status malloc_(void** ptr, size_t size) {
     return TFL_OK;
   }
   return guarded("malloc", [&] {
-    lazy_init(); *ptr = c10::getDeviceAllocator(g_type)->raw_allocate(size); });
+    lazy_init();
+    *ptr = c10::getDeviceAllocator(g_type)->raw_allocate(size);
+  });
 }
 
 tfl_status free_(void* ptr) {
@@ -117,7 +119,9 @@ tfl_status free_(void* ptr) {
 tfl_status host_malloc(void** ptr, size_t size) {
   if (!ptr) return TFL_ERROR_INVALID_VALUE;
   return guarded("host_malloc", [&] {
-    lazy_init(); *ptr = at::getHostAllocator(g_type)->raw_allocate(size); });
+    lazy_init();
+    *ptr = at::getHostAllocator(g_type)->raw_allocate(size);
+  });
 }
 
 tfl_status host_free(void* ptr) {
@@ -144,9 +148,8 @@ tfl_status pointer_info(const void* ptr, tfl_pointer_kind* kind, int* device) {
 // Byte tensors over raw pointers, copied with ATen (the mirrored backend's
 // own copy kernels pick cudaMemcpyAsync & co. on the current stream).
 at::Tensor bytes(void* p, size_t n, bool on_device, c10::DeviceIndex device) {
-  const auto opts = at::TensorOptions()
-                        .dtype(at::kByte)
-                        .device(on_device ? c10::Device(g_type, device) : c10::Device(c10::kCPU));
+  const auto opts = at::TensorOptions().dtype(at::kByte).device(
+      on_device ? c10::Device(g_type, device) : c10::Device(c10::kCPU));
   return at::from_blob(p, {static_cast<int64_t>(n)}, opts);
 }
 
@@ -191,9 +194,9 @@ tfl_status memcpy_peer_async(void* dst, int dst_device, const void* src, int src
     try {
       at::from_blob(dst, {static_cast<int64_t>(n)},
                     at::TensorOptions().dtype(at::kByte).device(c10::Device(g_type, dst_device)))
-          .copy_(at::from_blob(const_cast<void*>(src), {static_cast<int64_t>(n)},
-                               at::TensorOptions().dtype(at::kByte).device(
-                                   c10::Device(g_type, src_device))),
+          .copy_(at::from_blob(
+                     const_cast<void*>(src), {static_cast<int64_t>(n)},
+                     at::TensorOptions().dtype(at::kByte).device(c10::Device(g_type, src_device))),
                  true);
     } catch (...) {
       impl()->exchangeStream(prev);
@@ -225,14 +228,16 @@ tfl_status stream_create(tfl_stream* stream, int priority) {
   // The mirrored backend pools its streams (as CUDA does); "creating" takes
   // the next pooled one and destroying returns nothing.
   return guarded("stream_create", [&] {
-    *stream = handle_of(impl()->getStreamFromGlobalPool(c10::Device(g_type, current()), priority < 0));
+    *stream =
+        handle_of(impl()->getStreamFromGlobalPool(c10::Device(g_type, current()), priority < 0));
   });
 }
 
 tfl_status stream_destroy(tfl_stream) { return TFL_OK; }
 
 tfl_status stream_synchronize(tfl_stream stream) {
-  return guarded("stream_synchronize", [&] { impl()->synchronizeStream(stream_of(stream, current())); });
+  return guarded("stream_synchronize",
+                 [&] { impl()->synchronizeStream(stream_of(stream, current())); });
 }
 
 tfl_status stream_query(tfl_stream stream) {
@@ -252,8 +257,9 @@ tfl_status stream_wait_event(tfl_stream stream, tfl_event event) {
 }
 
 tfl_status launch_host_func(tfl_stream, tfl_host_fn, void*) {
-  t_last_error = "launch_host_func: c10 has no device-generic host callback; the delegate "
-                 "runtime's glue never needs one (the mirrored allocators manage their own reuse)";
+  t_last_error =
+      "launch_host_func: c10 has no device-generic host callback; the delegate "
+      "runtime's glue never needs one (the mirrored allocators manage their own reuse)";
   return TFL_ERROR_NOT_SUPPORTED;
 }
 
@@ -282,7 +288,7 @@ tfl_status event_record(tfl_event event, tfl_stream stream) {
                 " recorded on device ", dev);
     e->device = dev;
     const auto flag = (e->flags & TFL_EVENT_DISABLE_TIMING) ? c10::EventFlag::PYTORCH_DEFAULT
-                                                           : c10::EventFlag::BACKEND_DEFAULT;
+                                                            : c10::EventFlag::BACKEND_DEFAULT;
     impl()->record(&e->native, stream_of(stream, dev), dev, flag);
   });
 }

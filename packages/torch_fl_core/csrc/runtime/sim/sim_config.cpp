@@ -71,14 +71,27 @@ bool parse_bytes(const char* text, size_t* out) noexcept {
   if (errno != 0) return false;
   unsigned shift = 0;
   switch (std::toupper(static_cast<unsigned char>(*end))) {
-    case 'K': shift = 10; ++end; break;
-    case 'M': shift = 20; ++end; break;
-    case 'G': shift = 30; ++end; break;
-    case 'T': shift = 40; ++end; break;
-    default: break;
+    case 'K':
+      shift = 10;
+      ++end;
+      break;
+    case 'M':
+      shift = 20;
+      ++end;
+      break;
+    case 'G':
+      shift = 30;
+      ++end;
+      break;
+    case 'T':
+      shift = 40;
+      ++end;
+      break;
+    default:
+      break;
   }
   if (shift != 0 && (*end == 'i' || *end == 'I')) ++end;  // "4GiB"
-  if (*end == 'B' || *end == 'b') ++end;                    // "4GB", "4096B"
+  if (*end == 'B' || *end == 'b') ++end;                  // "4GB", "4096B"
   if (*end != '\0') return false;
   const unsigned long long limit = static_cast<unsigned long long>(SIZE_MAX) >> shift;
   if (value > limit) return false;

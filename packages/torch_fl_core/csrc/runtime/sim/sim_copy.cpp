@@ -35,10 +35,14 @@ namespace {
 
 const char* kind_name(tfl_memcpy_kind kind) {
   switch (kind) {
-    case TFL_MEMCPY_HOST_TO_HOST: return "TFL_MEMCPY_HOST_TO_HOST";
-    case TFL_MEMCPY_HOST_TO_DEVICE: return "TFL_MEMCPY_HOST_TO_DEVICE";
-    case TFL_MEMCPY_DEVICE_TO_HOST: return "TFL_MEMCPY_DEVICE_TO_HOST";
-    case TFL_MEMCPY_DEVICE_TO_DEVICE: return "TFL_MEMCPY_DEVICE_TO_DEVICE";
+    case TFL_MEMCPY_HOST_TO_HOST:
+      return "TFL_MEMCPY_HOST_TO_HOST";
+    case TFL_MEMCPY_HOST_TO_DEVICE:
+      return "TFL_MEMCPY_HOST_TO_DEVICE";
+    case TFL_MEMCPY_DEVICE_TO_HOST:
+      return "TFL_MEMCPY_DEVICE_TO_HOST";
+    case TFL_MEMCPY_DEVICE_TO_DEVICE:
+      return "TFL_MEMCPY_DEVICE_TO_DEVICE";
   }
   return "an unknown kind";
 }
@@ -50,7 +54,9 @@ struct Operand {
   AllocationInfo alloc;
 };
 
-Operand operand(const char* role, const void* ptr) { return Operand{role, ptr, find_allocation(ptr)}; }
+Operand operand(const char* role, const void* ptr) {
+  return Operand{role, ptr, find_allocation(ptr)};
+}
 
 tfl_status check_in_bounds(const char* fn, const Operand& op, size_t n) {
   if (op.alloc.kind == TFL_POINTER_UNKNOWN || op.alloc.contains(op.ptr, n)) return TFL_OK;
@@ -62,7 +68,8 @@ tfl_status check_in_bounds(const char* fn, const Operand& op, size_t n) {
     std::snprintf(owner, sizeof owner, "pinned host memory");
   }
   return set_error(TFL_ERROR_INVALID_VALUE,
-                   "%s: %s range %p + %zu bytes runs past the end of its allocation %p (%zu bytes, at offset %zu, "
+                   "%s: %s range %p + %zu bytes runs past the end of its allocation %p (%zu bytes, "
+                   "at offset %zu, "
                    "%s)",
                    fn, op.role, op.ptr, n, reinterpret_cast<void*>(op.alloc.base), op.alloc.size,
                    static_cast<size_t>(offset), owner);
@@ -74,19 +81,22 @@ tfl_status check_device_operand(const char* fn, const Operand& op, int device, c
                                 tfl_status pinned_status = TFL_ERROR_INVALID_MEMCPY_KIND) {
   switch (op.alloc.kind) {
     case TFL_POINTER_HOST:
-      return set_error(pinned_status,
-                       "%s: %s %p is pinned host memory, but %s needs a device pointer of flagos sim device %d", fn,
-                       op.role, op.ptr, why, device);
+      return set_error(
+          pinned_status,
+          "%s: %s %p is pinned host memory, but %s needs a device pointer of flagos sim device %d",
+          fn, op.role, op.ptr, why, device);
     case TFL_POINTER_UNKNOWN:
-      return set_error(TFL_ERROR_INVALID_POINTER,
-                       "%s: %s %p is not a device pointer (the sim runtime did not allocate it), but %s needs a "
-                       "device pointer of flagos sim device %d",
-                       fn, op.role, op.ptr, why, device);
+      return set_error(
+          TFL_ERROR_INVALID_POINTER,
+          "%s: %s %p is not a device pointer (the sim runtime did not allocate it), but %s needs a "
+          "device pointer of flagos sim device %d",
+          fn, op.role, op.ptr, why, device);
     case TFL_POINTER_DEVICE:
       if (op.alloc.device != device) {
-        return set_error(TFL_ERROR_INVALID_POINTER,
-                         "%s: %s %p is not a device pointer of flagos sim device %d (it belongs to device %d)", fn,
-                         op.role, op.ptr, device, op.alloc.device);
+        return set_error(
+            TFL_ERROR_INVALID_POINTER,
+            "%s: %s %p is not a device pointer of flagos sim device %d (it belongs to device %d)",
+            fn, op.role, op.ptr, device, op.alloc.device);
       }
       return TFL_OK;
   }
@@ -96,17 +106,19 @@ tfl_status check_device_operand(const char* fn, const Operand& op, int device, c
 // `op` must be host memory (pageable or pinned).
 tfl_status check_host_operand(const char* fn, const Operand& op, tfl_memcpy_kind kind) {
   if (op.alloc.kind != TFL_POINTER_DEVICE) return TFL_OK;
-  return set_error(TFL_ERROR_INVALID_MEMCPY_KIND, "%s: %s %p is a device pointer of flagos sim device %d, but %s "
+  return set_error(TFL_ERROR_INVALID_MEMCPY_KIND,
+                   "%s: %s %p is a device pointer of flagos sim device %d, but %s "
                    "needs host memory there",
                    fn, op.role, op.ptr, op.alloc.device, kind_name(kind));
 }
 
-tfl_status copy(Call call, void* dst, const void* src, size_t n, tfl_memcpy_kind kind, tfl_stream stream,
-                bool synchronous) {
+tfl_status copy(Call call, void* dst, const void* src, size_t n, tfl_memcpy_kind kind,
+                tfl_stream stream, bool synchronous) {
   char fn[32];
   std::snprintf(fn, sizeof fn, "tfl_%s", call_name(call));
   if (kind < TFL_MEMCPY_HOST_TO_HOST || kind > TFL_MEMCPY_DEVICE_TO_DEVICE) {
-    return set_error(TFL_ERROR_INVALID_VALUE, "%s: unknown copy kind %d", fn, static_cast<int>(kind));
+    return set_error(TFL_ERROR_INVALID_VALUE, "%s: unknown copy kind %d", fn,
+                     static_cast<int>(kind));
   }
   int device;
   tfl_status st = checked_current_device(fn, &device);
@@ -121,15 +133,19 @@ tfl_status copy(Call call, void* dst, const void* src, size_t n, tfl_memcpy_kind
                      dst == nullptr ? "destination" : "source", n);
   }
 
-  const bool dst_on_device = kind == TFL_MEMCPY_HOST_TO_DEVICE || kind == TFL_MEMCPY_DEVICE_TO_DEVICE;
-  const bool src_on_device = kind == TFL_MEMCPY_DEVICE_TO_HOST || kind == TFL_MEMCPY_DEVICE_TO_DEVICE;
+  const bool dst_on_device =
+      kind == TFL_MEMCPY_HOST_TO_DEVICE || kind == TFL_MEMCPY_DEVICE_TO_DEVICE;
+  const bool src_on_device =
+      kind == TFL_MEMCPY_DEVICE_TO_HOST || kind == TFL_MEMCPY_DEVICE_TO_DEVICE;
   const Operand d = operand("destination", dst);
   const Operand sr = operand("source", src);
   // Host-side checks first: arguments swapped for the kind read as a kind error.
   if (!dst_on_device && (st = check_host_operand(fn, d, kind)) != TFL_OK) return st;
   if (!src_on_device && (st = check_host_operand(fn, sr, kind)) != TFL_OK) return st;
-  if (dst_on_device && (st = check_device_operand(fn, d, device, kind_name(kind))) != TFL_OK) return st;
-  if (src_on_device && (st = check_device_operand(fn, sr, device, kind_name(kind))) != TFL_OK) return st;
+  if (dst_on_device && (st = check_device_operand(fn, d, device, kind_name(kind))) != TFL_OK)
+    return st;
+  if (src_on_device && (st = check_device_operand(fn, sr, device, kind_name(kind))) != TFL_OK)
+    return st;
   if ((st = check_in_bounds(fn, d, n)) != TFL_OK) return st;
   if ((st = check_in_bounds(fn, sr, n)) != TFL_OK) return st;
 
@@ -139,8 +155,8 @@ tfl_status copy(Call call, void* dst, const void* src, size_t n, tfl_memcpy_kind
     // memmove: a D2D or H2H copy may overlap within one allocation.
     s->wait(s->enqueue([dst, src, n] { std::memmove(dst, src, n); }));
   } else if (pageable_src) {
-    auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(src),
-                                                               static_cast<const unsigned char*>(src) + n);
+    auto staged = std::make_shared<std::vector<unsigned char>>(
+        static_cast<const unsigned char*>(src), static_cast<const unsigned char*>(src) + n);
     s->enqueue([dst, staged] { std::memcpy(dst, staged->data(), staged->size()); });
   } else {
     s->enqueue([dst, src, n] { std::memmove(dst, src, n); });
@@ -154,12 +170,14 @@ tfl_status sim_memcpy(void* dst, const void* src, size_t n, tfl_memcpy_kind kind
   return entry(Call::memcpy, [&] { return copy(Call::memcpy, dst, src, n, kind, nullptr, true); });
 }
 
-tfl_status sim_memcpy_async(void* dst, const void* src, size_t n, tfl_memcpy_kind kind, tfl_stream stream) {
-  return entry(Call::memcpy_async, [&] { return copy(Call::memcpy_async, dst, src, n, kind, stream, false); });
+tfl_status sim_memcpy_async(void* dst, const void* src, size_t n, tfl_memcpy_kind kind,
+                            tfl_stream stream) {
+  return entry(Call::memcpy_async,
+               [&] { return copy(Call::memcpy_async, dst, src, n, kind, stream, false); });
 }
 
-tfl_status sim_memcpy_peer_async(void* dst, int dst_device, const void* src, int src_device, size_t n,
-                                 tfl_stream stream) {
+tfl_status sim_memcpy_peer_async(void* dst, int dst_device, const void* src, int src_device,
+                                 size_t n, tfl_stream stream) {
   return entry(Call::memcpy_peer_async, [&] {
     const char* fn = "tfl_memcpy_peer_async";
     tfl_status st;
@@ -173,8 +191,10 @@ tfl_status sim_memcpy_peer_async(void* dst, int dst_device, const void* src, int
     const Operand d = operand("destination", dst);
     const Operand sr = operand("source", src);
     const char* why = "a peer copy";
-    if ((st = check_device_operand(fn, d, dst_device, why, TFL_ERROR_INVALID_POINTER)) != TFL_OK) return st;
-    if ((st = check_device_operand(fn, sr, src_device, why, TFL_ERROR_INVALID_POINTER)) != TFL_OK) return st;
+    if ((st = check_device_operand(fn, d, dst_device, why, TFL_ERROR_INVALID_POINTER)) != TFL_OK)
+      return st;
+    if ((st = check_device_operand(fn, sr, src_device, why, TFL_ERROR_INVALID_POINTER)) != TFL_OK)
+      return st;
     if ((st = check_in_bounds(fn, d, n)) != TFL_OK) return st;
     if ((st = check_in_bounds(fn, sr, n)) != TFL_OK) return st;
     s->enqueue([dst, src, n] { std::memmove(dst, src, n); });
@@ -192,7 +212,8 @@ tfl_status sim_memset_async(void* ptr, int value, size_t n, tfl_stream stream) {
     if ((st = resolve_stream_on(fn, stream, device, &s)) != TFL_OK) return st;
     if (n == 0) return TFL_OK;
     const Operand op = operand("pointer", ptr);
-    if ((st = check_device_operand(fn, op, device, "memset", TFL_ERROR_INVALID_POINTER)) != TFL_OK) return st;
+    if ((st = check_device_operand(fn, op, device, "memset", TFL_ERROR_INVALID_POINTER)) != TFL_OK)
+      return st;
     if ((st = check_in_bounds(fn, op, n)) != TFL_OK) return st;
     s->enqueue([ptr, value, n] { std::memset(ptr, value, n); });
     return TFL_OK;

@@ -22,8 +22,8 @@ tfl_status check_device(const char* fn, int device) {
   const int count = config().device_count;
   if (device < 0 || device >= count) {
     return set_error(TFL_ERROR_INVALID_DEVICE,
-                     "%s: invalid device %d: the sim runtime has %d device(s) (FLAGOS_SIM_DEVICES)", fn,
-                     device, count);
+                     "%s: invalid device %d: the sim runtime has %d device(s) (FLAGOS_SIM_DEVICES)",
+                     fn, device, count);
   }
   return TFL_OK;
 }
@@ -36,7 +36,8 @@ tfl_status checked_current_device(const char* fn, int* device) {
 
 tfl_status sim_device_count(int* count) {
   return entry(Call::device_count, [&] {
-    if (count == nullptr) return set_error(TFL_ERROR_INVALID_VALUE, "tfl_device_count: count is NULL");
+    if (count == nullptr)
+      return set_error(TFL_ERROR_INVALID_VALUE, "tfl_device_count: count is NULL");
     *count = config().device_count;
     return TFL_OK;
   });
@@ -44,7 +45,8 @@ tfl_status sim_device_count(int* count) {
 
 tfl_status sim_get_device(int* device) {
   return entry(Call::get_device, [&] {
-    if (device == nullptr) return set_error(TFL_ERROR_INVALID_VALUE, "tfl_get_device: device is NULL");
+    if (device == nullptr)
+      return set_error(TFL_ERROR_INVALID_VALUE, "tfl_get_device: device is NULL");
     return checked_current_device("tfl_get_device", device);
   });
 }

@@ -25,7 +25,8 @@ bool status_from_name(const char* text, tfl_status* out) noexcept;
 // status is awkward; entry() turns it into `status` and the message.
 class Failure : public std::runtime_error {
  public:
-  Failure(tfl_status status, const std::string& message) : std::runtime_error(message), status_(status) {}
+  Failure(tfl_status status, const std::string& message)
+      : std::runtime_error(message), status_(status) {}
   tfl_status status() const noexcept { return status_; }
 
  private:

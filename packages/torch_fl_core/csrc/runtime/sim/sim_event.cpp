@@ -72,7 +72,8 @@ tfl_status resolve_event(const char* fn, tfl_event handle, EventPtr* out) {
   std::lock_guard<std::mutex> lock(reg.mutex);
   auto it = handle == nullptr ? reg.events.end() : reg.events.find(handle);
   if (it == reg.events.end()) {
-    return set_error(TFL_ERROR_INVALID_HANDLE, "%s: unknown or destroyed event %p", fn, static_cast<void*>(handle));
+    return set_error(TFL_ERROR_INVALID_HANDLE, "%s: unknown or destroyed event %p", fn,
+                     static_cast<void*>(handle));
   }
   *out = it->second;
   return TFL_OK;
@@ -82,7 +83,8 @@ tfl_status resolve_event(const char* fn, tfl_event handle, EventPtr* out) {
 
 tfl_status sim_event_create(tfl_event* event, uint32_t flags) {
   return entry(Call::event_create, [&] {
-    if (event == nullptr) return set_error(TFL_ERROR_INVALID_VALUE, "tfl_event_create: event is NULL");
+    if (event == nullptr)
+      return set_error(TFL_ERROR_INVALID_VALUE, "tfl_event_create: event is NULL");
     if ((flags & ~static_cast<uint32_t>(TFL_EVENT_DISABLE_TIMING)) != 0) {
       return set_error(TFL_ERROR_INVALID_VALUE, "tfl_event_create: unknown flags 0x%x", flags);
     }
@@ -159,7 +161,8 @@ tfl_status sim_event_elapsed_ms(float* ms, tfl_event start, tfl_event end) {
     st = resolve_event(fn, end, &b);
     if (st != TFL_OK) return st;
     if (!a->timing_enabled() || !b->timing_enabled()) {
-      return set_error(TFL_ERROR_INVALID_VALUE, "%s: the %s event was created with TFL_EVENT_DISABLE_TIMING", fn,
+      return set_error(TFL_ERROR_INVALID_VALUE,
+                       "%s: the %s event was created with TFL_EVENT_DISABLE_TIMING", fn,
                        !a->timing_enabled() ? "start" : "end");
     }
     const Event::State sa = a->state();

@@ -145,8 +145,11 @@ bool add_faults_from_spec(const std::string& spec, std::string* error) {
     const size_t c2 = c1 == std::string::npos ? std::string::npos : item.find(':', c1 + 1);
     const std::string name = item.substr(0, c1);
     const std::string nth_text =
-        c1 == std::string::npos ? "1" : item.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
-    const std::string status_text = c2 == std::string::npos ? "TFL_ERROR_INJECTED" : item.substr(c2 + 1);
+        c1 == std::string::npos
+            ? "1"
+            : item.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
+    const std::string status_text =
+        c2 == std::string::npos ? "TFL_ERROR_INJECTED" : item.substr(c2 + 1);
     Call call;
     if (!call_from_name(name.c_str(), &call)) {
       *error = "unknown call '" + name + "' in FLAGOS_SIM_FAULTS entry '" + item + "'";

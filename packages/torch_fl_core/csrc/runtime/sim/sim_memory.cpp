@@ -60,7 +60,8 @@ AllocationInfo find_locked(Registry& reg, uintptr_t p) {
 void* aligned_block(size_t size) {
   // aligned_alloc wants a size that is a multiple of the alignment.
   if (size > SIZE_MAX - kAllocationAlignment) return nullptr;
-  const size_t rounded = (size + kAllocationAlignment - 1) / kAllocationAlignment * kAllocationAlignment;
+  const size_t rounded =
+      (size + kAllocationAlignment - 1) / kAllocationAlignment * kAllocationAlignment;
   return std::aligned_alloc(kAllocationAlignment, rounded);
 }
 
@@ -82,7 +83,8 @@ tfl_status allocate(const char* fn, void** ptr, size_t size, int device, tfl_poi
         return set_error(TFL_ERROR_OUT_OF_MEMORY,
                          "%s: out of memory on flagos sim device %d: tried to allocate %zu bytes, "
                          "%llu bytes free of %zu bytes total (FLAGOS_SIM_MEMORY)",
-                         fn, device, size, static_cast<unsigned long long>(capacity - live), capacity);
+                         fn, device, size, static_cast<unsigned long long>(capacity - live),
+                         capacity);
       }
     }
     usage_of(reg, device).bytes += size;
@@ -92,8 +94,8 @@ tfl_status allocate(const char* fn, void** ptr, size_t size, int device, tfl_poi
   Usage& usage = usage_of(reg, device);
   if (block == nullptr) {
     usage.bytes -= size;
-    return set_error(TFL_ERROR_OUT_OF_MEMORY, "%s: the host could not provide %zu bytes for %s", fn, size,
-                     device >= 0 ? "sim device memory" : "pinned host memory");
+    return set_error(TFL_ERROR_OUT_OF_MEMORY, "%s: the host could not provide %zu bytes for %s", fn,
+                     size, device >= 0 ? "sim device memory" : "pinned host memory");
   }
   const uintptr_t base = reinterpret_cast<uintptr_t>(block);
   reg.allocations.emplace(base, AllocationInfo{base, size, device, kind});
@@ -110,8 +112,9 @@ tfl_status release(const char* fn, void* ptr, tfl_pointer_kind want) {
     std::lock_guard<std::mutex> lock(reg.mutex);
     const AllocationInfo found = find_locked(reg, p);
     if (found.kind == TFL_POINTER_UNKNOWN) {
-      return set_error(TFL_ERROR_INVALID_POINTER, "%s: %p was not allocated by the sim runtime (or was already freed)",
-                       fn, ptr);
+      return set_error(TFL_ERROR_INVALID_POINTER,
+                       "%s: %p was not allocated by the sim runtime (or was already freed)", fn,
+                       ptr);
     }
     if (found.kind != want) {
       return set_error(TFL_ERROR_INVALID_POINTER, "%s: %p is %s; free it with %s", fn, ptr,
@@ -119,9 +122,10 @@ tfl_status release(const char* fn, void* ptr, tfl_pointer_kind want) {
                        found.kind == TFL_POINTER_DEVICE ? "tfl_free" : "tfl_host_free");
     }
     if (found.base != p) {
-      return set_error(TFL_ERROR_INVALID_POINTER,
-                       "%s: %p points %zu bytes into the allocation at %p; free takes the allocation's start", fn,
-                       ptr, static_cast<size_t>(p - found.base), reinterpret_cast<void*>(found.base));
+      return set_error(
+          TFL_ERROR_INVALID_POINTER,
+          "%s: %p points %zu bytes into the allocation at %p; free takes the allocation's start",
+          fn, ptr, static_cast<size_t>(p - found.base), reinterpret_cast<void*>(found.base));
     }
     reg.allocations.erase(p);
     Usage& usage = usage_of(reg, found.device);
@@ -154,7 +158,8 @@ tfl_status sim_free(void* ptr) {
 }
 
 tfl_status sim_host_malloc(void** ptr, size_t size) {
-  return entry(Call::host_malloc, [&] { return allocate("tfl_host_malloc", ptr, size, -1, TFL_POINTER_HOST); });
+  return entry(Call::host_malloc,
+               [&] { return allocate("tfl_host_malloc", ptr, size, -1, TFL_POINTER_HOST); });
 }
 
 tfl_status sim_host_free(void* ptr) {
@@ -176,7 +181,8 @@ tfl_status sim_pointer_info(const void* ptr, tfl_pointer_kind* kind, int* device
 tfl_status sim_mem_get_info(size_t* free_bytes, size_t* total_bytes) {
   return entry(Call::mem_get_info, [&] {
     if (free_bytes == nullptr || total_bytes == nullptr) {
-      return set_error(TFL_ERROR_INVALID_VALUE, "tfl_mem_get_info: free_bytes or total_bytes is NULL");
+      return set_error(TFL_ERROR_INVALID_VALUE,
+                       "tfl_mem_get_info: free_bytes or total_bytes is NULL");
     }
     int device;
     const tfl_status st = checked_current_device("tfl_mem_get_info", &device);

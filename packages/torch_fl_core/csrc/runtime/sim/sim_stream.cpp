@@ -26,9 +26,7 @@ Stream::Stream(int device, int priority) : device_(device), priority_(priority) 
   worker_ = std::thread([this] { run(); });
 }
 
-Stream::~Stream() {
-  shutdown();
-}
+Stream::~Stream() { shutdown(); }
 
 uint64_t Stream::enqueue(std::function<void()> task) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -168,8 +166,8 @@ tfl_status resolve_stream_on(const char* fn, tfl_stream handle, int device, Stre
   if (st != TFL_OK) return st;
   if (s->device() != device) {
     return set_error(TFL_ERROR_INVALID_HANDLE,
-                     "%s: stream %p belongs to flagos sim device %d but the current device is %d", fn,
-                     static_cast<void*>(handle), s->device(), device);
+                     "%s: stream %p belongs to flagos sim device %d but the current device is %d",
+                     fn, static_cast<void*>(handle), s->device(), device);
   }
   *out = std::move(s);
   return TFL_OK;
@@ -192,7 +190,8 @@ void synchronize_device_streams(int device) {
 
 tfl_status sim_stream_create(tfl_stream* stream, int priority) {
   return entry(Call::stream_create, [&] {
-    if (stream == nullptr) return set_error(TFL_ERROR_INVALID_VALUE, "tfl_stream_create: stream is NULL");
+    if (stream == nullptr)
+      return set_error(TFL_ERROR_INVALID_VALUE, "tfl_stream_create: stream is NULL");
     int device;
     const tfl_status st = checked_current_device("tfl_stream_create", &device);
     if (st != TFL_OK) return st;
@@ -209,7 +208,8 @@ tfl_status sim_stream_create(tfl_stream* stream, int priority) {
 tfl_status sim_stream_destroy(tfl_stream stream) {
   return entry(Call::stream_destroy, [&] {
     if (stream == nullptr) {
-      return set_error(TFL_ERROR_INVALID_HANDLE, "tfl_stream_destroy: the default stream cannot be destroyed");
+      return set_error(TFL_ERROR_INVALID_HANDLE,
+                       "tfl_stream_destroy: the default stream cannot be destroyed");
     }
     StreamPtr s;
     {
@@ -217,7 +217,8 @@ tfl_status sim_stream_destroy(tfl_stream stream) {
       std::lock_guard<std::mutex> lock(reg.mutex);
       auto it = reg.streams.find(stream);
       if (it == reg.streams.end()) {
-        return set_error(TFL_ERROR_INVALID_HANDLE, "tfl_stream_destroy: unknown or destroyed stream %p",
+        return set_error(TFL_ERROR_INVALID_HANDLE,
+                         "tfl_stream_destroy: unknown or destroyed stream %p",
                          static_cast<void*>(stream));
       }
       s = std::move(it->second);
@@ -275,7 +276,8 @@ tfl_status sim_stream_wait_event(tfl_stream stream, tfl_event event) {
 
 tfl_status sim_launch_host_func(tfl_stream stream, tfl_host_fn fn, void* user_data) {
   return entry(Call::launch_host_func, [&] {
-    if (fn == nullptr) return set_error(TFL_ERROR_INVALID_VALUE, "tfl_launch_host_func: fn is NULL");
+    if (fn == nullptr)
+      return set_error(TFL_ERROR_INVALID_VALUE, "tfl_launch_host_func: fn is NULL");
     StreamPtr s;
     const tfl_status st = resolve_stream("tfl_launch_host_func", stream, &s);
     if (st != TFL_OK) return st;

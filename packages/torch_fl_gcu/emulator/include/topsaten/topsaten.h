@@ -117,10 +117,12 @@ topsatenStatus_t topsatenMaximum(T& out, const T& self, const T& other, St strea
 topsatenStatus_t topsatenMinimum(T& out, const T& self, const T& other, St stream);
 topsatenStatus_t topsatenPow(T& out, const T& self, const T& other, St stream);
 // ---- activation backward: grad_input from grad_output and the forward output / input ----
-topsatenStatus_t topsatenTanhBackward(T& grad_input, const T& grad_output, const T& output, St stream);
-topsatenStatus_t topsatenSigmoidBackward(T& grad_input, const T& grad_output, const T& output, St stream);
-topsatenStatus_t topsatenThresholdBackward(T& grad_input, const T& grad_output, const T& self, const S& threshold,
-                                           St stream);
+topsatenStatus_t topsatenTanhBackward(T& grad_input, const T& grad_output, const T& output,
+                                      St stream);
+topsatenStatus_t topsatenSigmoidBackward(T& grad_input, const T& grad_output, const T& output,
+                                         St stream);
+topsatenStatus_t topsatenThresholdBackward(T& grad_input, const T& grad_output, const T& self,
+                                           const S& threshold, St stream);
 // ---- binary with alpha: out = self + alpha * other ----
 topsatenStatus_t topsatenAdd(T& out, const T& self, const T& other, const S& alpha, St stream);
 topsatenStatus_t topsatenSub(T& out, const T& self, const T& other, const S& alpha, St stream);
@@ -131,15 +133,18 @@ topsatenStatus_t topsatenLt(T& out, const T& self, const T& other, St stream);
 topsatenStatus_t topsatenLe(T& out, const T& self, const T& other, St stream);
 topsatenStatus_t topsatenGt(T& out, const T& self, const T& other, St stream);
 topsatenStatus_t topsatenGe(T& out, const T& self, const T& other, St stream);
-// ---- pointwise with three operands: out = self + value * t1 {*,/} t2; out = self + w * (end - self) ----
-topsatenStatus_t topsatenAddcmul(T& out, const T& self, const T& tensor1, const T& tensor2, const S& value,
-                                 St stream);
-topsatenStatus_t topsatenAddcdiv(T& out, const T& self, const T& tensor1, const T& tensor2, const S& value,
-                                 St stream);
+// ---- pointwise with three operands: out = self + value * t1 {*,/} t2; out = self + w * (end -
+// self) ----
+topsatenStatus_t topsatenAddcmul(T& out, const T& self, const T& tensor1, const T& tensor2,
+                                 const S& value, St stream);
+topsatenStatus_t topsatenAddcdiv(T& out, const T& self, const T& tensor1, const T& tensor2,
+                                 const S& value, St stream);
 topsatenStatus_t topsatenLerp(T& out, const T& self, const T& end, const S& weight, St stream);
 // ---- reductions ----
-topsatenStatus_t topsatenSum(T& out, const T& self, Z dims, bool keepdim, topsatenDataType_t dtype, St stream);
-topsatenStatus_t topsatenMean(T& out, const T& self, Z dims, bool keepdim, topsatenDataType_t dtype, St stream);
+topsatenStatus_t topsatenSum(T& out, const T& self, Z dims, bool keepdim, topsatenDataType_t dtype,
+                             St stream);
+topsatenStatus_t topsatenMean(T& out, const T& self, Z dims, bool keepdim, topsatenDataType_t dtype,
+                              St stream);
 topsatenStatus_t topsatenAmax(T& out, const T& self, Z dims, bool keepdim, St stream);
 topsatenStatus_t topsatenAmin(T& out, const T& self, Z dims, bool keepdim, St stream);
 topsatenStatus_t topsatenAll(T& out, const T& self, St stream);
@@ -151,32 +156,40 @@ topsatenStatus_t topsatenBmm(T& out, const T& self, const T& mat2, St stream);
 topsatenStatus_t topsatenAddmm(T& out, const T& self, const T& mat1, const T& mat2, const S& beta,
                                const S& alpha, St stream);
 // ---- softmax ----
-topsatenStatus_t topsatenSoftmaxForward(T& out, const T& self, int64_t dim, bool half_to_float, St stream);
-topsatenStatus_t topsatenSoftmaxBackward(T& grad_input, const T& grad_output, const T& output, int64_t dim,
-                                         St stream);
-topsatenStatus_t topsatenLogSoftmaxForward(T& out, const T& self, int64_t dim, bool half_to_float, St stream);
+topsatenStatus_t topsatenSoftmaxForward(T& out, const T& self, int64_t dim, bool half_to_float,
+                                        St stream);
+topsatenStatus_t topsatenSoftmaxBackward(T& grad_input, const T& grad_output, const T& output,
+                                         int64_t dim, St stream);
+topsatenStatus_t topsatenLogSoftmaxForward(T& out, const T& self, int64_t dim, bool half_to_float,
+                                           St stream);
 topsatenStatus_t topsatenLogSoftmaxBackward(T& grad_input, const T& grad_output, const T& output,
                                             int64_t dim, St stream);
 // ---- norms: normalized over the trailing dims; weight/bias may be absent ----
 // Measured on the S60: returns SUCCESS and writes nothing (the emulator reproduces it).
-topsatenStatus_t topsatenNativeLayerNormBackward(T& grad_input, T& grad_weight, T& grad_bias, const T& grad_out,
-                                                 const T& input, Z normalized_shape, const T& mean, const T& rstd,
+topsatenStatus_t topsatenNativeLayerNormBackward(T& grad_input, T& grad_weight, T& grad_bias,
+                                                 const T& grad_out, const T& input,
+                                                 Z normalized_shape, const T& mean, const T& rstd,
                                                  const T& weight, const T& bias, St stream);
-topsatenStatus_t topsatenNativeLayerNorm(T& out, T& mean, T& rstd, const T& input, Z normalized_shape,
-                                         const T& weight, const T& bias, double eps, St stream);
+topsatenStatus_t topsatenNativeLayerNorm(T& out, T& mean, T& rstd, const T& input,
+                                         Z normalized_shape, const T& weight, const T& bias,
+                                         double eps, St stream);
 // ---- factories and in-place ----
 topsatenStatus_t topsatenArange(T& out, const S& start, const S& end, const S& step,
-                                topsatenDataType_t dtype, int64_t layout, bool pin_memory, St stream);
+                                topsatenDataType_t dtype, int64_t layout, bool pin_memory,
+                                St stream);
 topsatenStatus_t topsatenFill_(T& self, const S& value, St stream);
 topsatenStatus_t topsatenZero(T& self, St stream);
-topsatenStatus_t topsatenMasked_fill(T& out, const T& self, const T& mask, const S& value, St stream);
-topsatenStatus_t topsatenWhere(T& out, const T& condition, const T& self, const T& other, St stream);
+topsatenStatus_t topsatenMasked_fill(T& out, const T& self, const T& mask, const S& value,
+                                     St stream);
+topsatenStatus_t topsatenWhere(T& out, const T& condition, const T& self, const T& other,
+                               St stream);
 // ---- indexing: index tensors are I32 ----
 topsatenStatus_t topsatenIndexSelect(T& out, const T& self, int64_t dim, const T& index, St stream);
-topsatenStatus_t topsatenIndexFill(T& out, const T& self, int64_t dim, const T& index, const S& value,
-                                   St stream);
-topsatenStatus_t topsatenEmbeddingDenseBackward(T& out, const T& grad, const T& indices, int64_t num_weights,
-                                                int64_t padding_idx, bool scale_grad_by_freq, St stream);
+topsatenStatus_t topsatenIndexFill(T& out, const T& self, int64_t dim, const T& index,
+                                   const S& value, St stream);
+topsatenStatus_t topsatenEmbeddingDenseBackward(T& out, const T& grad, const T& indices,
+                                                int64_t num_weights, int64_t padding_idx,
+                                                bool scale_grad_by_freq, St stream);
 // Coordinates of the non-zero elements of self, row-major: out is I32 [numel, rank]
 // (allocated by the caller for the worst case); *num_nonzero receives the row count.
 topsatenStatus_t topsatenNonzero(T& out, int64_t* num_nonzero, const T& self, St stream);
@@ -184,8 +197,8 @@ topsatenStatus_t topsatenNonzero(T& out, int64_t* num_nonzero, const T& self, St
 // out = self[i0, i1, ..., :] with shape index_shape + self.shape[len(indices):].
 topsatenStatus_t topsatenIndex(T& out, const T& self, const std::vector<T>& indices, St stream);
 topsatenStatus_t topsatenCat(T& out, const std::vector<T>& tensors, int64_t dim, St stream);
-topsatenStatus_t topsatenUpsampleNearestExact2d(T& out, const T& self, Z output_size, double scales_h,
-                                                double scales_w, St stream);
+topsatenStatus_t topsatenUpsampleNearestExact2d(T& out, const T& self, Z output_size,
+                                                double scales_h, double scales_w, St stream);
 
 }  // namespace topsaten
 
