@@ -1,0 +1,179 @@
+"""Host cost per operator of a batch-1 decode step, flagos against native, weighted per token.
+
+``gpt_step.py``'s decode loop is launch-bound, and whole-process figures on a shared host vary
+more between processes than the 10 % the target allows. This benchmark measures, in one process,
+the submit time of each kind of call one decoded token of that model makes (its shapes: batch 1,
+one new token, d_model 768, 12 heads, a 40-token KV cache, vocab 32000; under bf16 autocast and
+no_grad, weights as parameters so autocast caches their bf16 copies), on ``flagos`` and on native
+tensors (``cuda`` on the cuda vendor, ``cpu`` elsewhere, ``--native`` overrides). Each case's
+per-call time is multiplied by how often a token makes that call in the 12-layer model (per
+layer: two linears on float32 inputs (qkv, fc: cast + addmm), two on bfloat16 inputs (proj, out),
+two layer norms, two residual adds, two KV-cache cats, attention, gelu, the q/k/v split with its
+views; per token: the final layer norm, the head, two embeddings, arange, argmax), and the sums
+give a per-token ratio.
+
+Method: every case is warmed up, then for each of ``--reps`` repetitions a block of ``--n`` calls
+(fewer where a block would pass ``--max-block-ms``: the CPU comparison) is timed per side up to
+the return of the last call (before one synchronize), the side order alternating; the figure per
+case and side is the median over repetitions.
+
+    python benchmarks/decode_op_costs.py [--n 1000] [--reps 7] [--native cuda|cpu] [--quick] [--json out.json]
+
+The whole-model target (issue #4: decode ratio >= 0.9) is ``gpt_step.py``'s; this one explains it.
+Prints ratios; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from _bench_env import describe, load_avg, record_end, write_json
+from _gpu_bench import add_common_args, describe_devices, native_type, timed_block
+
+D, HEADS, CACHED, VOCAB, LAYERS = 768, 12, 40, 32000, 12
+
+
+def make_cases(dev: torch.device) -> list[tuple[str, int, Callable[[], object]]]:
+    """(label, calls per token, zero-argument callable); the same values on every device."""
+    g = torch.Generator().manual_seed(0)
+
+    def r(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=g).to(dev)
+
+    def param(*shape: int) -> torch.Tensor:
+        return r(*shape).requires_grad_()  # a leaf that requires grad: autocast caches its cast
+
+    x = r(1, 1, D)  # the float32 residual stream
+    xb = r(1, 1, D).bfloat16()
+    w_qkv, b_qkv = param(3 * D, D), param(3 * D)
+    w_out, b_out = param(D, 4 * D), param(D)
+    hb = r(1, 1, 4 * D).bfloat16()
+    ln_w, ln_b = param(D), param(D)
+    qkv = r(1, 1, 3 * D).bfloat16()
+    q = r(1, HEADS, 1, D // HEADS).bfloat16()
+    kv = r(1, HEADS, CACHED, D // HEADS).bfloat16()
+    emb, w_head = param(VOCAB, D), param(VOCAB, D)
+    idx = torch.tensor([[5]]).to(dev)
+    logits = r(1, 1, VOCAB)
+    return [
+        ("linear, float32 input (cast, addmm)", 2 * LAYERS, lambda: F.linear(x, w_qkv, b_qkv)),
+        ("linear, bfloat16 input (addmm)", 2 * LAYERS, lambda: F.linear(hb, w_out, b_out)),
+        ("layer_norm", 2 * LAYERS + 1, lambda: F.layer_norm(x, (D,), ln_w, ln_b)),
+        ("residual add (float32 + bfloat16)", 2 * LAYERS, lambda: x + xb),
+        ("cat (KV cache)", 2 * LAYERS, lambda: torch.cat([kv, q], dim=2)),
+        ("scaled_dot_product_attention", LAYERS, lambda: F.scaled_dot_product_attention(q, kv, kv)),
+        ("gelu", LAYERS, lambda: F.gelu(hb)),
+        (
+            "split, view, transpose (q, k, v)",
+            LAYERS,
+            lambda: [z.view(1, 1, HEADS, -1).transpose(1, 2) for z in qkv.split(D, dim=-1)],
+        ),
+        ("transpose, reshape", LAYERS, lambda: q.transpose(1, 2).reshape(1, 1, D)),
+        ("head (cast, mm)", 1, lambda: F.linear(x, w_head)),
+        ("embedding", 2, lambda: F.embedding(idx, emb)),
+        ("arange", 1, lambda: torch.arange(16, 17, device=dev)),
+        ("select, argmax", 1, lambda: logits[:, -1].argmax(-1, keepdim=True)),
+    ]
+
+
+def run(native: str, n: int, reps: int, max_block_ms: float) -> list[dict]:
+    fl = torch.device("flagos", 0)
+    nd = torch.device(native, 0) if native == "cuda" else torch.device("cpu")
+    sides = {"flagos": (fl, make_cases(fl)), "native": (nd, make_cases(nd))}
+    rows = []
+    with torch.no_grad():
+        for i, (label, per_token, _) in enumerate(sides["flagos"][1]):
+            samples: dict[str, list[float]] = {"flagos": [], "native": []}
+            per = 0.0
+            for dev, cases in sides.values():
+                with torch.autocast(dev.type, dtype=torch.bfloat16):
+                    timed_block(cases[i][2], 20, dev)  # warm up, fill the autocast cache
+                    per = max(per, timed_block(cases[i][2], 5, dev)[1] / 5)
+            k = max(5, min(n, int(max_block_ms * 1e-3 / max(per, 1e-9))))
+            for rep in range(reps):
+                order = list(sides) if (rep + i) % 2 == 0 else list(sides)[::-1]
+                for name in order:
+                    dev, cases = sides[name]
+                    with torch.autocast(dev.type, dtype=torch.bfloat16):
+                        timed_block(cases[i][2], 5, dev)  # refill the cache of this context
+                        samples[name].append(timed_block(cases[i][2], k, dev)[0] / k)
+            f, nat = statistics.median(samples["flagos"]), statistics.median(samples["native"])
+            rows.append(
+                {
+                    "case": label,
+                    "per_token": per_token,
+                    "calls_per_block": k,
+                    "flagos_us": f * 1e6,
+                    "native_us": nat * 1e6,
+                    "ratio": nat / f,
+                    "delta_us": (f - nat) * 1e6,
+                }
+            )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--n", type=int, default=1000, help="calls per timed block (default 1000)")
+    p.add_argument("--reps", type=int, default=7, help="interleaved repetitions (default 7)")
+    p.add_argument("--max-block-ms", type=float, default=50.0, help="cap on one block's length")
+    add_common_args(p)
+    args = p.parse_args(argv)
+    if args.quick:
+        args.n, args.reps = min(args.n, 50), min(args.reps, 3)
+    native = native_type(args)
+    load0 = load_avg()
+    env = describe(load0)
+    env["devices"] = describe_devices(native)
+    print(
+        f"method: median over {args.reps} interleaved blocks of up to {args.n} calls, submit time per "
+        f"call; ratio = {native} / flagos (speed); per token = calls per token x delta\n"
+    )
+    t0 = time.perf_counter()
+    rows = run(native, args.n, args.reps, args.max_block_ms)
+    elapsed = time.perf_counter() - t0
+    w = max(len(r["case"]) for r in rows) + 2
+    head = (
+        f"{'case':<{w}}{'/token':>7}{native + ' us':>10}{'flagos us':>11}{'ratio':>7}"
+        f"{'delta us':>10}{'us/token':>10}"
+    )
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        print(
+            f"{r['case']:<{w}}{r['per_token']:>7}{r['native_us']:>10.2f}{r['flagos_us']:>11.2f}"
+            f"{r['ratio']:>7.2f}{r['delta_us']:>+10.2f}{r['per_token'] * r['delta_us']:>+10.1f}"
+        )
+    flagos_token = sum(r["per_token"] * r["flagos_us"] for r in rows)
+    native_token = sum(r["per_token"] * r["native_us"] for r in rows)
+    summary = {
+        "flagos_us_per_token": flagos_token,
+        "native_us_per_token": native_token,
+        "ratio": native_token / flagos_token,
+    }
+    print(
+        f"\nper token (these calls): {native} {native_token:.0f} us, flagos {flagos_token:.0f} us, "
+        f"ratio {summary['ratio']:.3f} (gpt_step.py's decode target, issue #4: >= 0.9)"
+    )
+    record_end(env, elapsed)
+    write_json(
+        args.json,
+        {
+            "benchmark": "decode_op_costs",
+            "env": env,
+            "method": {"n": args.n, "reps": args.reps, "native": native},
+            "rows": rows,
+            "summary": summary,
+        },
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
