@@ -75,7 +75,7 @@ int64_t ask_chooser(Backend& chooser, const at::Tensor& q, const at::Tensor& k, 
   const auto mirror = mirror_device_type();
   if (box && mirror && box->second == *mirror && q.device().is_privateuseone()) {
     const c10::DeviceIndex index = q.device().index();
-    CurrentDeviceScope current(index);  // the stub reads the current device's properties
+    CurrentDeviceScope current(index);  // the choice reads the current device's properties
     const c10::Device device(*mirror, index);
     auto alias = [&](const at::Tensor& t) {
       return t.defined() && t.device().is_privateuseone() ? box::call_alias(t, device, box->first)
