@@ -16,16 +16,32 @@
 namespace torch_fl {
 namespace {
 
-std::shared_ptr<Backend> conv_route(const c10::OperatorHandle& op, c10::ScalarType dtype) {
-  auto routed = route_backend("aten::convolution_backward", dtype);
-  if (routed && routed->has_kernel(op)) return routed;
-  auto b = find_backend("box:cpu");
-  return b ? b : find_backend("cpu");
+// Asked on every convolution: the route lookup and the operator handles are
+// cached (no lock, string or schema lookup per call).
+RouteProbe g_conv_route("aten::convolution_backward");
+
+Backend& conv_route(const c10::OperatorHandle& op, c10::ScalarType dtype) {
+  Backend* routed = g_conv_route.peek(dtype);
+  if (routed != nullptr && routed->has_kernel(op)) return *routed;
+  // Core registers both at import, before any convolution runs.
+  static const std::shared_ptr<Backend> host = [] {
+    auto b = find_backend("box:cpu");
+    return b ? b : find_backend("cpu");
+  }();
+  return *host;
 }
 
-torch::jit::Stack run_routed(const char* name, c10::ScalarType dtype, torch::jit::Stack stack) {
-  const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
-  conv_route(op, dtype)->call(op, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), &stack);
+const c10::OperatorHandle& conv_op(bool backward) {
+  static const c10::OperatorHandle forward_op =
+      c10::Dispatcher::singleton().findSchemaOrThrow("aten::convolution", "");
+  static const c10::OperatorHandle backward_op =
+      c10::Dispatcher::singleton().findSchemaOrThrow("aten::convolution_backward", "");
+  return backward ? backward_op : forward_op;
+}
+
+torch::jit::Stack run_routed(bool backward, c10::ScalarType dtype, torch::jit::Stack stack) {
+  const c10::OperatorHandle& op = conv_op(backward);
+  conv_route(op, dtype).call(op, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), &stack);
   return stack;
 }
 
@@ -37,7 +53,7 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   torch::jit::Stack stack;
   torch::jit::push(stack, input, weight, bias, stride, padding, dilation, transposed,
                    output_padding, groups);
-  return run_routed("aten::convolution", input.scalar_type(), std::move(stack)).at(0).toTensor();
+  return run_routed(/*backward=*/false, input.scalar_type(), std::move(stack)).at(0).toTensor();
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable(
@@ -57,7 +73,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
                    bias_sizes ? c10::IValue(c10::SymIntArrayRef(*bias_sizes)) : c10::IValue(),
                    stride, padding, dilation, transposed, output_padding, groups,
                    c10::List<bool>({output_mask[0], output_mask[1], output_mask[2]}));
-  auto out = run_routed("aten::convolution_backward", grad_output.scalar_type(), std::move(stack));
+  auto out = run_routed(/*backward=*/true, grad_output.scalar_type(), std::move(stack));
   auto tensor = [](const c10::IValue& v) { return v.isTensor() ? v.toTensor() : at::Tensor(); };
   return {tensor(out.at(0)), tensor(out.at(1)), tensor(out.at(2))};
 }

@@ -260,13 +260,6 @@ void router_install(const std::vector<RouteSpec>& routes, bool unboxed) {
   g_generation.fetch_add(1, std::memory_order_acq_rel);
 }
 
-std::shared_ptr<Backend> route_backend(const std::string& op,
-                                       std::optional<c10::ScalarType> dtype) {
-  std::lock_guard<std::mutex> lock(g_install_mutex);
-  auto it = g_by_name->find(op);
-  return it == g_by_name->end() ? nullptr : it->second->peek(dtype);
-}
-
 RouteState* RouteProbe::state() {
   const uint64_t now = g_generation.load(std::memory_order_acquire);
   if (C10_LIKELY(generation_.load(std::memory_order_acquire) == now)) {

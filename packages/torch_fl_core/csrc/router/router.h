@@ -26,18 +26,14 @@ void router_install(const std::vector<RouteSpec>& routes, bool unboxed = true);
 std::vector<RouteSpec> router_routes();
 
 class Backend;
-// The backend the installed table picks for `op` ("aten::convolution_backward")
-// and a first tensor argument of `dtype`, without counting a call; nullptr when
-// the op is not routed. For ATen's device-type decision points (convolution,
-// attention), which must follow the table instead of naming a device.
-std::shared_ptr<Backend> route_backend(const std::string& op, std::optional<c10::ScalarType> dtype);
-
 class RouteState;
-// route_backend for one operator, remembered until the next table install: for
-// decision points that ask on every call (attention asks three times per
-// scaled_dot_product_attention), without the install lock, a std::string and a
-// hash lookup each time. The backends and states of installed routes live for
-// the process, so the pointers stay valid.
+// The backend the installed table picks for one operator ("aten::convolution_backward")
+// and a first tensor argument of a dtype, for ATen's device-type decision points
+// (convolution, attention), which must follow the table instead of naming a device.
+// They ask on every call, so the lookup is remembered until the next table
+// install: no install lock, std::string or hash lookup per call. The backends
+// and states of installed routes live for the process, so the pointers stay
+// valid.
 class RouteProbe {
  public:
   explicit constexpr RouteProbe(const char* op) : op_(op) {}
