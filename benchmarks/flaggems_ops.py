@@ -9,7 +9,7 @@ every tensor argument gets the shape; arguments are synthesised from the schema 
   ``flaggems``, through the Python backend), called as user code calls it: ``torch.<name>``
   when that reaches exactly this overload (checked once with a dispatch mode), else
   ``torch.ops.aten.<name>.<overload>`` (which parses its arguments against the schema in Python
-  first: 2-7 us more per call on the H200 host);
+  first: 2-17 us more per call on the H200 host);
 - ``box``: the same call with the overload forced to ``box:cuda`` (a table that includes the active
   one and adds ``<op> = box:cuda`` for every such overload, loaded once with
   ``torch_fl.routing.load_routes(path=...)``; the installed routes are switched with
