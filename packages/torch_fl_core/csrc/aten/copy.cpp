@@ -256,12 +256,10 @@ Tensor copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
   auto reachable = [&](const Tensor& t) {
     return is_flagos(t) || t.device().is_cpu() || (mirror && t.device().type() == *mirror);
   };
-  if (C10_UNLIKELY(!reachable(self) || !reachable(dst))) {
-    TORCH_CHECK(false, "flagos: cannot copy from ", self.device(), " to ", dst.device(),
-                " (runtime '", runtime_name(), "' copies between flagos and ",
-                mirror ? "cpu or " + c10::DeviceTypeName(*mirror, true) : std::string("cpu"),
-                " tensors)");
-  }
+  TORCH_CHECK(reachable(self) && reachable(dst), "flagos: cannot copy from ", self.device(), " to ",
+              dst.device(), " (runtime '", runtime_name(), "' copies between flagos and ",
+              mirror ? "cpu or " + c10::DeviceTypeName(*mirror, true) : std::string("cpu"),
+              " tensors)");
   // The runtime's copies are native producers: on a runtime with unordered
   // producers, drain Triton work queued on the streams involved first, so a
   // (blocking) device-to-host copy never reads a buffer ahead of its kernel.

@@ -162,17 +162,23 @@ void throw_runtime_error(tfl_status status, const char* call, c10::DeviceIndex d
               detail ? detail : "");
 }
 
+namespace {
+
+// With one device it is the current one: no runtime call to ask or set it
+// (the router does both on every routed op).
+bool single_device() { return g_device_count.load(std::memory_order_relaxed) == 1; }
+
+}  // namespace
+
 c10::DeviceIndex current_device() {
-  // With one device it is the current one: no runtime call (the router asks
-  // on every routed op).
-  if (g_device_count.load(std::memory_order_relaxed) == 1) return 0;
+  if (single_device()) return 0;
   int d = 0;
   TFL_CALL(-1, get_device, &d);
   return static_cast<c10::DeviceIndex>(d);
 }
 
 CurrentDeviceScope::CurrentDeviceScope(c10::DeviceIndex device) {
-  if (device < 0 || (device == 0 && g_device_count.load(std::memory_order_relaxed) == 1)) return;
+  if (device < 0 || (device == 0 && single_device())) return;
   TFL_CALL(device, get_device, &prev_);
   if (prev_ != device) {
     TFL_CALL(device, set_device, device);

@@ -34,11 +34,11 @@ BoxScope::BoxScope(const Observer& obs, const c10::OperatorHandle& op, c10::Devi
                 "! (when checking arguments for ", op.schema().operator_name(), ")");
   }
   if (obs.device && obs.cpu_nonscalar) check_cpu_tensors_allowed(op, *obs.device);
-  device_ = obs.device ? *obs.device : current_device();
-  const int current = obs.device ? current_device() : device_;
-  if (current != device_) {
-    TFL_CALL(device_, set_device, device_);
-    previous_ = current;
+  if (obs.device) {
+    device_ = *obs.device;
+    current_.emplace(device_);
+  } else {
+    device_ = current_device();  // factories: already current
   }
   if (type == c10::DeviceType::CPU) {
     // A host kernel cannot enqueue on the flagos stream: wait for the
@@ -56,9 +56,6 @@ BoxScope::BoxScope(const Observer& obs, const c10::OperatorHandle& op, c10::Devi
   profiler::push_route_scope(type == c10::DeviceType::CPU ? kCpu : kMirror, op, device_);
 }
 
-BoxScope::~BoxScope() {
-  profiler::pop_route_scope();
-  if (previous_ >= 0) runtime().set_device(previous_);
-}
+BoxScope::~BoxScope() { profiler::pop_route_scope(); }
 
 }  // namespace torch_fl::unboxed

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "glue/runtime_access.h"
 #include "router/box_alias.h"
 #include "router/route_state.h"
 #include "router/unboxed_registry.h"
@@ -143,7 +144,7 @@ class BoxScope {
 
  private:
   c10::DeviceIndex device_;
-  int previous_ = -1;
+  std::optional<CurrentDeviceScope> current_;    // the tensors' device made current
   std::optional<box::HostResultScope> results_;  // box:cpu: fresh results in flagos memory
 };
 
