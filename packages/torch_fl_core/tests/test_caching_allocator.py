@@ -393,6 +393,9 @@ def test_pinned_block_waits_for_async_copies(flagos, sim):
     y = torch.empty(1024, dtype=torch.float32).pin_memory()  # event "not ready": no reuse
     assert y.data_ptr() != ptr
     del y
+    # The sim records x's event on its stream worker thread: wait for it, so
+    # "done" below is real and not a race with that thread (CI flaked on it).
+    flagos.synchronize(0)
     mallocs = host_stats()["num_host_alloc"]
     # Event done now: both cached blocks (x's and y's) serve new requests, no new host_malloc.
     z1 = torch.empty(1024, dtype=torch.float32).pin_memory()
