@@ -75,6 +75,22 @@ def describe_devices(native: str) -> dict:
     return info
 
 
+def gpu_local_cpus(index: int = 0) -> list[int]:
+    """The CPUs sysfs lists as local to CUDA device ``index`` (its NUMA node), or []."""
+    try:
+        props = torch.cuda.get_device_properties(index)
+        bus = f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
+        with open(f"/sys/bus/pci/devices/{bus}/local_cpulist") as fh:
+            text = fh.read().strip()
+    except (AttributeError, OSError, RuntimeError, AssertionError):
+        return []
+    cpus: list[int] = []
+    for part in filter(None, text.split(",")):
+        lo, _, hi = part.partition("-")
+        cpus.extend(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
 def timed_block(fn, k: int, dev) -> tuple[float, float]:
     """(submit, total) seconds of ``k`` calls of ``fn``: submit ends when the last call returns,
     total after the one synchronize that follows. The queue is drained before."""

@@ -30,6 +30,7 @@ Targets (issue #4, on the H200): training ratio >= 0.97, decode ratio >= 0.9. As
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import gc
 import json
@@ -42,7 +43,7 @@ import time
 import torch
 import torch.nn.functional as F
 from _bench_env import describe, load_avg, record_end, write_json
-from _gpu_bench import add_common_args, describe_devices, native_type, sync
+from _gpu_bench import add_common_args, describe_devices, gpu_local_cpus, native_type, sync
 from torch import nn
 
 FULL = {"layers": 12, "d_model": 768, "heads": 12, "vocab": 32000, "seq": 512, "batch": 64}
@@ -157,17 +158,20 @@ class RemoteSide:
     ``--decode-processes`` also runs the flagos side in children (``device == "flagos"``).
     """
 
-    def __init__(self, cfg: dict, device: str, wait: bool = True) -> None:
+    def __init__(
+        self, cfg: dict, device: str, wait: bool = True, cpus: list[int] | None = None
+    ) -> None:
         env = dict(os.environ)
         if device != "flagos":
             env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
-        self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--serve", device, "--serve-cfg", json.dumps(cfg)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
+        with pinned(cpus):  # the child inherits the affinity from its first instruction on
+            self.proc = subprocess.Popen(
+                [sys.executable, __file__, "--serve", device, "--serve-cfg", json.dumps(cfg)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
         if wait:
             self.wait_ready()
 
@@ -266,21 +270,50 @@ def interleave(fl: Side, nat, fn_name: str, arg: int, reps: int) -> tuple[list, 
     return f_s, n_s
 
 
-def decode_in_process_pairs(cfg: dict, native: str, pairs: int) -> dict:
+@contextlib.contextmanager
+def pinned(cpus: list[int] | None):
+    """Children started inside run on ``cpus`` (Linux affinity is per thread and inherited)."""
+    if not cpus or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def decode_cpus(spec: str, native: str) -> list[int] | None:
+    """The CPUs both children of a decode pair run on: ``auto`` is one CPU of this process's
+    affinity set, near the GPU where sysfs says which those are; ``none`` leaves them unpinned."""
+    if spec == "none" or not hasattr(os, "sched_getaffinity"):
+        return None
+    if spec != "auto":
+        return [int(c) for c in spec.split(",")]
+    allowed = sorted(os.sched_getaffinity(0))
+    near = set(gpu_local_cpus() if native == "cuda" else [])
+    choice = [c for c in allowed if c in near] or allowed
+    return choice[-1:]  # not CPU 0, where interrupts and housekeeping tend to land
+
+
+def decode_in_process_pairs(cfg: dict, native: str, pairs: int, cpus: list[int] | None) -> dict:
     """Decode throughput from ``pairs`` fresh (flagos, native) child-process pairs.
 
     Why: a launch-bound loop runs at the speed of its process's host thread, and on a shared VM
     that speed was seen to differ by up to 1.8x from one process to the next (the H200 host, same
-    code, same pinning), which one pair of processes cannot tell from a difference between the
-    sides. Each pair interleaves its blocks as the in-process measurement does; the figure is the
-    median over the pairs.
+    code, the same 8-CPU set for every process), which one pair of processes cannot tell from a
+    difference between the sides. Both children of a pair run on the same ``cpus`` (default: one
+    CPU near the GPU), so where the scheduler put a process is not part of the comparison. Each
+    pair interleaves its blocks as the in-process measurement does; the figure is the median over
+    the pairs.
     """
     steps = cfg["decode_steps"]
     ratios, f_ms, n_ms, matches = [], [], [], []
     for i in range(pairs):
         order = ("flagos", native) if i % 2 == 0 else (native, "flagos")
         # Both children start at once (their startup overlaps); blocks run one at a time.
-        sides = {dev: RemoteSide(cfg, dev, wait=False) for dev in order}
+        sides = {dev: RemoteSide(cfg, dev, wait=False, cpus=cpus) for dev in order}
         try:
             for side in sides.values():
                 side.wait_ready()
@@ -306,6 +339,7 @@ def decode_in_process_pairs(cfg: dict, native: str, pairs: int) -> dict:
         "flagos_ms_per_token_per_pair": f_ms,
         "native_ms_per_token_per_pair": n_ms,
         "process_pairs": pairs,
+        "pinned_cpus": cpus,
         "token_match": min(matches),
     }
 
@@ -328,6 +362,12 @@ def main(argv: list[str] | None = None) -> int:
         help="measure decode in this many fresh pairs of child processes (flagos, native), the "
         "ratio being the median of the per-pair ratios (default: 3 against cuda, where a "
         "launch-bound loop's speed varies from process to process; 0 elsewhere: in-process)",
+    )
+    p.add_argument(
+        "--decode-cpus",
+        default="auto",
+        help="CPUs both children of a decode pair run on: auto (one CPU near the GPU), none, or "
+        "a list such as 5 or 5,6",
     )
     p.add_argument("--serve", default=None, help=argparse.SUPPRESS)
     p.add_argument("--serve-cfg", default=None, help=argparse.SUPPRESS)
@@ -408,12 +448,15 @@ def main(argv: list[str] | None = None) -> int:
             nat_side.opt.zero_grad(set_to_none=True)
 
     if not args.no_decode and pairs > 0:
-        results["decode"] = decode_in_process_pairs(cfg, native, pairs)
+        cpus = decode_cpus(args.decode_cpus, native)
+        results["decode"] = decode_in_process_pairs(cfg, native, pairs, cpus)
         d = results["decode"]
         per_pair = ", ".join(f"{r:.3f}" for r in d["pair_ratios"])
+        where = f"both on CPU {','.join(map(str, cpus))}" if cpus else "unpinned"
         print(
             f"\nbatch-1 decode ({cfg['prompt']}-token prompt, {cfg['decode_steps']} tokens, KV "
-            f"cache), {pairs} fresh process pairs, median of {cfg['reps']} interleaved blocks each:\n"
+            f"cache), {pairs} fresh process pairs ({where}), median of {cfg['reps']} interleaved "
+            f"blocks each:\n"
             f"  {native:<7}{d['native_tokens_per_s']:>12.1f} tokens/s  ({d['native_ms_per_token']:.3f} ms/token, median of the pairs)\n"
             f"  {'flagos':<7}{d['flagos_tokens_per_s']:>12.1f} tokens/s  ({d['flagos_ms_per_token']:.3f} ms/token)\n"
             f"  ratio {d['ratio']:.3f} (median of the per-pair ratios {per_pair}); target (issue "
