@@ -196,6 +196,9 @@ class RemoteSide:
     def opt_impl(self) -> str:
         return self._ask("opt_impl")
 
+    def process_info(self) -> dict:
+        return self._ask("info")
+
     def timed_block(self, fn_name: str, arg: int) -> float:
         return self._ask("timed", fn_name, arg)
 
@@ -225,6 +228,8 @@ def serve(device: str, cfg: dict) -> int:
             reply = side.decode(cmd[1]).cpu().tolist()
         elif cmd[0] == "opt_impl":
             reply = side.opt_impl()
+        elif cmd[0] == "info":
+            reply = process_info()
         elif cmd[0] == "zero_grad":
             side.opt.zero_grad(set_to_none=True)
             reply = True
@@ -233,6 +238,31 @@ def serve(device: str, cfg: dict) -> int:
         out.write(json.dumps(reply) + "\n")
         out.flush()
     return 0
+
+
+def process_info() -> dict:
+    """What could make one process slower than another with the same code (kept in the JSON)."""
+    info: dict = {
+        "threads": len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else None,
+        "gc_collections": [g["collections"] for g in gc.get_stats()],
+        "gc_tracked_objects": len(gc.get_objects()),
+        "modules": len(sys.modules),
+        "flag_gems_imported": "flag_gems" in sys.modules,
+    }
+    if hasattr(os, "sched_getaffinity"):
+        info["affinity"] = sorted(os.sched_getaffinity(0))
+    try:
+        with open("/proc/self/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        info["last_cpu"] = int(fields[36])  # field 39 of proc(5), counted after the name
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(("VmRSS", "voluntary_ctxt", "nonvoluntary_ctxt")):
+                    k, v = line.split(":", 1)
+                    info[k] = v.strip()
+    except OSError:
+        pass
+    return info
 
 
 def build_side(cfg: dict, dev: torch.device):
@@ -309,7 +339,7 @@ def decode_in_process_pairs(cfg: dict, native: str, pairs: int, cpus: list[int] 
     the pairs.
     """
     steps = cfg["decode_steps"]
-    ratios, f_ms, n_ms, matches = [], [], [], []
+    ratios, f_ms, n_ms, matches, detail = [], [], [], [], []
     for i in range(pairs):
         order = ("flagos", native) if i % 2 == 0 else (native, "flagos")
         # Both children start at once (their startup overlaps); blocks run one at a time.
@@ -321,6 +351,14 @@ def decode_in_process_pairs(cfg: dict, native: str, pairs: int, cpus: list[int] 
             a, b = fl.decode(steps), nat.decode(steps)  # warm-up, and the tokens to compare
             matches.append((a == b).float().mean().item())
             f_s, n_s = interleave(fl, nat, "decode", steps, cfg["reps"])
+            detail.append(
+                {
+                    "flagos_block_ms_per_token": [t / steps * 1e3 for t in f_s],
+                    "native_block_ms_per_token": [t / steps * 1e3 for t in n_s],
+                    "flagos_process": fl.process_info(),
+                    "native_process": nat.process_info(),
+                }
+            )
         finally:
             for side in sides.values():
                 side.close()
@@ -340,6 +378,7 @@ def decode_in_process_pairs(cfg: dict, native: str, pairs: int, cpus: list[int] 
         "native_ms_per_token_per_pair": n_ms,
         "process_pairs": pairs,
         "pinned_cpus": cpus,
+        "pairs": detail,
         "token_match": min(matches),
     }
 
