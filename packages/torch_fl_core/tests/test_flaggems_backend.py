@@ -135,3 +135,26 @@ def test_routed_call_served_by_flaggems(fake_gems, tmp_path, view_device):
     finally:
         routing.load_routes()
     assert _C.router_routes() == before
+
+
+def test_routed_call_reports_import_failure_on_every_call(fake_gems, tmp_path):
+    """With core views the router resolves the kernel itself (direct_call): a FlagGems that
+    fails to import is an error naming the op on each call, never a cached non-kernel."""
+    from torch_fl import _C, routing
+
+    if not (_C.runtime_capabilities() & _C.CAP_HOST_ADDRESSABLE_MEMORY):
+        pytest.skip(f"runtime {_C.runtime_name()!r}: no CPU alias views of its memory")
+    # The claimed overloads are read from the source; importing it fails.
+    fake_gems("raise ImportError('no triton here')\n_FULL_CONFIG = (('abs', abs),)\n")
+    assert flaggems.register(vendor="test", gems_vendor="testvendor", view_device="cpu")
+    vendor_table = routing.active_table().path
+    table = tmp_path / "gems.conf"
+    table.write_text((f"include {vendor_table}\n" if vendor_table else "") + "abs = flaggems\n")
+    try:
+        routing.load_routes(path=table)
+        x = torch.tensor([-1.0, 2.0]).to("flagos")
+        for _ in range(2):
+            with pytest.raises(RuntimeError, match=r"aten::abs.*failed to import.*no triton here"):
+                torch.abs(x)
+    finally:
+        routing.load_routes()

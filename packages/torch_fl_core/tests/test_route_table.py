@@ -408,18 +408,25 @@ def test_python_backend_core_views_keep_out_and_inplace_semantics(tmp_path):
     def abs_out(self, *, out):  # ignores `out` and returns a fresh, larger result
         return torch.abs(self)
 
+    callers = []
+
     def neg(self):
+        callers.append(sys._getframe(1).f_code.co_filename)
         return torch.neg(self)
+
+    def sign(self):
+        raise ValueError("kernel refused")
 
     register_python_backend(
         "viewtest",
-        {"mul.out": mul_out, "add_.Tensor": add_, "abs.out": abs_out, "neg": neg},
+        {"mul.out": mul_out, "add_.Tensor": add_, "abs.out": abs_out, "neg": neg, "sign": sign},
         view_device="cpu",
     )
     table = tmp_path / "views.conf"
     table.write_text(
         f"include {routing.active_table().path}\n"
         "mul.out = viewtest\nadd_.Tensor = viewtest\nabs.out = viewtest\nneg = viewtest\n"
+        "sign = viewtest\n"
     )
     a_cpu, b_cpu = torch.randn(6), torch.randn(6)
     try:
@@ -440,6 +447,12 @@ def test_python_backend_core_views_keep_out_and_inplace_semantics(tmp_path):
         n = torch.neg(a)
         assert n.device.type == "flagos"
         torch.testing.assert_close(n.cpu(), -a_cpu)
+        # Core calls the kernel itself (PythonBackend.direct_call), not through the trampoline.
+        from torch_fl.routing import python_backend
+
+        assert callers and python_backend.__file__ not in callers
+        with pytest.raises(RuntimeError, match=r"'viewtest' failed in aten::sign.*kernel refused"):
+            torch.sign(a)
     finally:
         routing.load_routes()
 

@@ -228,14 +228,15 @@ NB_MODULE(_C, m) {
   m.def(
       "register_python_backend",
       [](const std::string& name, nb::handle trampoline, nb::handle has_kernel,
-         const std::string& view_device) {
+         const std::string& view_device, nb::handle direct) {
         std::optional<c10::DeviceType> view_type;
         if (!view_device.empty()) view_type = c10::Device(view_device).type();
         register_python_backend(name, trampoline.ptr(),
-                                has_kernel.is_none() ? nullptr : has_kernel.ptr(), view_type);
+                                has_kernel.is_none() ? nullptr : has_kernel.ptr(),
+                                direct.is_none() ? nullptr : direct.ptr(), view_type);
       },
       nb::arg("name"), nb::arg("trampoline"), nb::arg("has_kernel") = nb::none(),
-      nb::arg("view_device") = "");
+      nb::arg("view_device") = "", nb::arg("direct") = nb::none());
   m.def(
       "register_library_backend",
       [](const std::string& name, const std::string& ns) {

@@ -91,16 +91,32 @@ std::optional<size_t> written_argument(const c10::FunctionSchema& schema, size_t
   return std::nullopt;
 }
 
+// How to call one operator's kernel without the trampoline: the callable
+// itself, with the schema's arguments in `order` (positional ones first, then
+// the kwarg-only ones named by `kwnames`).
+struct DirectCall {
+  bool usable = false;  // false: the operator goes through the trampoline
+  py::object fn;
+  std::vector<size_t> order;
+  Py_ssize_t npos = 0;
+  py::object kwnames;  // a tuple of str, or None
+  // -1: the single return is the kernel's value; -2: no return; k >= 0: the
+  // single return is written argument k (a None value means "that argument").
+  int written = -1;
+};
+
 class PythonBackend final : public Backend {
  public:
-  PythonBackend(std::string name, PyObject* trampoline, PyObject* has_kernel,
+  PythonBackend(std::string name, PyObject* trampoline, PyObject* has_kernel, PyObject* direct,
                 std::optional<c10::DeviceType> view_type)
       : name_(std::move(name)),
         trampoline_(trampoline),
         has_kernel_(has_kernel),
+        direct_(direct),
         view_type_(view_type) {
     Py_XINCREF(trampoline_);
     Py_XINCREF(has_kernel_);
+    Py_XINCREF(direct_);
   }
   // Never destroyed (the registry lives for the process): no decref at exit
   // when the interpreter may already be gone.
@@ -144,14 +160,33 @@ class PythonBackend final : public Backend {
     py::gil_scoped_acquire gil;
     const py::object& name = op_name(op);
     try {
+      const DirectCall& direct = direct_call(op, name);
       py::tuple args(num_args);
       for (size_t i = 0; i < num_args; ++i) {
         c10::IValue v = view_type_ ? views[i] : std::move((*stack)[stack->size() - num_args + i]);
         args[i] = argument_to_py(std::move(v), schema.arguments()[i]);
       }
       torch::jit::drop(*stack, num_args);
-      py::object result = py::reinterpret_borrow<py::object>(trampoline_)(name, args);
       const auto& returns = schema.returns();
+      if (direct.usable) {
+        // The kernel called directly: no Python frame of ours per call.
+        c10::SmallVector<PyObject*, 8> argv;
+        for (size_t i : direct.order) argv.push_back(PyTuple_GET_ITEM(args.ptr(), i));
+        PyObject* kwnames = direct.kwnames.is_none() ? nullptr : direct.kwnames.ptr();
+        py::object result = py::reinterpret_steal<py::object>(
+            PyObject_Vectorcall(direct.fn.ptr(), argv.data(), direct.npos, kwnames));
+        if (!result) throw py::error_already_set();
+        if (direct.written != -2) {
+          c10::IValue value;  // None: a written argument's kernel returned nothing
+          if (direct.written == -1 || !result.is_none()) {
+            value = torch::jit::toIValue(result, returns[0].type());
+          }
+          push_result(schema, 0, std::move(value), originals, views, result_device, stack);
+        }
+        for (auto d : devices) note_unordered_producer(d);
+        return;
+      }
+      py::object result = py::reinterpret_borrow<py::object>(trampoline_)(name, args);
       if (returns.size() == 1) {
         push_result(schema, 0, torch::jit::toIValue(result, returns[0].type()), originals, views,
                     result_device, stack);
@@ -188,6 +223,39 @@ class PythonBackend final : public Backend {
     return it->second;
   }
 
+  // The direct call of `op`, asked of Python once (GIL held). Only with core
+  // views, where the trampoline does nothing but call the kernel; a failure
+  // (a kernel library that does not import) is raised and asked again next call.
+  const DirectCall& direct_call(const c10::OperatorHandle& op, const py::object& name) {
+    static const DirectCall kNone;
+    if (direct_ == nullptr || !view_type_) return kNone;
+    auto it = directs_.find(&op.operator_name());
+    if (it != directs_.end()) return it->second;
+    DirectCall d;
+    py::object plan = py::reinterpret_borrow<py::object>(direct_)(name);
+    if (!plan.is_none()) {
+      auto t = plan.cast<py::tuple>();
+      TORCH_CHECK(t.size() == 4, "flagos python backend '", name_, "': direct_call(",
+                  full_name(op.operator_name()), ") must return (fn, npos, kw_indices, kwnames)");
+      d.fn = t[0];
+      d.npos = t[1].cast<Py_ssize_t>();
+      for (Py_ssize_t i = 0; i < d.npos; ++i) d.order.push_back(static_cast<size_t>(i));
+      for (auto k : t[2].cast<py::tuple>()) d.order.push_back(k.cast<size_t>());
+      d.kwnames = t[3].is_none() ? py::none() : py::object(t[3]);
+      const auto& returns = op.schema().returns();
+      TORCH_CHECK(returns.size() <= 1 && d.order.size() == op.schema().arguments().size(),
+                  "flagos python backend '", name_, "': no direct call for ",
+                  full_name(op.operator_name()));
+      if (returns.empty()) {
+        d.written = -2;
+      } else if (const auto arg = written_argument(op.schema(), 0)) {
+        d.written = static_cast<int>(*arg);
+      }
+      d.usable = true;
+    }
+    return directs_.emplace(&op.operator_name(), std::move(d)).first->second;
+  }
+
   void push_result(const c10::FunctionSchema& schema, size_t ret, c10::IValue value,
                    const std::vector<c10::IValue>& originals, const std::vector<c10::IValue>& views,
                    c10::Device device, torch::jit::Stack* stack) const {
@@ -221,18 +289,21 @@ class PythonBackend final : public Backend {
   std::string name_;
   PyObject* trampoline_;
   PyObject* has_kernel_;
+  PyObject* direct_;
   std::optional<c10::DeviceType> view_type_;
   // Operator names live for the process (dispatcher entries), so do these.
-  std::unordered_map<const c10::OperatorName*, py::object> names_;  // guarded by the GIL
+  std::unordered_map<const c10::OperatorName*, py::object> names_;    // guarded by the GIL
+  std::unordered_map<const c10::OperatorName*, DirectCall> directs_;  // guarded by the GIL
 };
 
 }  // namespace
 
 void register_python_backend(const std::string& name, PyObject* trampoline, PyObject* has_kernel,
-                             std::optional<c10::DeviceType> view_type) {
+                             PyObject* direct, std::optional<c10::DeviceType> view_type) {
   TORCH_CHECK(name.rfind("box:", 0) != 0 && name != "cpu" && name != "none",
               "flagos: backend name '", name, "' is reserved");
-  register_backend(std::make_shared<PythonBackend>(name, trampoline, has_kernel, view_type));
+  register_backend(
+      std::make_shared<PythonBackend>(name, trampoline, has_kernel, direct, view_type));
 }
 
 }  // namespace torch_fl

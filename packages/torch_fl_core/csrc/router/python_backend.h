@@ -19,7 +19,11 @@ namespace torch_fl {
 // out=/in-place returns are the caller's flagos tensors (a fresh result is
 // copied into them): the views are made here, not by Python hooks, because
 // each hook call through torch.ops costs microseconds per tensor.
+// direct(op_full_name) -> (fn, npos, kw_indices, kwnames) | None (optional,
+// with `view_type` only), asked once per operator: the router then calls fn
+// itself (vectorcall) instead of the trampoline, saving its Python frames.
 void register_python_backend(const std::string& name, PyObject* trampoline, PyObject* has_kernel,
+                             PyObject* direct = nullptr,
                              std::optional<c10::DeviceType> view_type = std::nullopt);
 
 }  // namespace torch_fl

@@ -111,6 +111,11 @@ class LazyKernel:
         self.fn: Callable[..., Any] | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return (self.fn or self.resolve())(*args, **kwargs)
+
+    def resolve(self) -> Callable[..., Any]:
+        """The FlagGems callable (importing FlagGems on the first call); the router calls it
+        directly from then on (``PythonBackend.direct_call``)."""
         fn = self.fn
         if fn is None:
             where = f"the route for {self.name} chose backend 'flaggems' (vendor {self.vendor!r})"
@@ -129,7 +134,7 @@ class LazyKernel:
                     f"FLAGOS_OP_{self.name.replace('.', '__')} to another backend"
                 )
             self.fn = fn
-        return fn(*args, **kwargs)
+        return fn
 
 
 def _servable(names: list[str]) -> list[str]:

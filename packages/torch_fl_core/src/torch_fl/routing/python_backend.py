@@ -217,6 +217,25 @@ class PythonBackend:
             call = self._calls[op_name] = self._make_call(op_name)
         return call(args)
 
+    def direct_call(self, op_name: str) -> tuple | None:
+        """For core (asked once per operator, with core views): ``(fn, npos, kw_indices,
+        kwnames)`` when calling the kernel itself is all the trampoline would do (one return or
+        none), so core calls it without the trampoline's frames; else None. A kernel with a
+        ``resolve()`` method (FlagGems' lazy kernels) is resolved to its final callable here."""
+        if not self.core_views:
+            return None
+        kernel = self.kernels.get(op_name)
+        if kernel is None:
+            raise RuntimeError(f"backend {self.name!r} has no kernel for {op_name}")
+        plan = self._plan(op_name)
+        if len(plan.write_alias) > 1:
+            return None
+        resolve = getattr(kernel, "resolve", None)
+        fn = resolve() if callable(resolve) else kernel
+        kw_indices = tuple(i for _, i in plan.keywords)
+        kwnames = tuple(n for n, _ in plan.keywords) or None
+        return fn, len(plan.positional), kw_indices, kwnames
+
     def _make_call(self, op_name: str) -> Callable[[tuple], Any]:
         """The per-call work for ``op_name``, decided once from its plan: the kernel called with
         the schema's positional arguments positionally and its kwarg-only ones by name, then the
@@ -333,7 +352,13 @@ def register_python_backend(
     if register is None:
         raise RuntimeError("torch_fl._C has no router (register_python_backend is missing)")
     with _registry_lock:
-        register(name, backend.trampoline, backend.has_kernel, view_device=view_device or "")
+        register(
+            name,
+            backend.trampoline,
+            backend.has_kernel,
+            view_device=view_device or "",
+            direct=backend.direct_call,
+        )
         _registry[name] = backend
     return backend
 
