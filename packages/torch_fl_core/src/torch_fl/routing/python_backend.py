@@ -37,6 +37,10 @@ converted from the dispatcher stack by PyTorch's own converters. The trampoline
    ``device`` being that of the first flagos argument (else the current flagos device). The default
    returns flagos tensors unchanged and copies anything else there with ``.to(device)``.
 
+With ``view_device`` (core views), steps 1 and 3 are done in C++ and, for operators with at most
+one return, core calls the kernel itself as step 2 describes (:meth:`PythonBackend.direct_call`),
+without the trampoline.
+
 View operators (returns aliasing an argument without writing it) cannot be served by a Python
 backend: their result must share the flagos storage, and core serves them natively.
 """
