@@ -218,6 +218,7 @@ def serve(device: str, cfg: dict) -> int:
         # The point of a native child: PrivateUse1 must not be registered in this process.
         assert "torch_fl" not in sys.modules, "the native child loaded torch-fl"
     side, _ = build_side(cfg, torch.device(device, 0))
+    tokens = 0  # decoded in this process (for per-token figures in process_info)
     for line in sys.stdin:
         cmd = json.loads(line)
         if cmd[0] == "ready":
@@ -226,22 +227,25 @@ def serve(device: str, cfg: dict) -> int:
             reply = side.step().item()
         elif cmd[0] == "decode":
             reply = side.decode(cmd[1]).cpu().tolist()
+            tokens += cmd[1]
         elif cmd[0] == "opt_impl":
             reply = side.opt_impl()
         elif cmd[0] == "info":
-            reply = process_info()
+            reply = process_info(tokens)
         elif cmd[0] == "zero_grad":
             side.opt.zero_grad(set_to_none=True)
             reply = True
         else:
             reply = local_block(side, cmd[1], cmd[2])
+            tokens += cmd[2] if cmd[1] == "decode" else 0
         out.write(json.dumps(reply) + "\n")
         out.flush()
     return 0
 
 
-def process_info() -> dict:
-    """What could make one process slower than another with the same code (kept in the JSON)."""
+def process_info(tokens: int = 0) -> dict:
+    """What could make one process slower than another with the same code (kept in the JSON);
+    in a flagos process also the routed calls and the operand-alias cache's work per token."""
     info: dict = {
         "threads": len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else None,
         "gc_collections": [g["collections"] for g in gc.get_stats()],
@@ -251,6 +255,15 @@ def process_info() -> dict:
     }
     if hasattr(os, "sched_getaffinity"):
         info["affinity"] = sorted(os.sched_getaffinity(0))
+    if "torch_fl" in sys.modules and tokens:
+        from torch_fl import _C
+
+        routed = sum(n for per in _C.dispatch_counts().values() for n in per.values())
+        info["routed_calls_per_token"] = routed / tokens
+        if hasattr(_C, "alias_cache_stats"):
+            info["alias_cache_per_token"] = {
+                k: v / tokens for k, v in _C.alias_cache_stats().items()
+            }
     try:
         with open("/proc/self/stat") as fh:
             fields = fh.read().rsplit(")", 1)[1].split()

@@ -252,6 +252,14 @@ NB_MODULE(_C, m) {
   m.def("unboxed_route_count", &unboxed_factory_count);
   m.def("router_routes", &router_routes);
   m.def("dispatch_counts", &dispatch_counts);
+  m.def("alias_cache_stats", [] {
+    const box::AliasCacheStats s = box::alias_cache_stats();
+    nb::dict d;
+    d["recent_hits"] = s.recent_hits;
+    d["victim_hits"] = s.victim_hits;
+    d["builds"] = s.builds;
+    return d;
+  });
   m.def("reset_dispatch_counts", &reset_dispatch_counts);
   m.def(
       "set_log",

@@ -242,11 +242,15 @@ struct AliasCache {
   std::array<AliasSlot, kRecentSlots> recent;
   size_t next_recent = 0;
   std::array<EvictedSet, kEvictedSets> evicted;
+  AliasCacheStats stats;
 
   EvictedSet& set_of(const void* data) {
     // Pool blocks are 512-byte aligned: the low bits carry no information.
-    const auto p = reinterpret_cast<uintptr_t>(data);
-    return evicted[((p >> 9) ^ (p >> 15)) % kEvictedSets];
+    // Multiplicative (Fibonacci) hashing of the rest: segment-aligned blocks
+    // (2 MiB on CUDA) would share a handful of sets under a shift-and-xor.
+    static_assert(kEvictedSets == 256, "the shift below takes the top 8 bits");
+    const uint64_t p = reinterpret_cast<uintptr_t>(data) >> 9;
+    return evicted[(p * 0x9E3779B97F4A7C15ull) >> 56];
   }
   // A slot pushed out of `recent` moves to its set, replacing an empty way or
   // the oldest one there.
@@ -305,11 +309,15 @@ at::Tensor call_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey 
   const size_t nbytes = base.nbytes();
   AliasCache& cache = alias_cache();
   for (AliasSlot& slot : cache.recent) {
-    if (reusable(slot, t, data, nbytes, device, key)) return repoint(slot, t);
+    if (reusable(slot, t, data, nbytes, device, key)) {
+      ++cache.stats.recent_hits;
+      return repoint(slot, t);
+    }
   }
   AliasSlot& victim = cache.recent[cache.next_recent++ % kRecentSlots];
   for (AliasSlot& way : cache.set_of(data).ways) {
     if (reusable(way, t, data, nbytes, device, key)) {
+      ++cache.stats.victim_hits;
       AliasSlot revived = std::move(way);
       way = AliasSlot();
       cache.stash(std::move(victim));
@@ -318,11 +326,14 @@ at::Tensor call_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey 
     }
   }
   cache.stash(std::move(victim));
+  ++cache.stats.builds;
   // Non-owning: the caller's flagos tensor keeps the memory alive for the
   // call, and a result that aliases it is re-wrapped over the flagos storage.
   victim = AliasSlot{build_alias(t, c10::DataPtr(data, device), device, key), data, nbytes};
   return victim.alias;
 }
+
+AliasCacheStats alias_cache_stats() { return alias_cache().stats; }
 
 at::Tensor flagos_over(c10::Storage storage, const at::Tensor& like) {
   auto impl = c10::make_intrusive<c10::TensorImpl>(
