@@ -1,8 +1,10 @@
 """Generate the unboxed route kernels from the installed torch's schema.
 
 Run by CMake at build time (never checked in): for every ATen overload with a
-direct CPU kernel in torchgen's packaged native_functions.yaml, emit one
-`torch_fl::unboxed::Register<at::_ops::NAME>` line. The C++ template in
+direct kernel for a device a box route reaches (CPU: box:cpu; CUDA: box:cuda,
+the mirror of the cuda and dcu vendors) in torchgen's packaged
+native_functions.yaml, emit one `torch_fl::unboxed::Register<at::_ops::NAME>`
+line. The C++ template in
 csrc/router/unboxed_route.h does the rest from the at::_ops struct's own
 signature, so a new torch minor needs no edits here.
 
@@ -30,28 +32,34 @@ def native_functions() -> list[dict]:
         return yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-def has_cpu_kernel(entry: dict) -> bool:
-    # ufunc operators (add.out, ...) get their CPU kernel from `ufunc_inner_loop`, not `dispatch`.
+# The dispatch keys of the ATen backends box routes redispatch to. CUDA-only
+# overloads (the fused attention kernels SDPA picks on the GPU, cuDNN ops,
+# ...) took the boxed path before: about 1-2 us more per call on the H200 host.
+BOX_KEYS = ("CPU", "CUDA")
+
+
+def has_device_kernel(entry: dict) -> bool:
+    # ufunc operators (add.out, ...) get their kernels from `ufunc_inner_loop`, not `dispatch`.
     if entry.get("ufunc_inner_loop"):
         return True
     dispatch = entry.get("dispatch") or {}
-    return any("CPU" in [k.strip() for k in keys.split(",")] for keys in dispatch)
+    return any(key in [k.strip() for k in keys.split(",")] for keys in dispatch for key in BOX_KEYS)
 
 
 def routable() -> list[tuple[str, str, str]]:
     """(full name 'aten::add.out', at::_ops struct, header root) per overload.
 
-    Overloads with a CPU kernel of their own, and the functional/in-place
-    forms of structured ops (`structured_delegate`), whose CPU kernels are
+    Overloads with a CPU or CUDA kernel of their own, and the functional/in-place
+    forms of structured ops (`structured_delegate`), whose kernels are
     generated from the delegate's: routing those directly avoids running the
-    structured meta function twice (once on flagos, once on the CPU aliases).
+    structured meta function twice (once on flagos, once on the aliases).
     """
     entries = native_functions()
-    with_cpu = {e["func"].split("(")[0] for e in entries if has_cpu_kernel(e)}
+    with_kernel = {e["func"].split("(")[0] for e in entries if has_device_kernel(e)}
     out = []
     for entry in entries:
         delegate = entry.get("structured_delegate")
-        if not has_cpu_kernel(entry) and not (delegate and delegate in with_cpu):
+        if not has_device_kernel(entry) and not (delegate and delegate in with_kernel):
             continue
         schema = FunctionSchema.parse(entry["func"])
         if any(t in str(a.type) for a in schema.arguments.flat_all for t in SKIP_ARG_TYPES):

@@ -3,7 +3,7 @@
 //
 // Why: a boxed kernel converts every argument to IValues and back on each
 // call. For the hot path (a routed op served by box:cpu) this kernel aliases
-// the tensor arguments and redispatches to the CPU kernel with the same C++
+// the tensor arguments and redispatches to the CPU (or CUDA) kernel with the same C++
 // signature, without boxing. Other backends are reached by boxing once.
 #pragma once
 
