@@ -118,8 +118,23 @@ class PythonBackend final : public Backend {
     Py_XINCREF(has_kernel_);
     Py_XINCREF(direct_);
   }
-  // Never destroyed (the registry lives for the process): no decref at exit
-  // when the interpreter may already be gone.
+  // The callables above are never released: the registry outlives the
+  // interpreter. A backend replaced by one of the same name is destroyed when
+  // the last route using it goes, which may be without the GIL (router_install
+  // releases it): the Python objects it cached go with the GIL held.
+  ~PythonBackend() override {
+    if (!Py_IsInitialized()) {
+      for (auto& entry : names_) entry.second.release();
+      for (auto& entry : directs_) {
+        entry.second.fn.release();
+        entry.second.kwnames.release();
+      }
+      return;
+    }
+    py::gil_scoped_acquire gil;
+    names_.clear();
+    directs_.clear();
+  }
 
   const std::string& name() const override { return name_; }
 
