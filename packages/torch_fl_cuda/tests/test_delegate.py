@@ -161,3 +161,37 @@ def test_flaggems_backend_serves_a_route(monkeypatch):
     finally:
         monkeypatch.delenv("FLAGOS_OP_abs")
         load_routes()
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        "_scaled_dot_product_efficient_attention",
+        "_scaled_dot_product_flash_attention",
+        "_scaled_dot_product_cudnn_attention",
+    ],
+)
+def test_fused_attention_results_land_where_cuda_puts_them(op):
+    """Outputs of CUDA-only attention kernels (unboxed box:cuda routes): CUDA tensors become
+    flagos tensors, tensors CUDA returns on the host (philox seed/offset) stay there."""
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 16, 64, generator=g, dtype=torch.float16) for _ in range(3))
+    fn = getattr(torch.ops.aten, op)
+    extra = {
+        "_scaled_dot_product_efficient_attention": (None, True),
+        "_scaled_dot_product_flash_attention": (),
+        "_scaled_dot_product_cudnn_attention": (None, True),
+    }[op]
+    try:
+        native = fn(q.cuda(), k.cuda(), v.cuda(), *extra)
+    except RuntimeError as exc:  # a kernel this GPU/build lacks: nothing to compare with
+        pytest.skip(f"{op} does not run natively here: {str(exc).splitlines()[0]}")
+    routed = fn(q.to("flagos"), k.to("flagos"), v.to("flagos"), *extra)
+    assert len(routed) == len(native)
+    for r, n in zip(routed, native, strict=True):
+        if isinstance(n, torch.Tensor):
+            want = "flagos" if n.device.type == "cuda" else n.device.type
+            assert isinstance(r, torch.Tensor) and r.device.type == want, (op, n.device, r)
+        else:  # None (an undefined tensor), or a SymInt such as max_q
+            assert r == n, (op, r, n)
+    torch.testing.assert_close(routed[0].cpu(), native[0].cpu(), atol=2e-3, rtol=2e-3)

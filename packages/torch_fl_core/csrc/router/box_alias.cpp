@@ -425,6 +425,12 @@ at::Tensor to_flagos(const at::Tensor& t, c10::DeviceIndex device, c10::DeviceTy
 at::Tensor view_of_input_or_fresh(const at::Tensor& result, const at::Tensor* const* bases,
                                   size_t n, c10::DeviceIndex device, c10::DeviceType type) {
   if (!result.defined() || result.device().is_privateuseone()) return result;
+  // A box:<mirror> kernel's result on another device stays there, as it does
+  // natively: CUDA's flash and memory-efficient attention return their philox
+  // seed and offset as CPU tensors, which became flagos tensors through two
+  // pageable host-to-device copies per call. (box:cpu results are all host
+  // tensors standing for flagos ones.) Python backends already do so.
+  if (type != c10::DeviceType::CPU && result.device().type() != type) return result;
   const void* data = result.storage().data();
   for (size_t i = 0; i < n; ++i) {
     const at::Tensor& b = *bases[i];

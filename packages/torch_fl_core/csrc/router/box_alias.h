@@ -41,6 +41,8 @@ void adopt_geometry(const at::Tensor& base, const at::Tensor& alias);
 // A result tensor of a boxed kernel as a flagos tensor on `device`: a view of
 // one of `bases` (the caller's flagos inputs) when it aliases its memory,
 // grown flagos memory taken over, else a copy into a flagos allocation.
+// view_of_input_or_fresh leaves a box:<mirror> result that is on another
+// device (a CPU tensor a CUDA kernel returns) where the kernel put it.
 at::Tensor to_flagos(const at::Tensor& result, c10::DeviceIndex device, c10::DeviceType type);
 at::Tensor view_of_input_or_fresh(const at::Tensor& result, const at::Tensor* const* bases,
                                   size_t n, c10::DeviceIndex device, c10::DeviceType type);
