@@ -29,7 +29,8 @@ may autotune for minutes: never timed). Then, for each of ``--reps`` repetitions
 (sized for about ``--block-ms``) is timed per variant from a drained queue to a synchronize after
 it, with the variant order reversed every repetition; the figure is the median per-call time. The
 verdict is ``ok`` when ``routed`` is at most 5 % slower (``--tolerance``) than the better of ``box``
-and ``gems`` (``direct`` stands in where ``gems`` could not run). The routes installed before the run are reloaded at the end, even on error.
+and ``gems`` (``direct`` stands in where ``gems`` could not run). The routes installed before the
+run are reloaded at the end, even on error.
 
 Only runs on the cuda vendor with the FlagGems backend on (``torch_fl_cuda.flaggems.status()``);
 anywhere else it prints why it skips and exits 0. ``--time-budget`` (s) stops starting new operators
