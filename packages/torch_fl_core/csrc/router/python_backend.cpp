@@ -100,9 +100,6 @@ struct DirectCall {
   std::vector<size_t> order;
   Py_ssize_t npos = 0;
   py::object kwnames;  // a tuple of str, or None
-  // -1: the single return is the kernel's value; -2: no return; k >= 0: the
-  // single return is written argument k (a None value means "that argument").
-  int written = -1;
 };
 
 class PythonBackend final : public Backend {
@@ -183,28 +180,26 @@ class PythonBackend final : public Backend {
       }
       torch::jit::drop(*stack, num_args);
       const auto& returns = schema.returns();
+      py::object result;
       if (direct.usable) {
         // The kernel called directly: no Python frame of ours per call.
         c10::SmallVector<PyObject*, 8> argv;
         for (size_t i : direct.order) argv.push_back(PyTuple_GET_ITEM(args.ptr(), i));
         PyObject* kwnames = direct.kwnames.is_none() ? nullptr : direct.kwnames.ptr();
-        py::object result = py::reinterpret_steal<py::object>(
+        result = py::reinterpret_steal<py::object>(
             PyObject_Vectorcall(direct.fn.ptr(), argv.data(), direct.npos, kwnames));
         if (!result) throw py::error_already_set();
-        if (direct.written != -2) {
-          c10::IValue value;  // None: a written argument's kernel returned nothing
-          if (direct.written == -1 || !result.is_none()) {
-            value = torch::jit::toIValue(result, returns[0].type());
-          }
-          push_result(schema, 0, std::move(value), originals, views, result_device, stack);
-        }
-        for (auto d : devices) note_unordered_producer(d);
-        return;
+      } else {
+        result = py::reinterpret_borrow<py::object>(trampoline_)(name, args);
       }
-      py::object result = py::reinterpret_borrow<py::object>(trampoline_)(name, args);
       if (returns.size() == 1) {
-        push_result(schema, 0, torch::jit::toIValue(result, returns[0].type()), originals, views,
-                    result_device, stack);
+        // With core views an out=/in-place kernel may return None, meaning the
+        // argument it wrote (push_result hands back the caller's tensor).
+        c10::IValue value;
+        if (!view_type_ || !result.is_none() || !written_argument(schema, 0)) {
+          value = torch::jit::toIValue(result, returns[0].type());
+        }
+        push_result(schema, 0, std::move(value), originals, views, result_device, stack);
       } else if (returns.size() > 1) {
         py::tuple tup = result.cast<py::tuple>();
         TORCH_CHECK(tup.size() == returns.size(), "flagos python backend '", name_, "' returned ",
@@ -261,11 +256,6 @@ class PythonBackend final : public Backend {
       TORCH_CHECK(returns.size() <= 1 && d.order.size() == op.schema().arguments().size(),
                   "flagos python backend '", name_, "': no direct call for ",
                   full_name(op.operator_name()));
-      if (returns.empty()) {
-        d.written = -2;
-      } else if (const auto arg = written_argument(op.schema(), 0)) {
-        d.written = static_cast<int>(*arg);
-      }
       d.usable = true;
     }
     return directs_.emplace(&op.operator_name(), std::move(d)).first->second;
