@@ -76,3 +76,38 @@ def test_threads_share_inputs(flagos):
         t.join()
     assert not errors, errors[0]
     assert allocated(flagos) == before
+
+
+def test_grown_out_aliases_are_not_reused_for_other_memory(flagos):
+    # Empty out= tensors share one key in the operand-alias cache (no memory, 0 bytes). The
+    # kernel grows the first one's alias into new flagos memory, which that tensor then owns;
+    # a later empty out= tensor must get an alias of its own memory, not the grown one (which
+    # would write its result into the first tensor).
+    a = torch.arange(4.0, device="flagos:0")
+    o1 = torch.empty(0, device="flagos:0")
+    torch.add(a, a, out=o1)
+    o2 = torch.empty(0, device="flagos:0")
+    torch.add(a, 1.0, out=o2)
+    o3 = torch.empty(0, device="flagos:0")
+    torch.mul(a, 3.0, out=o3)
+    assert o1.cpu().tolist() == [0.0, 2.0, 4.0, 6.0]
+    assert o2.cpu().tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert o3.cpu().tolist() == [0.0, 3.0, 6.0, 9.0]
+    assert len({o.untyped_storage().data_ptr() for o in (o1, o2, o3)}) == 3
+
+
+def test_alias_cache_serves_repeated_operands(flagos):
+    # The same operands call after call reuse their cached aliases instead of building new ones.
+    from torch_fl import _C
+
+    a = torch.arange(8.0, device="flagos:0")
+    b = torch.ones(8, device="flagos:0")
+    out = torch.empty(8, device="flagos:0")
+    torch.add(a, b, out=out)
+    before = _C.alias_cache_stats()
+    for _ in range(10):
+        torch.add(a, b, out=out)
+    after = _C.alias_cache_stats()
+    assert after["builds"] == before["builds"]
+    assert after["hits"] - before["hits"] == 30
+    torch.testing.assert_close(out.cpu(), torch.arange(8.0) + 1)

@@ -1,9 +1,34 @@
 #include "glue/mirror_allocator.h"
 
+#include <array>
+#include <atomic>
+
 #include "glue/runtime_access.h"
 
 namespace torch_fl {
 namespace {
+
+// c10::getDeviceAllocator() dynamic_casts on every call, and the mirrored
+// allocator is asked for per routed result and allocation. The cast is
+// remembered per device type for the allocator c10 currently registers (one
+// record per registration: a replaced allocator, say a pluggable CUDA one, is
+// looked up again; records are never freed, readers may hold one).
+struct DeviceAllocatorRecord {
+  c10::Allocator* registered;
+  c10::DeviceAllocator* device;
+};
+c10::DeviceAllocator* device_allocator(c10::DeviceType type) {
+  static std::array<std::atomic<const DeviceAllocatorRecord*>,
+                    static_cast<size_t>(c10::DeviceType::COMPILE_TIME_MAX_DEVICE_TYPES)>
+      records{};
+  c10::Allocator* registered = c10::GetAllocator(type);
+  auto& slot = records[static_cast<size_t>(type)];
+  const DeviceAllocatorRecord* r = slot.load(std::memory_order_acquire);
+  if (C10_LIKELY(r != nullptr && r->registered == registered)) return r->device;
+  auto* fresh = new DeviceAllocatorRecord{registered, c10::getDeviceAllocator(type)};
+  slot.store(fresh, std::memory_order_release);
+  return fresh->device;
+}
 
 void release_inner(void* ctx) { delete static_cast<c10::DataPtr*>(ctx); }
 
@@ -29,9 +54,10 @@ class MirrorAllocator final : public c10::DeviceAllocator {
   c10::DataPtr allocate(size_t n) override {
     // The mirrored current device is the flagos current device.
     ensure_mirror_initialized();
+    c10::DeviceAllocator* const alloc = inner();
     c10::DataPtr inner;
     try {
-      inner = this->inner()->allocate(n);
+      inner = alloc->allocate(n);
     } catch (const c10::OutOfMemoryError& e) {
       TORCH_CHECK_WITH(OutOfMemoryError, false,
                        "flagos out of memory on flagos:", static_cast<int>(current_device()),
@@ -39,7 +65,7 @@ class MirrorAllocator final : public c10::DeviceAllocator {
                        " caching allocator): ", e.what_without_backtrace());
     }
     const c10::Device flagos(c10::DeviceType::PrivateUse1, inner.device().index());
-    if (owned_by_address(inner, this->inner())) {
+    if (owned_by_address(inner, alloc)) {
       inner.unsafe_set_device(flagos);
       return inner;
     }
@@ -90,7 +116,7 @@ class MirrorAllocator final : public c10::DeviceAllocator {
   }
 
  private:
-  c10::DeviceAllocator* inner() const { return c10::getDeviceAllocator(type_); }
+  c10::DeviceAllocator* inner() const { return device_allocator(type_); }
   c10::DeviceType type_;
 };
 
@@ -111,7 +137,7 @@ c10::DeviceAllocator* mirror_allocator() {
 bool retype_mirror_storage(const c10::Storage& storage, c10::DeviceIndex device) {
   c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
   c10::DataPtr& dp = impl->_mutable_data_ptr_no_checks();
-  if (!owned_by_address(dp, c10::getDeviceAllocator(dp.device().type()))) return false;
+  if (!owned_by_address(dp, device_allocator(dp.device().type()))) return false;
   dp.unsafe_set_device(c10::Device(c10::DeviceType::PrivateUse1, device));
   impl->set_allocator(mirror_allocator());
   return true;

@@ -1,7 +1,5 @@
 #include "profiler/route_scope.h"
 
-#include <vector>
-
 #include "router/backend.h"
 
 namespace torch_fl::profiler {
@@ -31,25 +29,6 @@ void RouteScope::begin(at::StepCallbacks callbacks, const std::string& backend,
 void RouteScope::end() {
   if (interval_ != nullptr) interval_end(interval_);
   rf_.reset();  // runs the end callbacks
-}
-
-namespace {
-thread_local std::vector<std::unique_ptr<RouteScope>> t_scopes;
-}
-
-void push_route_scope(const std::string& backend, const c10::OperatorHandle& op,
-                      c10::DeviceIndex device) {
-  // An empty slot when no profiler runs, so pop_route_scope() stays balanced.
-  auto callbacks = at::getStepCallbacksUnlessEmpty(at::RecordScope::FUNCTION);
-  if (C10_LIKELY(!callbacks.has_value())) {
-    t_scopes.emplace_back();
-  } else {
-    t_scopes.push_back(std::make_unique<RouteScope>(std::move(*callbacks), backend, op, device));
-  }
-}
-
-void pop_route_scope() {
-  if (!t_scopes.empty()) t_scopes.pop_back();
 }
 
 }  // namespace torch_fl::profiler

@@ -28,11 +28,6 @@ class RouteScope {
     auto callbacks = at::getStepCallbacksUnlessEmpty(at::RecordScope::FUNCTION);
     if (C10_UNLIKELY(callbacks.has_value())) begin(std::move(*callbacks), backend, op, device);
   }
-  // With the callbacks of this step already fetched (push_route_scope).
-  RouteScope(at::StepCallbacks callbacks, const std::string& backend, const c10::OperatorHandle& op,
-             c10::DeviceIndex device) {
-    begin(std::move(callbacks), backend, op, device);
-  }
   ~RouteScope() {
     if (C10_UNLIKELY(rf_ != nullptr)) end();
   }
@@ -46,12 +41,6 @@ class RouteScope {
   std::unique_ptr<at::RecordFunction> rf_;
   DeviceInterval* interval_ = nullptr;
 };
-
-// For code that cannot hold a RouteScope object (BoxScope's layout is part of
-// generated code): a per-thread stack of scopes.
-void push_route_scope(const std::string& backend, const c10::OperatorHandle& op,
-                      c10::DeviceIndex device);
-void pop_route_scope();
 
 // ---- device intervals (kineto_session.cpp) ----
 // Whether a flagos Kineto session is recording (device intervals wanted).

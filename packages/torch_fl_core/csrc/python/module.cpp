@@ -255,8 +255,7 @@ NB_MODULE(_C, m) {
   m.def("alias_cache_stats", [] {
     const box::AliasCacheStats s = box::alias_cache_stats();
     nb::dict d;
-    d["recent_hits"] = s.recent_hits;
-    d["victim_hits"] = s.victim_hits;
+    d["hits"] = s.hits;
     d["builds"] = s.builds;
     return d;
   });

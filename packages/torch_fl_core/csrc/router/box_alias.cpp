@@ -17,6 +17,14 @@
 namespace torch_fl::box {
 namespace {
 
+// Bumped whenever an alias's storage may have stopped matching the memory
+// its cache slot was filed under (a kernel grew an out= alias, or replaced
+// its storage): a slot filed before the last bump is checked against its
+// alias's storage before reuse. Process-wide, since growth is rare and the
+// probe then reads one shared, unchanging cache line.
+std::atomic<uint64_t> g_alias_epoch{1};
+void alias_storage_changed() { g_alias_epoch.fetch_add(1, std::memory_order_acq_rel); }
+
 void release_storage_ref(void* ctx) { delete static_cast<c10::Storage*>(ctx); }
 void release_grown(void* ctx) { delete static_cast<c10::DataPtr*>(ctx); }
 
@@ -30,6 +38,7 @@ class GrowAllocator final : public c10::Allocator {
       : flagos_device_(flagos_device), target_(target) {}
 
   c10::DataPtr allocate(size_t n) override {
+    alias_storage_changed();  // an alias grows: cached aliases get checked
     CurrentDeviceScope scope(flagos_device_);
     auto* inner = new c10::DataPtr(caching_allocator()->allocate(n));
     return {inner->get(), inner, &release_grown, target_};
@@ -215,76 +224,72 @@ namespace {
 // and a TensorImpl) is most of the router's own cost per call on tiny
 // tensors, and the same memory comes back call after call (weights, and the
 // caching allocator's blocks, which a loop's activations reuse), so an alias
-// whose memory, size and dtype match is re-pointed at the new geometry
-// instead of rebuilt. Only aliases nobody else holds (use_count 1: the cache's
-// own reference) are reused.
+// whose memory, size, dtype and target match is re-pointed at the new
+// geometry instead of rebuilt. Only aliases nobody else holds (use_count 1:
+// the cache's own reference) are reused.
 //
-// Two levels: the 16 most recently built or revived aliases, scanned first
-// (a loop over a few tensors finds them there, as cheaply as ever), and the
-// aliases they pushed out, kept set-associatively by address. A 12-layer
-// decoder passes about 400 distinct weights and activations per token, which
-// the 16-entry list alone evicted before they came back (on sim: 106 hits and
-// 304 builds per token with the list alone; 345 and 65 with both levels).
-// One cache per thread, each alias in one level only (its use_count stays 1).
+// One set-associative table keyed by address: a hit reads one set (the keys
+// and kind live in the slot, so only the alias's own TensorImpl is touched
+// to reuse it). A 12-layer decoder passes about 400 distinct weights and
+// activations per token; 2048 slots keep them with few conflicts, and the
+// four ways hold the several aliases one call may need of one block (q, k
+// and v are views of one allocation). The earlier two-level form (a 16-entry
+// recent list in front of a victim level) moved three slots per victim hit
+// and read the alias's storage on every probe: on the H200 host those probes
+// were about half of core's own time in a decode loop.
 struct AliasSlot {
   at::Tensor alias;
   const void* data = nullptr;
   size_t nbytes = 0;
+  uint64_t kind = 0;   // alias_kind(): dtype, target device and dispatch key
+  uint64_t epoch = 0;  // g_alias_epoch when the slot was filed or last checked
 };
-constexpr size_t kRecentSlots = 16;
-constexpr size_t kEvictedWays = 4;
-constexpr size_t kEvictedSets = 256;  // up to 1024 aliases; no device memory held
-struct EvictedSet {
-  std::array<AliasSlot, kEvictedWays> ways;
-  size_t next = 0;
+constexpr size_t kWays = 4;
+constexpr size_t kSets = 512;
+struct AliasSet {
+  std::array<AliasSlot, kWays> ways;
 };
 struct AliasCache {
-  std::array<AliasSlot, kRecentSlots> recent;
-  size_t next_recent = 0;
-  std::array<EvictedSet, kEvictedSets> evicted;
+  std::array<AliasSet, kSets> sets;
   AliasCacheStats stats;
 
-  EvictedSet& set_of(const void* data) {
+  AliasSet& set_of(const void* data) {
     // Pool blocks are 512-byte aligned: the low bits carry no information.
     // Multiplicative (Fibonacci) hashing of the rest: segment-aligned blocks
     // (2 MiB on CUDA) would share a handful of sets under a shift-and-xor.
-    static_assert(kEvictedSets == 256, "the shift below takes the top 8 bits");
+    static_assert(kSets == 512, "the shift below takes the top 9 bits");
     const uint64_t p = reinterpret_cast<uintptr_t>(data) >> 9;
-    return evicted[(p * 0x9E3779B97F4A7C15ull) >> 56];
-  }
-  // A slot pushed out of `recent` moves to its set, replacing an empty way or
-  // the oldest one there.
-  void stash(AliasSlot&& slot) {
-    if (!slot.alias.defined()) return;
-    EvictedSet& set = set_of(slot.data);
-    AliasSlot* way = nullptr;
-    for (AliasSlot& w : set.ways) {
-      if (!w.alias.defined()) {
-        way = &w;
-        break;
-      }
-    }
-    if (way == nullptr) way = &set.ways[set.next++ % kEvictedWays];
-    *way = std::move(slot);
+    return sets[(p * 0x9E3779B97F4A7C15ull) >> 55];
   }
 };
 // On the heap, one pointer in TLS: with a 26 KB thread_local table in this
 // module, sim's routed-call overhead read higher (1.31-1.33 of CPU, against
 // 1.21-1.32 without it).
-thread_local std::unique_ptr<AliasCache> t_alias_cache;
+// A plain pointer (constant-initialised, so reading it needs no TLS init call);
+// the owner below frees the cache when the thread ends.
+thread_local AliasCache* t_alias_cache = nullptr;
+struct AliasCacheOwner {
+  ~AliasCacheOwner() {
+    delete t_alias_cache;
+    t_alias_cache = nullptr;
+  }
+};
 
 AliasCache& alias_cache() {
-  auto& cache = t_alias_cache;
-  if (C10_UNLIKELY(!cache)) cache = std::make_unique<AliasCache>();
+  AliasCache* cache = t_alias_cache;
+  if (C10_UNLIKELY(cache == nullptr)) {
+    static thread_local AliasCacheOwner owner;
+    (void)owner;
+    cache = t_alias_cache = new AliasCache();
+  }
   return *cache;
 }
 
-bool reusable(const AliasSlot& slot, const at::Tensor& t, const void* data, size_t nbytes,
-              c10::Device device, c10::DispatchKey key) {
-  if (slot.data != data || slot.nbytes != nbytes || !slot.alias.defined()) return false;
-  const at::Tensor& a = slot.alias;
-  return a.use_count() == 1 && a.dtype() == t.dtype() && a.device() == device &&
-         a.storage().data() == data && a.storage().nbytes() == nbytes && a.key_set().has(key);
+uint64_t alias_kind(const at::Tensor& t, c10::Device device, c10::DispatchKey key) {
+  return static_cast<uint64_t>(static_cast<uint8_t>(t.scalar_type())) |
+         static_cast<uint64_t>(static_cast<uint8_t>(device.type())) << 8 |
+         static_cast<uint64_t>(static_cast<uint8_t>(device.index())) << 16 |
+         static_cast<uint64_t>(static_cast<uint16_t>(key)) << 24;
 }
 
 // The cached alias with t's geometry. Re-pointing recomputes numel and
@@ -307,30 +312,38 @@ at::Tensor call_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey 
   const c10::Storage& base = t.storage();
   void* data = base.mutable_data();
   const size_t nbytes = base.nbytes();
+  const uint64_t kind = alias_kind(t, device, key);
+  const uint64_t epoch = g_alias_epoch.load(std::memory_order_acquire);
   AliasCache& cache = alias_cache();
-  for (AliasSlot& slot : cache.recent) {
-    if (reusable(slot, t, data, nbytes, device, key)) {
-      ++cache.stats.recent_hits;
-      return repoint(slot, t);
+  AliasSet& set = cache.set_of(data);
+  AliasSlot* free_way = nullptr;
+  for (AliasSlot& way : set.ways) {
+    if (way.data != data || way.nbytes != nbytes || way.kind != kind) {
+      if (free_way == nullptr && !way.alias.defined()) free_way = &way;
+      continue;
     }
-  }
-  AliasSlot& victim = cache.recent[cache.next_recent++ % kRecentSlots];
-  for (AliasSlot& way : cache.set_of(data).ways) {
-    if (reusable(way, t, data, nbytes, device, key)) {
-      ++cache.stats.victim_hits;
-      AliasSlot revived = std::move(way);
-      way = AliasSlot();
-      cache.stash(std::move(victim));
-      victim = std::move(revived);
-      return repoint(victim, t);
+    if (way.alias.use_count() != 1) continue;  // in use by this call
+    if (C10_UNLIKELY(way.epoch != epoch)) {
+      const c10::Storage& s = way.alias.storage();
+      if (s.data() != data || s.nbytes() != nbytes) {
+        way = AliasSlot();  // its storage moved: never reuse it
+        if (free_way == nullptr) free_way = &way;
+        continue;
+      }
+      way.epoch = epoch;
     }
+    ++cache.stats.hits;
+    return repoint(way, t);
   }
-  cache.stash(std::move(victim));
   ++cache.stats.builds;
+  // Every way taken: replace one in turn (an alias in use by this call stays
+  // alive through the caller's reference).
+  AliasSlot& slot = free_way ? *free_way : set.ways[cache.stats.builds % kWays];
   // Non-owning: the caller's flagos tensor keeps the memory alive for the
   // call, and a result that aliases it is re-wrapped over the flagos storage.
-  victim = AliasSlot{build_alias(t, c10::DataPtr(data, device), device, key), data, nbytes};
-  return victim.alias;
+  slot = AliasSlot{build_alias(t, c10::DataPtr(data, device), device, key), data, nbytes, kind,
+                   epoch};
+  return slot.alias;
 }
 
 AliasCacheStats alias_cache_stats() { return alias_cache().stats; }
@@ -348,6 +361,7 @@ void adopt_geometry(const at::Tensor& base, const at::Tensor& alias) {
   c10::TensorImpl* impl = base.unsafeGetTensorImpl();
   const c10::Storage& astorage = alias.storage();
   if (astorage.data() != base.storage().data()) {
+    alias_storage_changed();
     auto grown = take_grown(astorage, base.device().index());
     TORCH_CHECK(grown.has_value(),
                 "flagos box: a kernel replaced the storage of an output with "

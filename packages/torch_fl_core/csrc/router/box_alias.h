@@ -23,10 +23,9 @@ at::Tensor make_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey 
 at::Tensor call_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey key);
 
 // What call_alias did on the calling thread since it started: served from the
-// recent list, from the victim level, or built (diagnostics for benchmarks).
+// cache, or built (diagnostics for benchmarks).
 struct AliasCacheStats {
-  uint64_t recent_hits = 0;
-  uint64_t victim_hits = 0;
+  uint64_t hits = 0;
   uint64_t builds = 0;
 };
 AliasCacheStats alias_cache_stats();

@@ -5,7 +5,6 @@
 #include "aten/stack_args.h"
 #include "glue/runtime_access.h"
 #include "glue/stream_pool.h"
-#include "profiler/route_scope.h"
 
 namespace torch_fl::unboxed {
 
@@ -53,9 +52,7 @@ BoxScope::BoxScope(const Observer& obs, const c10::OperatorHandle& op, c10::Devi
   static const std::string kCpu = "box:cpu";
   static const std::string kMirror =
       mirror_device_type() ? "box:" + c10::DeviceTypeName(*mirror_device_type(), true) : "box:?";
-  profiler::push_route_scope(type == c10::DeviceType::CPU ? kCpu : kMirror, op, device_);
+  route_.emplace(type == c10::DeviceType::CPU ? kCpu : kMirror, op, device_);
 }
-
-BoxScope::~BoxScope() { profiler::pop_route_scope(); }
 
 }  // namespace torch_fl::unboxed

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "glue/runtime_access.h"
+#include "profiler/route_scope.h"
 #include "router/box_alias.h"
 #include "router/route_state.h"
 #include "router/unboxed_registry.h"
@@ -139,13 +140,13 @@ inline std::decay_t<T> convert(const Converter&, const T& v) {
 class BoxScope {
  public:
   BoxScope(const Observer& obs, const c10::OperatorHandle& op, c10::DeviceType type);
-  ~BoxScope();
   c10::DeviceIndex device() const { return device_; }
 
  private:
   c10::DeviceIndex device_;
   std::optional<CurrentDeviceScope> current_;    // the tensors' device made current
   std::optional<box::HostResultScope> results_;  // box:cpu: fresh results in flagos memory
+  std::optional<profiler::RouteScope> route_;     // the route's profiler row (last: ends first)
 };
 
 // ---- results ---------------------------------------------------------------
