@@ -341,8 +341,8 @@ at::Tensor call_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey 
   AliasSlot& slot = free_way ? *free_way : set.ways[cache.stats.builds % kWays];
   // Non-owning: the caller's flagos tensor keeps the memory alive for the
   // call, and a result that aliases it is re-wrapped over the flagos storage.
-  slot = AliasSlot{build_alias(t, c10::DataPtr(data, device), device, key), data, nbytes, kind,
-                   epoch};
+  slot =
+      AliasSlot{build_alias(t, c10::DataPtr(data, device), device, key), data, nbytes, kind, epoch};
   return slot.alias;
 }
 

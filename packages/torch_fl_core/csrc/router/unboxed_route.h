@@ -146,7 +146,7 @@ class BoxScope {
   c10::DeviceIndex device_;
   std::optional<CurrentDeviceScope> current_;    // the tensors' device made current
   std::optional<box::HostResultScope> results_;  // box:cpu: fresh results in flagos memory
-  std::optional<profiler::RouteScope> route_;     // the route's profiler row (last: ends first)
+  std::optional<profiler::RouteScope> route_;    // the route's profiler row (last: ends first)
 };
 
 // ---- results ---------------------------------------------------------------
