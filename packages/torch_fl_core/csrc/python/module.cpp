@@ -256,7 +256,9 @@ NB_MODULE(_C, m) {
     const box::AliasCacheStats s = box::alias_cache_stats();
     nb::dict d;
     d["hits"] = s.hits;
+    d["rebinds"] = s.rebinds;
     d["builds"] = s.builds;
+    d["storage_changes"] = s.storage_changes;
     return d;
   });
   m.def("reset_dispatch_counts", &reset_dispatch_counts);

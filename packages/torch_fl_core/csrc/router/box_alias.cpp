@@ -31,14 +31,15 @@ void release_grown(void* ctx) { delete static_cast<c10::DataPtr*>(ctx); }
 // The allocator of alias storages. When a boxed kernel grows an out= alias
 // (resize_ of a result), the new memory comes from the flagos pool of the
 // owning device, so the router can hand it back to the flagos tensor without
-// a copy.
+// a copy. `cached`: the allocator of aliases the per-thread alias cache keeps;
+// growing one of those makes the cache check its slots before reuse.
 class GrowAllocator final : public c10::Allocator {
  public:
-  GrowAllocator(c10::DeviceIndex flagos_device, c10::Device target)
-      : flagos_device_(flagos_device), target_(target) {}
+  GrowAllocator(c10::DeviceIndex flagos_device, c10::Device target, bool cached)
+      : flagos_device_(flagos_device), target_(target), cached_(cached) {}
 
   c10::DataPtr allocate(size_t n) override {
-    alias_storage_changed();  // an alias grows: cached aliases get checked
+    if (cached_) alias_storage_changed();
     CurrentDeviceScope scope(flagos_device_);
     auto* inner = new c10::DataPtr(caching_allocator()->allocate(n));
     return {inner->get(), inner, &release_grown, target_};
@@ -51,20 +52,22 @@ class GrowAllocator final : public c10::Allocator {
  private:
   c10::DeviceIndex flagos_device_;
   c10::Device target_;
+  bool cached_;
 };
 
 constexpr size_t kMaxDevices = 64;
 
-// One GrowAllocator per (flagos device, target kind), created on first use and
-// kept for the process. Lock-free lookup: this runs for every alias.
-c10::Allocator* grow_allocator(c10::DeviceIndex flagos_device, c10::Device target) {
-  static std::array<std::atomic<GrowAllocator*>, kMaxDevices * 2> table{};
+// One GrowAllocator per (flagos device, target kind, cached), created on first
+// use and kept for the process. Lock-free lookup: this runs for every alias.
+c10::Allocator* grow_allocator(c10::DeviceIndex flagos_device, c10::Device target, bool cached) {
+  static std::array<std::atomic<GrowAllocator*>, kMaxDevices * 4> table{};
   TORCH_CHECK(flagos_device >= 0 && static_cast<size_t>(flagos_device) < kMaxDevices,
               "flagos box: device index ", static_cast<int>(flagos_device), " out of range");
-  const size_t slot = static_cast<size_t>(flagos_device) * 2 + (target.is_cpu() ? 0 : 1);
+  const size_t slot =
+      static_cast<size_t>(flagos_device) * 4 + (target.is_cpu() ? 0 : 1) + (cached ? 2 : 0);
   GrowAllocator* a = table[slot].load(std::memory_order_acquire);
   if (a) return a;
-  auto* fresh = new GrowAllocator(flagos_device, target);
+  auto* fresh = new GrowAllocator(flagos_device, target, cached);
   if (table[slot].compare_exchange_strong(a, fresh)) return fresh;
   delete fresh;  // another thread won
   return a;
@@ -174,9 +177,9 @@ namespace {
 
 // An alias TensorImpl of t's geometry over `dp` (t's memory typed as `device`).
 at::Tensor build_alias(const at::Tensor& t, c10::DataPtr dp, c10::Device device,
-                       c10::DispatchKey key) {
+                       c10::DispatchKey key, bool cached) {
   c10::Storage storage(c10::Storage::use_byte_size_t(), t.storage().nbytes(), std::move(dp),
-                       grow_allocator(t.device().index(), device), /*resizable=*/true);
+                       grow_allocator(t.device().index(), device, cached), /*resizable=*/true);
   auto impl =
       c10::make_intrusive<c10::TensorImpl>(std::move(storage), c10::DispatchKeySet(key), t.dtype());
   impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
@@ -215,7 +218,7 @@ at::Tensor make_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey 
   const c10::Storage& base = t.storage();
   return build_alias(
       t, c10::DataPtr(base.mutable_data(), new c10::Storage(base), &release_storage_ref, device),
-      device, key);
+      device, key, /*cached=*/false);
 }
 
 namespace {
@@ -237,21 +240,28 @@ namespace {
 // recent list in front of a victim level) moved three slots per victim hit
 // and read the alias's storage on every probe: on the H200 host those probes
 // were about half of core's own time in a decode loop.
+//
+// A miss replaces the least recently used way of its set. New memory comes
+// every call in some loops (a decoder's KV cache grows each token: about 35
+// of 436 aliases per token), so an idle alias of the same kind being replaced
+// is re-pointed at the new memory rather than freed and built again.
 struct AliasSlot {
   at::Tensor alias;
   const void* data = nullptr;
   size_t nbytes = 0;
   uint64_t kind = 0;   // alias_kind(): dtype, target device and dispatch key
   uint64_t epoch = 0;  // g_alias_epoch when the slot was filed or last checked
+  uint64_t used = 0;   // AliasCache::tick at the last hit
 };
 constexpr size_t kWays = 4;
 constexpr size_t kSets = 512;
-struct AliasSet {
+struct alignas(64) AliasSet {
   std::array<AliasSlot, kWays> ways;
 };
 struct AliasCache {
   std::array<AliasSet, kSets> sets;
   AliasCacheStats stats;
+  uint64_t tick = 0;
 
   AliasSet& set_of(const void* data) {
     // Pool blocks are 512-byte aligned: the low bits carry no information.
@@ -264,9 +274,8 @@ struct AliasCache {
 };
 // On the heap, one pointer in TLS: with a 26 KB thread_local table in this
 // module, sim's routed-call overhead read higher (1.31-1.33 of CPU, against
-// 1.21-1.32 without it).
-// A plain pointer (constant-initialised, so reading it needs no TLS init call);
-// the owner below frees the cache when the thread ends.
+// 1.21-1.32 without it). A plain pointer (constant-initialised, so reading it
+// needs no TLS init call); the owner below frees the cache when the thread ends.
 thread_local AliasCache* t_alias_cache = nullptr;
 struct AliasCacheOwner {
   ~AliasCacheOwner() {
@@ -306,20 +315,35 @@ at::Tensor repoint(AliasSlot& slot, const at::Tensor& t) {
   return a;
 }
 
+// Whether a cached alias nobody uses can be re-pointed at other memory of
+// its kind: its storage is its own and does not own the memory it views.
+bool rebindable(const at::Tensor& a) {
+  const c10::Storage& s = a.storage();
+  return a.use_count() == 1 && s.use_count() == 1 && s.data_ptr().get_context() == nullptr &&
+         a.unsafeGetTensorImpl()->allow_tensor_metadata_change();
+}
+
 }  // namespace
 
 at::Tensor call_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey key) {
   const c10::Storage& base = t.storage();
   void* data = base.mutable_data();
   const size_t nbytes = base.nbytes();
+  if (nbytes == 0) {
+    // An empty out= tensor (a factory's result, say arange's) is what kernels
+    // grow: its alias is built per call and never cached, so growing it does
+    // not make the cache re-check its slots.
+    return build_alias(t, c10::DataPtr(data, device), device, key, /*cached=*/false);
+  }
   const uint64_t kind = alias_kind(t, device, key);
   const uint64_t epoch = g_alias_epoch.load(std::memory_order_acquire);
   AliasCache& cache = alias_cache();
+  const uint64_t tick = ++cache.tick;
   AliasSet& set = cache.set_of(data);
-  AliasSlot* free_way = nullptr;
+  AliasSlot* victim = &set.ways[0];
   for (AliasSlot& way : set.ways) {
     if (way.data != data || way.nbytes != nbytes || way.kind != kind) {
-      if (free_way == nullptr && !way.alias.defined()) free_way = &way;
+      if (way.used < victim->used) victim = &way;  // empty ways have used 0
       continue;
     }
     if (way.alias.use_count() != 1) continue;  // in use by this call
@@ -327,26 +351,46 @@ at::Tensor call_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey 
       const c10::Storage& s = way.alias.storage();
       if (s.data() != data || s.nbytes() != nbytes) {
         way = AliasSlot();  // its storage moved: never reuse it
-        if (free_way == nullptr) free_way = &way;
+        victim = &way;
         continue;
       }
       way.epoch = epoch;
     }
     ++cache.stats.hits;
+    way.used = tick;
     return repoint(way, t);
   }
+  AliasSlot& slot = *victim;
+  if (slot.alias.defined() && slot.kind == kind && rebindable(slot.alias)) {
+    // Whatever its storage held before (even if it grew), it now views `data`.
+    ++cache.stats.rebinds;
+    c10::StorageImpl* storage = slot.alias.storage().unsafeGetStorageImpl();
+    storage->set_data_ptr_noswap(c10::DataPtr(data, device));
+    storage->set_nbytes(nbytes);
+    slot.data = data;
+    slot.nbytes = nbytes;
+    slot.epoch = epoch;
+    slot.used = tick;
+    return repoint(slot, t);
+  }
   ++cache.stats.builds;
-  // Every way taken: replace one in turn (an alias in use by this call stays
-  // alive through the caller's reference).
-  AliasSlot& slot = free_way ? *free_way : set.ways[cache.stats.builds % kWays];
   // Non-owning: the caller's flagos tensor keeps the memory alive for the
   // call, and a result that aliases it is re-wrapped over the flagos storage.
-  slot =
-      AliasSlot{build_alias(t, c10::DataPtr(data, device), device, key), data, nbytes, kind, epoch};
+  // (Replacing an alias in use by this call is fine: the caller holds it.)
+  slot = AliasSlot{build_alias(t, c10::DataPtr(data, device), device, key, /*cached=*/true),
+                   data,
+                   nbytes,
+                   kind,
+                   epoch,
+                   tick};
   return slot.alias;
 }
 
-AliasCacheStats alias_cache_stats() { return alias_cache().stats; }
+AliasCacheStats alias_cache_stats() {
+  AliasCacheStats stats = alias_cache().stats;
+  stats.storage_changes = g_alias_epoch.load(std::memory_order_relaxed) - 1;
+  return stats;
+}
 
 at::Tensor flagos_over(c10::Storage storage, const at::Tensor& like) {
   auto impl = c10::make_intrusive<c10::TensorImpl>(
@@ -361,7 +405,9 @@ void adopt_geometry(const at::Tensor& base, const at::Tensor& alias) {
   c10::TensorImpl* impl = base.unsafeGetTensorImpl();
   const c10::Storage& astorage = alias.storage();
   if (astorage.data() != base.storage().data()) {
-    alias_storage_changed();
+    // The kernel gave the alias other storage. Aliases of empty tensors are
+    // never cached (call_alias), so only others make the cache re-check.
+    if (base.storage().nbytes() != 0) alias_storage_changed();
     auto grown = take_grown(astorage, base.device().index());
     TORCH_CHECK(grown.has_value(),
                 "flagos box: a kernel replaced the storage of an output with "

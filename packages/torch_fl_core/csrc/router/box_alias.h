@@ -23,10 +23,13 @@ at::Tensor make_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey 
 at::Tensor call_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey key);
 
 // What call_alias did on the calling thread since it started: served from the
-// cache, or built (diagnostics for benchmarks).
+// cache, an idle cached alias re-pointed at new memory, or built (diagnostics
+// for benchmarks).
 struct AliasCacheStats {
   uint64_t hits = 0;
+  uint64_t rebinds = 0;
   uint64_t builds = 0;
+  uint64_t storage_changes = 0;  // process-wide: aliases grown or given other storage
 };
 AliasCacheStats alias_cache_stats();
 
