@@ -4,7 +4,8 @@ Kernels of another device type (box:cpu on sim, box:cuda on the cuda vendor) get
 flagos tensor's memory typed as their device. The cache keeps those views per memory block and
 re-points them call after call; these tests pin down that a view never reaches memory it no
 longer describes (a kernel grew it, the pool handed its block to another tensor) and that the
-cache does serve repeated operands. They run on any runtime with box routes.
+cache does serve repeated operands. They run on any vendor whose route table sends `add` to a
+box backend (sim's box:cpu, the cuda vendor's box:cuda); elsewhere they skip, naming the route.
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ def dev() -> str:
     mod = getattr(torch, "flagos", None)
     if mod is None or not mod.is_available():
         pytest.skip("no flagos device")
+    from torch_fl import _C
+
+    routes = {name: backend for name, backend, _ in _C.router_routes()}
+    for op in ("aten::add.out", "aten::add_.Tensor"):
+        if not str(routes.get(op, "")).startswith("box:"):
+            pytest.skip(f"{op} routes to {routes.get(op)!r}, not a box backend: no operand aliases")
     return "flagos:0"
 
 
