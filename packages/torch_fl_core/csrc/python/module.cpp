@@ -258,7 +258,6 @@ NB_MODULE(_C, m) {
     d["hits"] = s.hits;
     d["rebinds"] = s.rebinds;
     d["builds"] = s.builds;
-    d["storage_changes"] = s.storage_changes;
     return d;
   });
   m.def("reset_dispatch_counts", &reset_dispatch_counts);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "glue/caching_allocator.h"
 #include "glue/mirror_allocator.h"
@@ -17,29 +18,19 @@
 namespace torch_fl::box {
 namespace {
 
-// Bumped whenever an alias's storage may have stopped matching the memory
-// its cache slot was filed under (a kernel grew an out= alias, or replaced
-// its storage): a slot filed before the last bump is checked against its
-// alias's storage before reuse. Process-wide, since growth is rare and the
-// probe then reads one shared, unchanging cache line.
-std::atomic<uint64_t> g_alias_epoch{1};
-void alias_storage_changed() { g_alias_epoch.fetch_add(1, std::memory_order_acq_rel); }
-
 void release_storage_ref(void* ctx) { delete static_cast<c10::Storage*>(ctx); }
 void release_grown(void* ctx) { delete static_cast<c10::DataPtr*>(ctx); }
 
 // The allocator of alias storages. When a boxed kernel grows an out= alias
 // (resize_ of a result), the new memory comes from the flagos pool of the
 // owning device, so the router can hand it back to the flagos tensor without
-// a copy. `cached`: the allocator of aliases the per-thread alias cache keeps;
-// growing one of those makes the cache check its slots before reuse.
+// a copy.
 class GrowAllocator final : public c10::Allocator {
  public:
-  GrowAllocator(c10::DeviceIndex flagos_device, c10::Device target, bool cached)
-      : flagos_device_(flagos_device), target_(target), cached_(cached) {}
+  GrowAllocator(c10::DeviceIndex flagos_device, c10::Device target)
+      : flagos_device_(flagos_device), target_(target) {}
 
   c10::DataPtr allocate(size_t n) override {
-    if (cached_) alias_storage_changed();
     CurrentDeviceScope scope(flagos_device_);
     auto* inner = new c10::DataPtr(caching_allocator()->allocate(n));
     return {inner->get(), inner, &release_grown, target_};
@@ -52,22 +43,20 @@ class GrowAllocator final : public c10::Allocator {
  private:
   c10::DeviceIndex flagos_device_;
   c10::Device target_;
-  bool cached_;
 };
 
 constexpr size_t kMaxDevices = 64;
 
-// One GrowAllocator per (flagos device, target kind, cached), created on first
+// One GrowAllocator per (flagos device, target kind), created on first
 // use and kept for the process. Lock-free lookup: this runs for every alias.
-c10::Allocator* grow_allocator(c10::DeviceIndex flagos_device, c10::Device target, bool cached) {
-  static std::array<std::atomic<GrowAllocator*>, kMaxDevices * 4> table{};
+c10::Allocator* grow_allocator(c10::DeviceIndex flagos_device, c10::Device target) {
+  static std::array<std::atomic<GrowAllocator*>, kMaxDevices * 2> table{};
   TORCH_CHECK(flagos_device >= 0 && static_cast<size_t>(flagos_device) < kMaxDevices,
               "flagos box: device index ", static_cast<int>(flagos_device), " out of range");
-  const size_t slot =
-      static_cast<size_t>(flagos_device) * 4 + (target.is_cpu() ? 0 : 1) + (cached ? 2 : 0);
+  const size_t slot = static_cast<size_t>(flagos_device) * 2 + (target.is_cpu() ? 0 : 1);
   GrowAllocator* a = table[slot].load(std::memory_order_acquire);
   if (a) return a;
-  auto* fresh = new GrowAllocator(flagos_device, target, cached);
+  auto* fresh = new GrowAllocator(flagos_device, target);
   if (table[slot].compare_exchange_strong(a, fresh)) return fresh;
   delete fresh;  // another thread won
   return a;
@@ -177,9 +166,9 @@ namespace {
 
 // An alias TensorImpl of t's geometry over `dp` (t's memory typed as `device`).
 at::Tensor build_alias(const at::Tensor& t, c10::DataPtr dp, c10::Device device,
-                       c10::DispatchKey key, bool cached) {
+                       c10::DispatchKey key) {
   c10::Storage storage(c10::Storage::use_byte_size_t(), t.storage().nbytes(), std::move(dp),
-                       grow_allocator(t.device().index(), device, cached), /*resizable=*/true);
+                       grow_allocator(t.device().index(), device), /*resizable=*/true);
   auto impl =
       c10::make_intrusive<c10::TensorImpl>(std::move(storage), c10::DispatchKeySet(key), t.dtype());
   impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
@@ -218,94 +207,96 @@ at::Tensor make_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey 
   const c10::Storage& base = t.storage();
   return build_alias(
       t, c10::DataPtr(base.mutable_data(), new c10::Storage(base), &release_storage_ref, device),
-      device, key, /*cached=*/false);
+      device, key);
 }
 
 namespace {
 
-// Per-thread cache of call-scoped aliases. Building an alias (a StorageImpl
-// and a TensorImpl) is most of the router's own cost per call on tiny
-// tensors, and the same memory comes back call after call (weights, and the
-// caching allocator's blocks, which a loop's activations reuse), so an alias
-// whose memory, size, dtype and target match is re-pointed at the new
-// geometry instead of rebuilt. Only aliases nobody else holds (use_count 1:
-// the cache's own reference) are reused.
+// Per-thread pool of call-scoped aliases. Building an alias (a StorageImpl and
+// a TensorImpl) per operand is most of the router's own cost per call on tiny
+// tensors, so aliases nobody else holds (use_count 1: the pool's own
+// reference) are re-pointed at the next operand instead.
 //
-// One set-associative table keyed by address: a hit reads one set (the keys
-// and kind live in the slot, so only the alias's own TensorImpl is touched
-// to reuse it). A 12-layer decoder passes about 400 distinct weights and
-// activations per token; 2048 slots keep them with few conflicts, and the
-// four ways hold the several aliases one call may need of one block (q, k
-// and v are views of one allocation). The earlier two-level form (a 16-entry
-// recent list in front of a victim level) moved three slots per victim hit
-// and read the alias's storage on every probe: on the H200 host those probes
-// were about half of core's own time in a decode loop.
-//
-// A miss replaces the least recently used way of its set. New memory comes
-// every call in some loops (a decoder's KV cache grows each token: about 35
-// of 436 aliases per token), so an idle alias of the same kind being replaced
-// is re-pointed at the new memory rather than freed and built again.
+// A pool, not a cache keyed by memory: a decoder's token passes about 400
+// distinct weights and activations, and an alias kept per memory block
+// (session 7's 2048-slot table) is cold again by the time its block comes
+// back. On the H200 host the routed call then paid cache misses for the
+// table's set, the alias's TensorImpl and its StorageImpl, all of which the
+// kernel reads again: most of core's time per decode token. A few dozen
+// aliases re-pointed call after call stay in the first-level cache. An alias
+// that already views the operand's memory with its geometry (a loop over the
+// same tensors) is taken without writing to it.
 struct AliasSlot {
   at::Tensor alias;
-  const void* data = nullptr;
+  const void* data = nullptr;  // the memory it was last pointed at
   size_t nbytes = 0;
-  uint64_t kind = 0;   // alias_kind(): dtype, target device and dispatch key
-  uint64_t epoch = 0;  // g_alias_epoch when the slot was filed or last checked
-  uint64_t used = 0;   // AliasCache::tick at the last hit
+  uint64_t kind = 0;  // alias_kind(): dtype, target device, dispatch key, flagos device
+  uint64_t used = 0;  // AliasPool::tick at its last use
 };
-constexpr size_t kWays = 4;
-constexpr size_t kSets = 512;
-struct alignas(64) AliasSet {
-  std::array<AliasSlot, kWays> ways;
-};
-struct AliasCache {
-  std::array<AliasSet, kSets> sets;
+// The most aliases one call holds at once that are pooled (a cat of more
+// tensors builds the rest per call).
+constexpr size_t kMaxSlots = 64;
+struct AliasPool {
+  std::vector<AliasSlot> slots;
   AliasCacheStats stats;
   uint64_t tick = 0;
-
-  AliasSet& set_of(const void* data) {
-    // Pool blocks are 512-byte aligned: the low bits carry no information.
-    // Multiplicative (Fibonacci) hashing of the rest: segment-aligned blocks
-    // (2 MiB on CUDA) would share a handful of sets under a shift-and-xor.
-    static_assert(kSets == 512, "the shift below takes the top 9 bits");
-    const uint64_t p = reinterpret_cast<uintptr_t>(data) >> 9;
-    return sets[(p * 0x9E3779B97F4A7C15ull) >> 55];
-  }
 };
-// On the heap, one pointer in TLS: with a 26 KB thread_local table in this
-// module, sim's routed-call overhead read higher (1.31-1.33 of CPU, against
-// 1.21-1.32 without it). A plain pointer (constant-initialised, so reading it
-// needs no TLS init call); the owner below frees the cache when the thread ends.
-thread_local AliasCache* t_alias_cache = nullptr;
-struct AliasCacheOwner {
-  ~AliasCacheOwner() {
-    delete t_alias_cache;
-    t_alias_cache = nullptr;
+// On the heap, one pointer in TLS: a large thread_local object in this module
+// made sim's routed-call overhead read higher. A plain pointer (constant-
+// initialised, so reading it needs no TLS init call); the owner below frees
+// the pool when the thread ends.
+thread_local AliasPool* t_alias_pool = nullptr;
+struct AliasPoolOwner {
+  ~AliasPoolOwner() {
+    delete t_alias_pool;
+    t_alias_pool = nullptr;
   }
 };
 
-AliasCache& alias_cache() {
-  AliasCache* cache = t_alias_cache;
-  if (C10_UNLIKELY(cache == nullptr)) {
-    static thread_local AliasCacheOwner owner;
+AliasPool& alias_pool() {
+  AliasPool* pool = t_alias_pool;
+  if (C10_UNLIKELY(pool == nullptr)) {
+    static thread_local AliasPoolOwner owner;
     (void)owner;
-    cache = t_alias_cache = new AliasCache();
+    pool = t_alias_pool = new AliasPool();
+    pool->slots.reserve(kMaxSlots);
   }
-  return *cache;
+  return *pool;
 }
 
+// Everything an alias is built with besides its memory and geometry; the
+// flagos device picks the grow allocator of its storage.
 uint64_t alias_kind(const at::Tensor& t, c10::Device device, c10::DispatchKey key) {
   return static_cast<uint64_t>(static_cast<uint8_t>(t.scalar_type())) |
          static_cast<uint64_t>(static_cast<uint8_t>(device.type())) << 8 |
          static_cast<uint64_t>(static_cast<uint8_t>(device.index())) << 16 |
-         static_cast<uint64_t>(static_cast<uint16_t>(key)) << 24;
+         static_cast<uint64_t>(static_cast<uint16_t>(key)) << 24 |
+         static_cast<uint64_t>(static_cast<uint8_t>(t.device().index())) << 40;
 }
 
-// The cached alias with t's geometry. Re-pointing recomputes numel and
-// contiguity; the same tensor coming back (the common case) already has it.
-at::Tensor repoint(AliasSlot& slot, const at::Tensor& t) {
+// Whether the pooled alias is free: nobody but the pool holds it or its
+// storage (a kernel may keep neither past the call it got them for).
+bool is_free(const at::Tensor& a) {
+  return a.use_count() == 1 && a.storage().use_count() == 1 &&
+         a.unsafeGetTensorImpl()->allow_tensor_metadata_change();
+}
+
+// Points a free pooled alias at t's memory and geometry. Its storage's data
+// pointer never owns memory, except after a kernel grew it (the grow
+// allocator's wrapper, whose block the flagos tensor has taken over, or which
+// nobody took when the kernel failed): replacing it frees only what is ours.
+at::Tensor repoint(AliasSlot& slot, const at::Tensor& t, void* data, size_t nbytes,
+                   c10::Device device) {
   at::Tensor& a = slot.alias;
   c10::TensorImpl* impl = a.unsafeGetTensorImpl();
+  c10::StorageImpl* storage = impl->storage().unsafeGetStorageImpl();
+  if (storage->data() != data || storage->nbytes() != nbytes ||
+      storage->data_ptr().get_context() != nullptr) {
+    storage->set_data_ptr_noswap(c10::DataPtr(data, device));
+    storage->set_nbytes(nbytes);
+  }
+  slot.data = data;
+  slot.nbytes = nbytes;
   if (a.storage_offset() != t.storage_offset() || a.sizes() != t.sizes() ||
       a.strides() != t.strides()) {
     impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
@@ -315,82 +306,41 @@ at::Tensor repoint(AliasSlot& slot, const at::Tensor& t) {
   return a;
 }
 
-// Whether a cached alias nobody uses can be re-pointed at other memory of
-// its kind: its storage is its own and does not own the memory it views.
-bool rebindable(const at::Tensor& a) {
-  const c10::Storage& s = a.storage();
-  return a.use_count() == 1 && s.use_count() == 1 && s.data_ptr().get_context() == nullptr &&
-         a.unsafeGetTensorImpl()->allow_tensor_metadata_change();
-}
-
 }  // namespace
 
 at::Tensor call_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey key) {
   const c10::Storage& base = t.storage();
   void* data = base.mutable_data();
   const size_t nbytes = base.nbytes();
-  if (nbytes == 0) {
-    // An empty out= tensor (a factory's result, say arange's) is what kernels
-    // grow: its alias is built per call and never cached, so growing it does
-    // not make the cache re-check its slots.
-    return build_alias(t, c10::DataPtr(data, device), device, key, /*cached=*/false);
-  }
   const uint64_t kind = alias_kind(t, device, key);
-  const uint64_t epoch = g_alias_epoch.load(std::memory_order_acquire);
-  AliasCache& cache = alias_cache();
-  const uint64_t tick = ++cache.tick;
-  AliasSet& set = cache.set_of(data);
-  AliasSlot* victim = &set.ways[0];
-  for (AliasSlot& way : set.ways) {
-    if (way.data != data || way.nbytes != nbytes || way.kind != kind) {
-      if (way.used < victim->used) victim = &way;  // empty ways have used 0
-      continue;
+  AliasPool& pool = alias_pool();
+  const uint64_t tick = ++pool.tick;
+  AliasSlot* oldest = nullptr;  // the least recently used free slot of this kind
+  for (AliasSlot& slot : pool.slots) {
+    if (slot.kind != kind || !is_free(slot.alias)) continue;
+    if (slot.data == data && slot.nbytes == nbytes) {
+      ++pool.stats.hits;
+      slot.used = tick;
+      return repoint(slot, t, data, nbytes, device);
     }
-    if (way.alias.use_count() != 1) continue;  // in use by this call
-    if (C10_UNLIKELY(way.epoch != epoch)) {
-      const c10::Storage& s = way.alias.storage();
-      if (s.data() != data || s.nbytes() != nbytes) {
-        way = AliasSlot();  // its storage moved: never reuse it
-        victim = &way;
-        continue;
-      }
-      way.epoch = epoch;
-    }
-    ++cache.stats.hits;
-    way.used = tick;
-    return repoint(way, t);
+    if (oldest == nullptr || slot.used < oldest->used) oldest = &slot;
   }
-  AliasSlot& slot = *victim;
-  if (slot.alias.defined() && slot.kind == kind && rebindable(slot.alias)) {
-    // Whatever its storage held before (even if it grew), it now views `data`.
-    ++cache.stats.rebinds;
-    c10::StorageImpl* storage = slot.alias.storage().unsafeGetStorageImpl();
-    storage->set_data_ptr_noswap(c10::DataPtr(data, device));
-    storage->set_nbytes(nbytes);
-    slot.data = data;
-    slot.nbytes = nbytes;
-    slot.epoch = epoch;
-    slot.used = tick;
-    return repoint(slot, t);
+  if (oldest != nullptr) {
+    ++pool.stats.rebinds;
+    oldest->used = tick;
+    return repoint(*oldest, t, data, nbytes, device);
   }
-  ++cache.stats.builds;
+  ++pool.stats.builds;
   // Non-owning: the caller's flagos tensor keeps the memory alive for the
   // call, and a result that aliases it is re-wrapped over the flagos storage.
-  // (Replacing an alias in use by this call is fine: the caller holds it.)
-  slot = AliasSlot{build_alias(t, c10::DataPtr(data, device), device, key, /*cached=*/true),
-                   data,
-                   nbytes,
-                   kind,
-                   epoch,
-                   tick};
-  return slot.alias;
+  at::Tensor alias = build_alias(t, c10::DataPtr(data, device), device, key);
+  if (pool.slots.size() < kMaxSlots) {
+    pool.slots.push_back(AliasSlot{alias, data, nbytes, kind, tick});
+  }
+  return alias;
 }
 
-AliasCacheStats alias_cache_stats() {
-  AliasCacheStats stats = alias_cache().stats;
-  stats.storage_changes = g_alias_epoch.load(std::memory_order_relaxed) - 1;
-  return stats;
-}
+AliasCacheStats alias_cache_stats() { return alias_pool().stats; }
 
 at::Tensor flagos_over(c10::Storage storage, const at::Tensor& like) {
   auto impl = c10::make_intrusive<c10::TensorImpl>(
@@ -405,9 +355,7 @@ void adopt_geometry(const at::Tensor& base, const at::Tensor& alias) {
   c10::TensorImpl* impl = base.unsafeGetTensorImpl();
   const c10::Storage& astorage = alias.storage();
   if (astorage.data() != base.storage().data()) {
-    // The kernel gave the alias other storage. Aliases of empty tensors are
-    // never cached (call_alias), so only others make the cache re-check.
-    if (base.storage().nbytes() != 0) alias_storage_changed();
+    // The kernel gave the alias other storage (grew it).
     auto grown = take_grown(astorage, base.device().index());
     TORCH_CHECK(grown.has_value(),
                 "flagos box: a kernel replaced the storage of an output with "

@@ -18,18 +18,17 @@ c10::Device target_device(c10::DeviceType type, c10::DeviceIndex flagos_index);
 at::Tensor make_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey key);
 
 // The same for the duration of one boxed call: non-owning (the caller holds
-// t), and taken from a per-thread cache when an unused alias of the same
-// memory exists. Kernels must not keep it past the call.
+// t), and taken from a per-thread pool of aliases nobody else holds, re-pointed
+// at t. Kernels must not keep it past the call.
 at::Tensor call_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey key);
 
-// What call_alias did on the calling thread since it started: served from the
-// cache, an idle cached alias re-pointed at new memory, or built (diagnostics
-// for benchmarks).
+// What call_alias did on the calling thread since it started: a pooled alias
+// that already viewed the operand's memory, a pooled alias re-pointed at it, or
+// a new alias (diagnostics for benchmarks and tests).
 struct AliasCacheStats {
   uint64_t hits = 0;
   uint64_t rebinds = 0;
   uint64_t builds = 0;
-  uint64_t storage_changes = 0;  // process-wide: aliases grown or given other storage
 };
 AliasCacheStats alias_cache_stats();
 

@@ -17,14 +17,15 @@
 
 namespace torch_fl {
 
+// What a routed call reads first comes first (one cache line per call).
 struct RouteTarget {
-  std::shared_ptr<Backend> backend;
-  c10::BoxedKernel boxed;  // calls backend->call; used by unboxed kernels
   std::atomic<int64_t> calls{0};
   // Set for box:<key> backends, which unboxed kernels run without boxing
   // (Undefined: call `boxed`).
   c10::DispatchKey box_key = c10::DispatchKey::Undefined;
   c10::DeviceType box_type = c10::DeviceType::CPU;
+  c10::BoxedKernel boxed;  // calls backend->call; used by unboxed kernels
+  std::shared_ptr<Backend> backend;
 };
 
 class RouteState {
@@ -41,7 +42,9 @@ class RouteState {
   // The target for a call whose first tensor argument has `dtype`
   // (std::nullopt: no tensor argument, the default route).
   RouteTarget& pick(std::optional<c10::ScalarType> dtype) {
-    RouteTarget& t = *targets_[dtype && has_rules_ ? by_dtype_[static_cast<size_t>(*dtype)] : 0];
+    RouteTarget& t = C10_LIKELY(!has_rules_ || !dtype)
+                         ? *first_
+                         : *targets_[by_dtype_[static_cast<size_t>(*dtype)]];
     t.calls.fetch_add(1, std::memory_order_relaxed);
     if (C10_UNLIKELY(log_enabled())) log(t);
     return t;
@@ -61,12 +64,15 @@ class RouteState {
   void log(const RouteTarget& t) const;
   size_t slot_for(const std::shared_ptr<Backend>& backend);
 
-  std::string op_;
+  // What every routed call reads first: the default target, whether dtype
+  // rules apply, the operator.
+  RouteTarget* first_ = nullptr;  // targets_[0], the default route
+  bool has_rules_ = false;
   c10::OperatorHandle handle_;
+  std::array<uint8_t, static_cast<size_t>(c10::ScalarType::NumOptions)> by_dtype_{};
+  std::string op_;
   RouteSpec spec_;
   std::vector<std::unique_ptr<RouteTarget>> targets_;
-  std::array<uint8_t, static_cast<size_t>(c10::ScalarType::NumOptions)> by_dtype_{};
-  bool has_rules_ = false;
 };
 
 }  // namespace torch_fl

@@ -144,8 +144,9 @@ RouteState::RouteState(
     std::string op, c10::OperatorHandle handle, RouteSpec spec,
     std::shared_ptr<Backend> default_backend,
     std::vector<std::pair<std::vector<c10::ScalarType>, std::shared_ptr<Backend>>> rules)
-    : op_(std::move(op)), handle_(std::move(handle)), spec_(std::move(spec)) {
+    : handle_(std::move(handle)), op_(std::move(op)), spec_(std::move(spec)) {
   slot_for(default_backend);
+  first_ = targets_.front().get();
   for (auto& [dtypes, backend] : rules) {
     const size_t slot = slot_for(backend);
     for (c10::ScalarType st : dtypes)

@@ -86,7 +86,7 @@ struct Converter {
   c10::Device target;
   c10::DispatchKey key;
   const Observer& obs;
-  const c10::FunctionSchema& schema;
+  const c10::OperatorHandle& op;  // its schema is read only to bridge a generator
 
   at::Tensor alias(const at::Tensor& t) const {
     return t.defined() && t.device().is_privateuseone() ? box::call_alias(t, target, key) : t;
@@ -128,7 +128,7 @@ std::optional<at::Generator> bridge_generator(const std::optional<at::Generator>
                                               c10::DeviceType type);
 inline std::optional<at::Generator> convert(const Converter& c,
                                             const std::optional<at::Generator>& g) {
-  return bridge_generator(g, c.obs, c.schema, c.target.type());
+  return bridge_generator(g, c.obs, c.op.schema(), c.target.type());
 }
 template <class T>
 inline std::decay_t<T> convert(const Converter&, const T& v) {
@@ -261,7 +261,7 @@ struct UnboxedRoute<Op, R(Args...)> {
     const c10::DeviceType type = target.box_type;
     BoxScope scope(obs, st->handle(), type);
     const Converter conv{box::target_device(type, scope.device()), target.box_key, obs,
-                         st->handle().schema()};
+                         st->handle()};
     auto converted = std::make_tuple(convert(conv, args)...);
     auto originals = std::forward_as_tuple(args...);
     const c10::DispatchKeySet keys(target.box_key);
