@@ -104,8 +104,8 @@ def test_alias_pool_repoints_idle_aliases(dev):
 
 
 def test_calls_holding_more_aliases_than_the_pool_keeps(dev):
-    # A cat of 100 tensors holds 100 aliases at once, more than the pool keeps (64): the rest
-    # are built for the call. Mixed dtypes and strided operands take aliases of their own kind
+    # A cat of 100 tensors holds 100 aliases at once, more than the pool keeps of one kind: the
+    # rest are built for the call. Mixed dtypes and strided operands take aliases of their own kind
     # and geometry; nothing is re-pointed while a call still holds it.
     parts = [torch.full((2, 3), float(i), device=dev) for i in range(100)]
     got = torch.cat(parts, dim=0)
@@ -118,3 +118,36 @@ def test_calls_holding_more_aliases_than_the_pool_keeps(dev):
         r = a.t().add(b.t()).mul(h.t())
     ca, cb, ch = a.cpu(), b.cpu(), h.cpu()
     torch.testing.assert_close(r.cpu(), ca.t().add(cb.t()).mul(ch.t()))
+
+
+def test_more_alias_kinds_than_the_pool_keeps(dev):
+    # The pool keeps aliases per kind (dtype, target device) for up to eight kinds; a ninth
+    # replaces the least recently used kind. Cycling through nine dtypes stays correct, and a
+    # loop over eight kinds is served from the pool once each kind has its aliases.
+    from torch_fl import _C
+
+    dtypes = [
+        torch.float32,
+        torch.float64,
+        torch.float16,
+        torch.bfloat16,
+        torch.int64,
+        torch.int32,
+        torch.int16,
+        torch.int8,
+        torch.uint8,
+    ]
+    cpu = {d: torch.arange(6).to(d) for d in dtypes}
+    fl = {d: t.to(dev) for d, t in cpu.items()}
+    for _ in range(3):
+        for d in dtypes:
+            assert torch.equal((fl[d] + fl[d]).cpu(), cpu[d] + cpu[d]), d
+    eight = dtypes[:8]
+    for d in eight:
+        fl[d] + fl[d]
+    before = _C.alias_cache_stats()
+    for _ in range(3):
+        for d in eight:
+            fl[d] + fl[d]
+    after = _C.alias_cache_stats()
+    assert after["builds"] == before["builds"]

@@ -230,16 +230,53 @@ struct AliasSlot {
   at::Tensor alias;
   const void* data = nullptr;  // the memory it was last pointed at
   size_t nbytes = 0;
-  uint64_t kind = 0;  // alias_kind(): dtype, target device, dispatch key, flagos device
   uint64_t used = 0;  // AliasPool::tick at its last use
 };
-// The most aliases one call holds at once that are pooled (a cat of more
-// tensors builds the rest per call).
-constexpr size_t kMaxSlots = 64;
-struct AliasPool {
+// Aliases of one kind (alias_kind(): dtype, target device, dispatch key,
+// flagos device). A call scans only its operand's kind, so a long list of one
+// kind (a decode loop's final cat of 64 int64 tokens filled session 8's single
+// list of 64, and every later alias of any dtype walked all of it: 40 cache
+// lines per operand in a loop that evicts them between calls) costs nothing to
+// the others, and each list stays as short as the most aliases of its kind one
+// ordinary call holds at once. Longer calls (a cat or a foreach over many
+// tensors) build the rest for the call.
+constexpr size_t kSlotsPerKind = 12;
+constexpr size_t kMaxKinds = 8;
+struct KindPool {
+  uint64_t kind = 0;
+  uint64_t used = 0;  // AliasPool::tick at its last use (the least recent goes first)
   std::vector<AliasSlot> slots;
+};
+struct AliasPool {
+  std::array<KindPool, kMaxKinds> kinds;
+  size_t nkinds = 0;
   AliasCacheStats stats;
   uint64_t tick = 0;
+
+  KindPool& of(uint64_t kind, uint64_t now) {
+    for (size_t i = 0; i < nkinds; ++i) {
+      if (kinds[i].kind == kind) {
+        kinds[i].used = now;
+        return kinds[i];
+      }
+    }
+    KindPool* k = nullptr;
+    if (nkinds < kMaxKinds) {
+      k = &kinds[nkinds++];
+      k->slots.reserve(kSlotsPerKind);
+    } else {
+      // A ninth kind replaces the least recently used one. Dropping the pool's
+      // references is safe: an alias a call still holds lives on with it.
+      k = &kinds[0];
+      for (KindPool& c : kinds) {
+        if (c.used < k->used) k = &c;
+      }
+      k->slots.clear();
+    }
+    k->kind = kind;
+    k->used = now;
+    return *k;
+  }
 };
 // On the heap, one pointer in TLS: a large thread_local object in this module
 // made sim's routed-call overhead read higher. A plain pointer (constant-
@@ -259,7 +296,6 @@ AliasPool& alias_pool() {
     static thread_local AliasPoolOwner owner;
     (void)owner;
     pool = t_alias_pool = new AliasPool();
-    pool->slots.reserve(kMaxSlots);
   }
   return *pool;
 }
@@ -312,18 +348,27 @@ at::Tensor call_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey 
   const c10::Storage& base = t.storage();
   void* data = base.mutable_data();
   const size_t nbytes = base.nbytes();
-  const uint64_t kind = alias_kind(t, device, key);
   AliasPool& pool = alias_pool();
   const uint64_t tick = ++pool.tick;
-  AliasSlot* oldest = nullptr;  // the least recently used free slot of this kind
-  for (AliasSlot& slot : pool.slots) {
-    if (slot.kind != kind || !is_free(slot.alias)) continue;
-    if (slot.data == data && slot.nbytes == nbytes) {
+  KindPool& kp = pool.of(alias_kind(t, device, key), tick);
+  // The slot data alone finds an alias already viewing this memory, else the
+  // least recently used one. Only the pick is checked for being free: the
+  // aliases this call already holds are the most recently used, so the least
+  // recently used one almost always is.
+  AliasSlot* oldest = nullptr;
+  for (AliasSlot& slot : kp.slots) {
+    if (slot.data == data && slot.nbytes == nbytes && is_free(slot.alias)) {
       ++pool.stats.hits;
       slot.used = tick;
       return repoint(slot, t, data, nbytes, device);
     }
     if (oldest == nullptr || slot.used < oldest->used) oldest = &slot;
+  }
+  if (oldest != nullptr && !is_free(oldest->alias)) {
+    oldest = nullptr;
+    for (AliasSlot& slot : kp.slots) {
+      if (is_free(slot.alias) && (oldest == nullptr || slot.used < oldest->used)) oldest = &slot;
+    }
   }
   if (oldest != nullptr) {
     ++pool.stats.rebinds;
@@ -334,8 +379,8 @@ at::Tensor call_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey 
   // Non-owning: the caller's flagos tensor keeps the memory alive for the
   // call, and a result that aliases it is re-wrapped over the flagos storage.
   at::Tensor alias = build_alias(t, c10::DataPtr(data, device), device, key);
-  if (pool.slots.size() < kMaxSlots) {
-    pool.slots.push_back(AliasSlot{alias, data, nbytes, kind, tick});
+  if (kp.slots.size() < kSlotsPerKind) {
+    kp.slots.push_back(AliasSlot{alias, data, nbytes, tick});
   }
   return alias;
 }
