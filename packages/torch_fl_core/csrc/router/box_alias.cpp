@@ -164,14 +164,40 @@ c10::Device target_device(c10::DeviceType type, c10::DeviceIndex flagos_index) {
 
 namespace {
 
+// The TensorImpl of an alias: a plain TensorImpl that can take another
+// tensor's geometry together with the contiguity flags that tensor already
+// computed. TensorImpl::set_sizes_and_strides recomputes them (contiguity,
+// channels-last, non-overlapping-and-dense), which was most of re-pointing a
+// pooled alias at a new operand (callgrind, sim decode loop).
+class AliasImpl final : public c10::TensorImpl {
+ public:
+  AliasImpl(c10::Storage&& storage, c10::DispatchKeySet keys, caffe2::TypeMeta dtype)
+      : c10::TensorImpl(std::move(storage), keys, dtype) {}
+
+  // Flagos tensors are never symbolic; the public accessors below also
+  // answer for a custom sizes/strides policy.
+  void copy_geometry(const c10::TensorImpl& src) {
+    sizes_and_strides_.set_sizes(src.sizes());
+    sizes_and_strides_.set_strides(src.strides());
+    storage_offset_ = src.storage_offset();
+    numel_ = src.numel();
+    is_contiguous_ = src.is_contiguous(c10::MemoryFormat::Contiguous);
+    is_channels_last_contiguous_ = src.is_contiguous(c10::MemoryFormat::ChannelsLast);
+    is_channels_last_3d_contiguous_ = src.is_contiguous(c10::MemoryFormat::ChannelsLast3d);
+    is_channels_last_ = src.is_strides_like(c10::MemoryFormat::ChannelsLast);
+    is_channels_last_3d_ = src.is_strides_like(c10::MemoryFormat::ChannelsLast3d);
+    is_non_overlapping_and_dense_ = src.is_non_overlapping_and_dense();
+  }
+};
+
 // An alias TensorImpl of t's geometry over `dp` (t's memory typed as `device`).
 at::Tensor build_alias(const at::Tensor& t, c10::DataPtr dp, c10::Device device,
                        c10::DispatchKey key) {
   c10::Storage storage(c10::Storage::use_byte_size_t(), t.storage().nbytes(), std::move(dp),
                        grow_allocator(t.device().index(), device), /*resizable=*/true);
   auto impl =
-      c10::make_intrusive<c10::TensorImpl>(std::move(storage), c10::DispatchKeySet(key), t.dtype());
-  impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+      c10::make_intrusive<AliasImpl>(std::move(storage), c10::DispatchKeySet(key), t.dtype());
+  impl->copy_geometry(*t.unsafeGetTensorImpl());
   if (t.is_conj()) impl->_set_conj(true);
   if (t.is_neg()) impl->_set_neg(true);
   return at::Tensor(std::move(impl));
@@ -333,9 +359,11 @@ at::Tensor repoint(AliasSlot& slot, const at::Tensor& t, void* data, size_t nbyt
   }
   slot.data = data;
   slot.nbytes = nbytes;
-  if (a.storage_offset() != t.storage_offset() || a.sizes() != t.sizes() ||
-      a.strides() != t.strides()) {
-    impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  const c10::TensorImpl* src = t.unsafeGetTensorImpl();
+  if (impl->storage_offset() != src->storage_offset() || impl->sizes() != src->sizes() ||
+      impl->strides() != src->strides()) {
+    // Pooled aliases are all built by build_alias.
+    static_cast<AliasImpl*>(impl)->copy_geometry(*src);
   }
   if (a.is_conj() != t.is_conj()) impl->_set_conj(t.is_conj());
   if (a.is_neg() != t.is_neg()) impl->_set_neg(t.is_neg());
