@@ -248,10 +248,10 @@ namespace {
 // (session 7's 2048-slot table) is cold again by the time its block comes
 // back. On the H200 host the routed call then paid cache misses for the
 // table's set, the alias's TensorImpl and its StorageImpl, all of which the
-// kernel reads again: about half of core's own time per decode token. A few
-// dozen aliases re-pointed call after call stay in the first-level cache. An
-// alias that already views the operand's memory with its geometry (a loop
-// over the same tensors) is taken without writing to it.
+// kernel reads again: about half of core's own time per decode token. The
+// short per-kind lists below, re-pointed call after call, stay in the
+// first-level cache. An alias that already views the operand's memory with its
+// geometry (a loop over the same tensors) is taken without writing to it.
 struct AliasSlot {
   at::Tensor alias;
   const void* data = nullptr;  // the memory it was last pointed at
