@@ -73,14 +73,3 @@ def describe(load0: float) -> dict:
     if load0 > 1.5:
         print("WARNING: the machine is busy (load > 1.5); figures will be noisy", file=sys.stderr)
     return env
-
-
-def write_json(path: str | None, doc: dict) -> None:
-    """Writes a benchmark's JSON record when ``--json PATH`` was given, and says where."""
-    if not path:
-        return
-    import json
-
-    with open(path, "w") as fh:
-        json.dump(doc, fh, indent=2)
-    print(f"wrote {path}")

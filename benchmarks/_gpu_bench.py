@@ -11,6 +11,7 @@ import argparse
 import time
 
 import torch
+from _bench_env import describe, load_avg
 
 
 def vendor_name() -> str:
@@ -38,8 +39,27 @@ def add_common_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
 
 
+def add_block_args(p: argparse.ArgumentParser, n: int, reps: int, what: str) -> None:
+    """``--n`` (``what`` per timed block), ``--reps`` and ``--max-block-ms``: the block sizes of
+    the per-call benchmarks."""
+    p.add_argument("--n", type=int, default=n, help=f"{what} per timed block (default {n})")
+    p.add_argument(
+        "--reps", type=int, default=reps, help=f"interleaved repetitions (default {reps})"
+    )
+    p.add_argument("--max-block-ms", type=float, default=50.0, help="cap on one block's length")
+
+
 def native_type(args: argparse.Namespace) -> str:
     return args.native or default_native()
+
+
+def start(args: argparse.Namespace) -> tuple[str, dict]:
+    """The native device of the comparison, and the machine and its accelerators described
+    (printed, and returned for the JSON record)."""
+    native = native_type(args)
+    env = describe(load_avg())
+    env["devices"] = describe_devices(native)
+    return native, env
 
 
 def sync(dev) -> None:

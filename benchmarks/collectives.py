@@ -144,6 +144,7 @@ def main() -> None:
         return
 
     from _bench_env import describe, load_avg
+    from _report import Table, write_record
 
     env = describe(load_avg())
     with tempfile.TemporaryDirectory() as tmp:
@@ -165,20 +166,17 @@ def main() -> None:
             sys.exit(f"a rank failed: exit codes {[proc.returncode for proc in procs]}")
     doc = json.loads(outs[0].strip().splitlines()[-1])
     print(f"all_reduce(SUM) float32, {WORLD} ranks, vendor {doc['vendor']}, tier {doc['tier']}")
-    print(
-        f"{'size':>9} | {'native GB/s':>11} | {'flagos GB/s':>11} {'ratio':>6} | {'no-check GB/s':>13} {'ratio':>6}"
+    table = Table(
+        "{:>9} | {:>11.3f} | {:>11.3f} {:>6.2f} | {:>13.3f} {:>6.2f}",
+        *("size", "native GB/s", "flagos GB/s", "ratio", "no-check GB/s", "ratio"),
     )
+    print(table.line(*table.titles))
     for row in doc["rows"]:
         nat = row["native"]["busbw_GBps"]
         fl = row["flagos"]["busbw_GBps"]
         nc = row["flagos-nocheck"]["busbw_GBps"]
-        print(
-            f"{_human(row['bytes']):>9} | {nat:11.3f} | {fl:11.3f} {fl / nat:6.2f} | {nc:13.3f} {nc / nat:6.2f}"
-        )
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"environment": env, **doc}, fh, indent=2)
-        print(f"wrote {args.json}")
+        table.row(_human(row["bytes"]), nat, fl, fl / nat, nc, nc / nat)
+    write_record(args.json, "collectives", env, **doc)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Eager vs torch.compile step time of a GPT-style block, on flagos and on the native device.
 
-One training step (forward, loss, backward) of a pre-norm transformer block, four ways: eager and
+One training step (forward, loss, backward) of a pre-norm transformer block (``_models.Block``,
+the block of ``gpt_step.py``'s decoder), four ways: eager and
 compiled (default Inductor) on ``flagos``, and the same on the native device the vendor runs on
 (CPU for ``sim``; CUDA for the cuda vendor, ``--native cuda``). Printed side by side: step times,
 compiled speed-up on each device, and flagos/native ratios (eager and compiled).
@@ -33,34 +34,10 @@ import tempfile
 import time
 
 import torch
-import torch.nn.functional as F
 from _bench_env import describe, load_avg
-from torch import nn
-
-
-class Block(nn.Module):
-    def __init__(self, dim: int, heads: int) -> None:
-        super().__init__()
-        self.heads = heads
-        self.ln1 = nn.LayerNorm(dim)
-        self.qkv = nn.Linear(dim, 3 * dim)
-        self.proj = nn.Linear(dim, dim)
-        self.ln2 = nn.LayerNorm(dim)
-        self.fc = nn.Linear(dim, 4 * dim)
-        self.out = nn.Linear(4 * dim, dim)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, t, c = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(c, dim=-1)
-        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
-        return x + self.out(F.gelu(self.fc(self.ln2(x))))
-
-
-def _sync(device: torch.device) -> None:
-    if device.type != "cpu":
-        torch.get_device_module(device.type).synchronize()
+from _gpu_bench import sync
+from _models import Block
+from _report import write_record
 
 
 def make_step(device: torch.device, compiled: bool, args: argparse.Namespace):
@@ -138,7 +115,7 @@ def measure(devices: dict[str, torch.device], args: argparse.Namespace) -> dict[
             step = make_step(dev, compiled, args)
             for _ in range(3):  # compile + warm-up
                 step()
-            _sync(dev)
+            sync(dev)
             print(f"  prepared {name} in {time.perf_counter() - t0:.1f} s")
             variants[name] = (step, dev)
     times: dict[str, list[float]] = {n: [] for n in variants}
@@ -147,7 +124,7 @@ def measure(devices: dict[str, torch.device], args: argparse.Namespace) -> dict[
             t0 = time.perf_counter()
             for _ in range(args.steps):
                 step()
-            _sync(dev)
+            sync(dev)
             times[name].append((time.perf_counter() - t0) / args.steps * 1e3)
     return times
 
@@ -163,10 +140,8 @@ def report(times, devices, env, native, args) -> None:
         f"  flagos/native: eager {best['flagos/eager'] / best['native/eager']:.3f}, "
         f"compiled {best['flagos/compiled'] / best['native/compiled']:.3f}"
     )
-    if args.json:
-        out = {n: {"min_ms": min(v), "median_ms": statistics.median(v)} for n, v in times.items()}
-        with open(args.json, "w") as f:
-            json.dump({"env": env, "args": vars(args), "native": native, "times": out}, f, indent=2)
+    out = {n: {"min_ms": min(v), "median_ms": statistics.median(v)} for n, v in times.items()}
+    write_record(args.json, "compile", env, args=vars(args), native=native, times=out)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ median block time (GB/s = 1e9 B/s); ``ratio`` is flagos / native (higher is bett
 
     python benchmarks/copy_bandwidth.py [--mib 256] [--iters 5] [--reps 7] [--native cuda|cpu] [--quick] [--json out.json]
 
-Target (issue #4, on the H200): ratio >= 0.95 for every copy. Asserts nothing.
+Target, against cuda on the H200: ratio >= 0.95 for every copy. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ import sys
 import time
 
 import torch
-from _bench_env import describe, load_avg, record_end, write_json
-from _gpu_bench import add_common_args, describe_devices, native_type, timed_block
+from _bench_env import record_end
+from _gpu_bench import add_common_args, start, timed_block
+from _report import Table, median_ratio, write_record
 
 
 def pinned(nbytes: int) -> tuple[torch.Tensor, bool]:
@@ -82,16 +83,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reps", type=int, default=7, help="interleaved repetitions (default 7)")
     add_common_args(p)
     args = p.parse_args(argv)
-    native = native_type(args)
+    native, env = start(args)
     if args.mib is None:
         args.mib = 32 if (args.quick or native == "cpu") else 256
     if args.quick:
         args.iters, args.reps = min(args.iters, 2), min(args.reps, 3)
     nbytes = args.mib << 20
 
-    load0 = load_avg()
-    env = describe(load0)
-    env["devices"] = describe_devices(native)
     host_src, is_pinned = pinned(nbytes)
     host_dst, _ = pinned(nbytes)
     host_src.fill_(3)
@@ -121,19 +119,20 @@ def main(argv: list[str] | None = None) -> int:
                 "native_gbps": n_bw,
                 "flagos_gbps": f_bw,
                 "ratio": f_bw / n_bw,
-                "paired_median_ratio": statistics.median(
-                    n / f for f, n in zip(f_s, n_s, strict=True)
-                ),
+                "paired_median_ratio": median_ratio(n_s, f_s),
             }
         )
     elapsed = time.perf_counter() - t0
 
-    print(f"\n{'copy':<6}{native + ' GB/s':>11}{'flagos GB/s':>13}{'ratio':>7}{'paired':>8}")
-    print("-" * 45)
+    print()
+    table = Table(
+        "{:<6}{:>11.1f}{:>13.1f}{:>7.3f}{:>8.3f}",
+        *("copy", native + " GB/s", "flagos GB/s", "ratio", "paired"),
+    )
+    table.header()
     for r in rows:
-        print(
-            f"{r['copy']:<6}{r['native_gbps']:>11.1f}{r['flagos_gbps']:>13.1f}{r['ratio']:>7.3f}"
-            f"{r['paired_median_ratio']:>8.3f}"
+        table.row(
+            r["copy"], r["native_gbps"], r["flagos_gbps"], r["ratio"], r["paired_median_ratio"]
         )
     summary = {
         "min_ratio": min(r["ratio"] for r in rows),
@@ -142,26 +141,19 @@ def main(argv: list[str] | None = None) -> int:
         "peer_skipped": why,
     }
     print(
-        f"\nlowest ratio {summary['min_ratio']:.3f}; copies with ratio >= 0.95 (target, issue #4, "
-        f"vs cuda): {summary['copies_at_or_above_0_95']}/{summary['copies']}"
+        f"\nlowest ratio {summary['min_ratio']:.3f}; copies with ratio >= 0.95 (target, vs cuda): "
+        f"{summary['copies_at_or_above_0_95']}/{summary['copies']}"
     )
     record_end(env, elapsed)
-    if args.json:
-        doc = {
-            "benchmark": "copy_bandwidth",
-            "env": env,
-            "method": {
-                "statistic": "bytes over the median time of a block of copies, interleaved",
-                "mib": args.mib,
-                "iters": args.iters,
-                "reps": args.reps,
-                "pinned": is_pinned,
-                "native": native,
-            },
-            "rows": rows,
-            "summary": summary,
-        }
-        write_json(args.json, doc)
+    method = {
+        "statistic": "bytes over the median time of a block of copies, interleaved",
+        "mib": args.mib,
+        "iters": args.iters,
+        "reps": args.reps,
+        "pinned": is_pinned,
+        "native": native,
+    }
+    write_record(args.json, "copy_bandwidth", env, method, rows=rows, summary=summary)
     return 0
 
 

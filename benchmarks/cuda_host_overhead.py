@@ -17,7 +17,7 @@ lowered for a case when a block would exceed ``--max-block-ms`` (only on the CPU
 
     python benchmarks/cuda_host_overhead.py [--n 2000] [--reps 9] [--native cuda|cpu] [--quick] [--json out.json]
 
-Target (issue #4): median ratio <= 1.15 on the H200. Prints ratios; asserts nothing.
+Target, against cuda on the H200: median ratio <= 1.15. Prints ratios; asserts nothing.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from _bench_env import describe, load_avg, record_end, write_json
-from _gpu_bench import add_common_args, describe_devices, native_type, sync, timed_block
+from _bench_env import record_end
+from _gpu_bench import add_block_args, add_common_args, start, sync, timed_block
+from _report import Table, median_ratio, write_record
 
 
 def make_cases(
@@ -101,9 +102,7 @@ def run(native: str, n: int, reps: int, side: int, mm_side: int, max_block_ms: f
                 "native_total_us": n_tot * 1e6,
                 "flagos_total_us": f_tot * 1e6,
                 "total_ratio": f_tot / n_tot,
-                "paired_median_ratio": statistics.median(
-                    f / n for (f, _), (n, _) in zip(fs, ns, strict=True)
-                ),
+                "paired_median_ratio": median_ratio((f for f, _ in fs), (n for n, _ in ns)),
             }
         )
     sync(fl)
@@ -112,20 +111,15 @@ def run(native: str, n: int, reps: int, side: int, mm_side: int, max_block_ms: f
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--n", type=int, default=2000, help="ops per timed block (default 2000)")
-    p.add_argument("--reps", type=int, default=9, help="interleaved repetitions (default 9)")
     p.add_argument("--side", type=int, default=64, help="small tensors are side x side (64)")
     p.add_argument("--mm-side", type=int, default=512, help="mm is side x side @ side x side")
-    p.add_argument("--max-block-ms", type=float, default=50.0, help="cap on one block's length")
+    add_block_args(p, 2000, 9, "ops")
     add_common_args(p)
     args = p.parse_args(argv)
     if args.quick:
         args.n, args.reps = min(args.n, 200), min(args.reps, 3)
-    native = native_type(args)
+    native, env = start(args)
 
-    load0 = load_avg()
-    env = describe(load0)
-    env["devices"] = describe_devices(native)
     print(
         f"method: median over {args.reps} interleaved repetitions of the submit time of a block of "
         f"up to {args.n} ops (before one synchronize), per op; ratio = flagos / {native}\n"
@@ -136,17 +130,15 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - t0
 
     w = max(len(r["op"]) for r in rows) + 2
-    head = (
-        f"{'op':<{w}}{'N':>6}{native + ' us':>10}{'flagos us':>11}{'ratio':>7}{'paired':>8}"
-        f"{'total ratio':>13}"
+    table = Table(
+        f"{{:<{w}}}{{:>6}}{{:>10.2f}}{{:>11.2f}}{{:>7.2f}}{{:>8.2f}}{{:>13.2f}}",
+        *("op", "N", native + " us", "flagos us", "ratio", "paired", "total ratio"),
     )
-    print(head)
-    print("-" * len(head))
+    table.header()
     for r in rows:
-        print(
-            f"{r['op']:<{w}}{r['calls_per_block']:>6}{r['native_submit_us']:>10.2f}"
-            f"{r['flagos_submit_us']:>11.2f}{r['ratio']:>7.2f}{r['paired_median_ratio']:>8.2f}"
-            f"{r['total_ratio']:>13.2f}"
+        table.row(
+            *(r["op"], r["calls_per_block"], r["native_submit_us"], r["flagos_submit_us"]),
+            *(r["ratio"], r["paired_median_ratio"], r["total_ratio"]),
         )
     summary = {
         "median_ratio": statistics.median(r["ratio"] for r in rows),
@@ -157,25 +149,18 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"\nmedian flagos/{native} submit ratio: {summary['median_ratio']:.2f} "
         f"(paired {summary['median_paired_ratio']:.2f}; to the end of the sync "
-        f"{summary['median_total_ratio']:.2f}); target (issue #4, vs cuda): <= 1.15"
+        f"{summary['median_total_ratio']:.2f}); target (vs cuda): <= 1.15"
     )
     record_end(env, elapsed)
-    if args.json:
-        doc = {
-            "benchmark": "cuda_host_overhead",
-            "env": env,
-            "method": {
-                "statistic": "median over interleaved repetitions of per-op submit time",
-                "n": args.n,
-                "reps": args.reps,
-                "side": args.side,
-                "mm_side": args.mm_side,
-                "native": native,
-            },
-            "rows": rows,
-            "summary": summary,
-        }
-        write_json(args.json, doc)
+    method = {
+        "statistic": "median over interleaved repetitions of per-op submit time",
+        "n": args.n,
+        "reps": args.reps,
+        "side": args.side,
+        "mm_side": args.mm_side,
+        "native": native,
+    }
+    write_record(args.json, "cuda_host_overhead", env, method, rows=rows, summary=summary)
     return 0
 
 

@@ -7,7 +7,7 @@ fresh children of ``gpt_step.py --serve``: native (``cuda``, or ``cpu`` with ``-
 flagos with build A and flagos with build B. A build is a directory put first on the child's
 ``PYTHONPATH`` (``''``: the installed torch-fl), made with
 
-    pip install --no-build-isolation --no-deps --target /tmp/old-site packages/torch_fl_core
+    pip install --no-build-isolation --no-deps --target OLD_SITE packages/torch_fl_core
 
 from the other commit's checkout (the vendor package stays the installed one). The children start
 in parallel; once all three are ready their main threads are pinned to one CPU (``--cpus``;
@@ -30,7 +30,9 @@ import sys
 import time
 
 import gpt_step as G
-from _bench_env import describe, load_avg, record_end, write_json
+from _bench_env import describe, load_avg, record_end
+from _models import GPT_FULL, GPT_QUICK
+from _report import write_record
 
 
 def spawn(cfg: dict, dev: str, site: str, base_path: str) -> G.RemoteSide:
@@ -67,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
 
     native = args.native or ("cuda" if torch.cuda.is_available() else "cpu")
     small = args.quick or native == "cpu"  # as gpt_step.py: smoke sizes against the CPU
-    cfg = dict(G.QUICK, **G.QUICK_RUN) if small else dict(G.FULL, **G.FULL_RUN)
+    cfg = dict(GPT_QUICK, **G.QUICK_RUN) if small else dict(GPT_FULL, **G.FULL_RUN)
     steps = cfg["decode_steps"]
     cpus = G.decode_cpus(args.cpus, native)
     base_path = os.environ.get("PYTHONPATH", "")
@@ -128,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{statistics.median(b_over_a):.3f}, B faster in {result['b_faster_rounds']} of {args.rounds}"
     )
     record_end(env, time.perf_counter() - t0)
-    write_json(args.json, {"env": env, "config": cfg, "decode_builds": result})
+    write_record(args.json, "decode_builds", env, config=cfg, decode_builds=result)
     return 0
 
 

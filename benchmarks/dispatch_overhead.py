@@ -39,7 +39,8 @@ from collections.abc import Callable
 
 import torch
 import torch_fl
-from _bench_env import describe, load_avg, record_end, write_json
+from _bench_env import describe, load_avg, record_end
+from _report import Table, write_record
 
 C = torch_fl._C
 SIZES = (8, 4096)
@@ -163,21 +164,19 @@ def summarize(rows: list[dict], modes: tuple[str, ...]) -> dict:
 
 def print_table(rows: list[dict], modes: tuple[str, ...], summary: dict) -> None:
     w = max(len(r["op"]) for r in rows) + 2
-    head = f"{'op':<{w}}{'numel':>6}{'cpu us':>9}"
-    for m in modes:
-        head += f"{m + ' us':>11}{'x cpu':>7}"
-    print(head)
-    print("-" * len(head))
+    table = Table(
+        f"{{:<{w}}}{{:>6}}{{:>9.2f}}" + "{:>11.2f}{:>7.2f}" * len(modes),
+        *("op", "numel", "cpu us"),
+        *(t for m in modes for t in (m + " us", "x cpu")),
+    )
+    table.header()
     for n in SIZES:
         for r in (r for r in rows if r["numel"] == n):
-            line = f"{r['op']:<{w}}{n:>6}{r['cpu_us']:>9.2f}"
-            for m in modes:
-                line += f"{r[m + '_us']:>11.2f}{r[m + '_ratio']:>7.2f}"
-            print(line)
-        line = f"{'median ratio':<{w}}{n:>6}{'':>9}"
-        for m in modes:
-            line += f"{'':>11}{summary[f'median_{m}_ratio_n{n}']:>7.2f}"
-        print(line)
+            table.row(
+                r["op"], n, r["cpu_us"], *(r[m + k] for m in modes for k in ("_us", "_ratio"))
+            )
+        medians = (summary[f"median_{m}_ratio_n{n}"] for m in modes)
+        table.row("median ratio", n, "", *(v for med in medians for v in ("", med)))
         print()
 
 
@@ -218,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"median flagos/CPU ratio, {n0}-element tensors: {summary[f'median_routed_ratio_n{n0}']:.2f}"
     )
-    print("  target (issue): <= 1.3 for tiny tensors")
+    print("  target: <= 1.3 for tiny tensors")
     if "off" in modes:
         for n in SIZES:
             print(
@@ -234,21 +233,14 @@ def main(argv: list[str] | None = None) -> int:
             )
     record_end(env, elapsed, " (this run's own threads included)")
 
-    if args.json:
-        doc = {
-            "benchmark": "dispatch_overhead",
-            "env": env,
-            "method": {
-                "statistic": "min over repetitions of per-call time of a block",
-                "reps": args.reps,
-                "block_ms": args.block_ms,
-                "modes": list(modes),
-                "loop_overhead_us": loop_us,
-            },
-            "rows": rows,
-            "summary": summary,
-        }
-        write_json(args.json, doc)
+    method = {
+        "statistic": "min over repetitions of per-call time of a block",
+        "reps": args.reps,
+        "block_ms": args.block_ms,
+        "modes": list(modes),
+        "loop_overhead_us": loop_us,
+    }
+    write_record(args.json, "dispatch_overhead", env, method, rows=rows, summary=summary)
     return 0
 
 

@@ -38,13 +38,12 @@ once spent; the rest are listed as not measured.
 
     python benchmarks/flaggems_ops.py [--sizes 64x64,4096x4096] [--reps 5] [--ops abs,mm] [--time-budget 50] [--quick] [--json out.json]
 
-Target (issue #4): the router's pick is never more than 5 % slower than the better of the two.
+Target: the router's pick is never more than 5 % slower than the better of the two.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -54,8 +53,9 @@ from collections.abc import Callable
 
 import torch
 import torch_fl
-from _bench_env import describe, load_avg, record_end, write_json
-from _gpu_bench import add_common_args, describe_devices, native_type, timed_block
+from _bench_env import record_end
+from _gpu_bench import add_common_args, start, timed_block
+from _report import Table, write_record
 
 DTYPE_ORDER = ("float32", "bfloat16", "float16", "int64", "bool")
 VARIANTS = ("routed", "box", "gems", "direct")
@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--box-backend", default="box:cuda", help=argparse.SUPPRESS)
     add_common_args(p)
     args = p.parse_args(argv)
-    native = native_type(args)
+    native, env = start(args)
     if args.sizes is None:
         args.sizes = "64x64,1024x1024" if args.quick else "64x64,4096x4096"
     if args.quick:
@@ -258,15 +258,10 @@ def main(argv: list[str] | None = None) -> int:
         args.time_budget = min(args.time_budget, 20.0)
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.sizes.split(",") if s]
 
-    load0 = load_avg()
-    env = describe(load0)
-    env["devices"] = describe_devices(native)
     why = skip_reason(native)
     if why:
         print(f"flaggems_ops: skipped: {why}")
-        if args.json:
-            with open(args.json, "w") as fh:
-                json.dump({"benchmark": "flaggems_ops", "env": env, "skipped": why}, fh, indent=2)
+        write_record(args.json, "flaggems_ops", env, skipped=why)
         return 0
     from torch_fl.routing import load_routes
     from torch_fl_cuda import flaggems
@@ -291,16 +286,24 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict] = []
     skipped_ops: list[str] = []
     t0 = time.perf_counter()
-    head = (
-        f"{'op':<34}{'dtype':<9}{'shape':>10}{'routed us':>11}{'box us':>10}{'gems us':>10}"
-        f"{'bare us':>10}{'pick/best':>11}{'pick/bare':>11}  verdict"
+    table = Table(
+        "{:<34}{:<9}{:>10}{:>11.1f}{:>10.1f}{:>10.1f}{:>10.1f}{:>11.2f}{:>11.2f}  {}",
+        *("op", "dtype", "shape", "routed us", "box us", "gems us", "bare us", "pick/best"),
+        *("pick/bare", "verdict"),
+    )
+    figures = (
+        "routed_us",
+        "box_us",
+        "gems_us",
+        "direct_us",
+        "routed_over_best",
+        "routed_over_bare",
     )
     try:
         box_specs = forced_specs(active, [o for o, _ in ops], args.box_backend)
         load_routes()  # back to the default table; its specs are the "routed" variant
         specs = {"routed": torch_fl._C.router_routes(), "box": box_specs}
-        print(head)
-        print("-" * len(head))
+        table.header()
         for op, dtypes in ops:
             if time.perf_counter() - t0 > args.time_budget:
                 skipped_ops.append(op)
@@ -318,18 +321,10 @@ def main(argv: list[str] | None = None) -> int:
                         row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
                     row["verdict"] = verdict(row, args.tolerance)
                     rows.append(row)
-
-                    def f(key: str, r=row) -> str:
-                        return f"{r[key]:.1f}" if key in r else "-"
-
-                    def r2(key: str, r=row) -> str:
-                        return f"{r[key]:.2f}" if key in r else "-"
-
-                    print(
-                        f"{short:<34}{dtype_name:<9}{row['shape']:>10}{f('routed_us'):>11}"
-                        f"{f('box_us'):>10}{f('gems_us'):>10}{f('direct_us'):>10}"
-                        f"{r2('routed_over_best'):>11}{r2('routed_over_bare'):>11}  {row['verdict']}",
-                        flush=True,
+                    table.row(
+                        *(short, dtype_name, row["shape"]),
+                        *(row.get(k, "-") for k in figures),
+                        row["verdict"],
                     )
     finally:
         load_routes()
@@ -358,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(
         f"\nrouter's pick within {args.tolerance:.0%} of the better of box:cuda and FlagGems "
-        f"called directly through its own registration (target, issue #4: every case): "
+        f"called directly through its own registration (target: every case): "
         f"{summary['ok_cases']}/{len(measured)} cases"
     )
     if summary["median_routed_over_best"] is not None:
@@ -377,21 +372,14 @@ def main(argv: list[str] | None = None) -> int:
             f"not measured (time budget spent): {len(skipped_ops)} overloads, e.g. {skipped_ops[:5]}"
         )
     record_end(env, elapsed)
-    if args.json:
-        doc = {
-            "benchmark": "flaggems_ops",
-            "env": env,
-            "method": {
-                "statistic": "median per-call time over interleaved blocks, per variant",
-                "sizes": args.sizes,
-                "reps": args.reps,
-                "block_ms": args.block_ms,
-                "tolerance": args.tolerance,
-            },
-            "rows": rows,
-            "summary": summary,
-        }
-        write_json(args.json, doc)
+    method = {
+        "statistic": "median per-call time over interleaved blocks, per variant",
+        "sizes": args.sizes,
+        "reps": args.reps,
+        "block_ms": args.block_ms,
+        "tolerance": args.tolerance,
+    }
+    write_record(args.json, "flaggems_ops", env, method, rows=rows, summary=summary)
     return 0
 
 

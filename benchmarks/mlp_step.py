@@ -1,6 +1,6 @@
 """Training-step time of a 3-layer MLP on flagos against the same step on CPU.
 
-The model is Linear-ReLU-Linear-ReLU-Linear (in = out = width, hidden = width), the loss is the
+The model is ``_models.mlp``: Linear-ReLU-Linear-ReLU-Linear (in = out = width, hidden = width), the loss is the
 cross entropy against random class labels, and one step is ``zero_grad(set_to_none=True)``,
 forward, loss, backward and the optimizer step. Both copies start from the same weights and
 see the same batch. Configurations: width x batch x optimizer (SGD with momentum, Adam), each
@@ -34,7 +34,9 @@ import time
 
 import torch
 import torch_fl
-from _bench_env import describe, load_avg, record_end, write_json
+from _bench_env import describe, load_avg, record_end
+from _models import mlp, optimizer_impl
+from _report import Table, median_ratio, write_record
 from torch import nn
 
 C = torch_fl._C
@@ -45,16 +47,6 @@ CONFIGS = [  # (width, batch)
     (1024, 256),
 ]
 OPTIMIZERS = ("sgd", "adam")
-
-
-def mlp(width: int) -> nn.Module:
-    return nn.Sequential(
-        nn.Linear(width, width),
-        nn.ReLU(),
-        nn.Linear(width, width),
-        nn.ReLU(),
-        nn.Linear(width, width),
-    )
 
 
 def make_opt(name: str, params, impl: str) -> torch.optim.Optimizer:
@@ -92,14 +84,7 @@ class Trainer:
 
 def opt_impl(t: Trainer) -> str:
     """Which implementation the optimizer runs (foreach or per-tensor loop)."""
-    if t.impl != "default":
-        return t.impl
-    from torch.optim.optimizer import _default_to_fused_or_foreach
-
-    opt = t.opt
-    params = [p for g in opt.param_groups for p in g["params"]]
-    fused, foreach = _default_to_fused_or_foreach(params, differentiable=False, use_fused=False)
-    return "fused" if fused else ("foreach" if foreach else "for-loop")
+    return t.impl if t.impl != "default" else optimizer_impl(t.opt)
 
 
 def run_config(width: int, batch: int, opt_name: str, impl: str, seconds: float) -> dict:
@@ -145,7 +130,7 @@ def run_config(width: int, batch: int, opt_name: str, impl: str, seconds: float)
         "ratio": min(fl_s) / min(cpu_s),
         "cpu_median_ms": statistics.median(cpu_s) * 1e3,
         "flagos_median_ms": statistics.median(fl_s) * 1e3,
-        "paired_median_ratio": statistics.median(f / c for f, c in zip(fl_s, cpu_s, strict=True)),
+        "paired_median_ratio": median_ratio(fl_s, cpu_s),
         "fallback_calls": sum(fallbacks.values()),
         "fallback_ops": fallbacks,
         "loss_gap": loss_gap,
@@ -182,22 +167,21 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     rows = []
-    head = (
-        f"{'width':>6}{'batch':>6}  {'optim':<5}{'cpu ms':>9}{'flagos ms':>11}{'ratio':>7}"
-        f"{'paired':>8}{'fallbacks':>11}  impl (flagos/cpu)"
+    table = Table(
+        "{:>6}{:>6}  {:<5}{:>9.3f}{:>11.3f}{:>7.2f}{:>8.2f}{:>11}  {}",
+        *("width", "batch", "optim", "cpu ms", "flagos ms", "ratio", "paired", "fallbacks"),
+        "impl (flagos/cpu)",
     )
-    print(head)
-    print("-" * len(head))
+    table.header()
     gc.collect()
     for width, batch in CONFIGS:
         for opt_name in OPTIMIZERS:
             r = run_config(width, batch, opt_name, args.impl, args.seconds)
             rows.append(r)
-            print(
-                f"{width:>6}{batch:>6}  {opt_name:<5}{r['cpu_ms']:>9.3f}{r['flagos_ms']:>11.3f}"
-                f"{r['ratio']:>7.2f}{r['paired_median_ratio']:>8.2f}{r['fallback_calls']:>11}  "
+            table.row(
+                *(width, batch, opt_name, r["cpu_ms"], r["flagos_ms"], r["ratio"]),
+                *(r["paired_median_ratio"], r["fallback_calls"]),
                 f"{r['impl_flagos']}/{r['impl_cpu']}",
-                flush=True,
             )
     elapsed = time.perf_counter() - t0
     ratios = [r["ratio"] for r in rows]
@@ -216,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"\nmedian ratio {summary['median_ratio']:.2f} (paired {summary['median_paired_ratio']:.2f})"
         f", worst {summary['max_ratio']:.2f} ({summary['max_ratio_config']}); within 1.1x of CPU "
-        f"(target, issue): {summary['configs_within_1_1']}/{summary['configs']} configurations "
+        f"(target): {summary['configs_within_1_1']}/{summary['configs']} configurations "
         f"(paired: {summary['configs_within_1_1_paired']}/{summary['configs']})"
     )
     print(f"CPU fallback calls during the flagos steps: {summary['fallback_calls']}")
@@ -225,20 +209,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {r['width']}x{r['batch']} {r['optimizer']}: {r['fallback_ops']}")
     record_end(env, elapsed, " (this run's own threads included)")
 
-    if args.json:
-        doc = {
-            "benchmark": "mlp_step",
-            "env": env,
-            "method": {
-                "statistic": "min per side over single alternating steps; also the median of "
-                "the per-pair ratios",
-                "seconds_per_config": args.seconds,
-                "impl": args.impl,
-            },
-            "rows": rows,
-            "summary": summary,
-        }
-        write_json(args.json, doc)
+    method = {
+        "statistic": "min per side over single alternating steps; also the median of "
+        "the per-pair ratios",
+        "seconds_per_config": args.seconds,
+        "impl": args.impl,
+    }
+    write_record(args.json, "mlp_step", env, method, rows=rows, summary=summary)
     return 0
 
 

@@ -3,7 +3,11 @@
 The vendor under test is chosen by torch-fl itself (``FLAGOS_VENDOR``; CI uses the built-in ``sim``
 vendor with two virtual host-memory devices). Tests skip only through the fixtures below, each with a
 reason that names the vendor: no device at all (``flagos``), fewer than two devices
-(``two_devices``), or a capability the runtime does not declare (``require_cap``).
+(``two_devices``), a capability the runtime does not declare (``require_cap``), or no fault
+injection declared by the vendor (``simctl``, ``Vendor.fault_injection``). Every skip and every
+vendor-dependent branch is decided by what the runtime or the vendor declares, never by the
+vendor's name (which only appears in the reasons). Tolerances come from
+:mod:`torch_fl.conformance.tolerances`, shared with operator conformance.
 """
 
 from __future__ import annotations
@@ -22,10 +26,11 @@ MARKERS = {
     "multidevice": "needs at least two flagos devices",
     "errors": "bad input raises the exception CUDA would raise and leaves the process usable",
     "threads": "concurrent use from several threads",
+    "overlap": "arguments sharing memory: overlap errors and results exactly as on CPU",
     "serialization": "torch.save / torch.load of flagos tensors",
     "pinned": "pinned host memory and DataLoader pinning",
     "training": "autograd training step against CPU",
-    "sim_only": "needs the built-in sim runtime's test controls (fault injection)",
+    "sim_only": "needs the runtime's fault injection (Vendor.fault_injection; sim declares it)",
     "distributed": "torch.distributed on flagos: backend, collectives, DDP, FSDP2, DCP",
 }
 
@@ -77,24 +82,14 @@ COPY_DTYPES = [
     if _cpu_can_copy(d)
 ]
 
-# Tolerances for results that are computed (not copied) on flagos, compared against CPU. Copies are
-# always compared bit-exactly instead. Values follow PyTorch's own defaults for these dtypes.
-TOLERANCES: dict[torch.dtype, dict[str, float]] = {
-    torch.float16: {"rtol": 1e-3, "atol": 1e-5},
-    torch.bfloat16: {"rtol": 1.6e-2, "atol": 1e-5},
-    torch.float32: {"rtol": 1.3e-6, "atol": 1e-5},
-    torch.float64: {"rtol": 1e-7, "atol": 1e-7},
-    torch.complex64: {"rtol": 1.3e-6, "atol": 1e-5},
-    torch.complex128: {"rtol": 1e-7, "atol": 1e-7},
-}
-for _d in [torch.bool, *INT_DTYPES]:
-    TOLERANCES[_d] = {"rtol": 0.0, "atol": 0.0}
-for _d in FLOAT8_DTYPES:
-    TOLERANCES[_d] = {"rtol": 0.125, "atol": 1e-3}
-
 
 def tolerance(dtype: torch.dtype) -> dict[str, float]:
-    return dict(TOLERANCES[dtype])
+    """rtol/atol for a result computed (not copied) on flagos, compared against CPU: the one table,
+    :func:`torch_fl.conformance.tolerances.for_dtype` (PyTorch's defaults; integers and bool exact).
+    Copies are always compared bit-exactly instead."""
+    from torch_fl.conformance import tolerances
+
+    return tolerances.for_dtype(dtype).kwargs()
 
 
 @pytest.fixture(params=COPY_DTYPES, ids=lambda d: str(d).removeprefix("torch."))
@@ -277,12 +272,16 @@ def vendor_caps(_flagos_session) -> frozenset[str]:
 
 
 @pytest.fixture(scope="session")
-def exact_kernels(vendor_caps) -> bool:
+def exact_kernels(_flagos_session) -> bool:
     """Whether the vendor's kernels are the CPU's own on host memory (sim's box:cpu), so results
-    are bit-identical to CPU ones. Other vendors run their own kernels (CUDA, FlagGems, native SDK
-    kernels), whose rounding differs from the CPU's by a few ulps: contracts that demand bit
-    equality with CPU hold there within the per-dtype tolerance instead."""
-    return "HOST_ADDRESSABLE_MEMORY" in vendor_caps
+    are bit-identical to CPU ones: :func:`torch_fl.testing.cpu_kernels`, decided by
+    CAP_HOST_ADDRESSABLE_MEMORY and the backends the route table names. Other vendors run their own
+    kernels (CUDA, FlagGems, native SDK kernels), whose rounding differs from the CPU's by a few
+    ulps: contracts that demand bit equality with CPU hold there within the per-dtype tolerance
+    instead."""
+    from torch_fl import testing
+
+    return testing.cpu_kernels()
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -319,19 +318,23 @@ def require_cap(vendor_caps):
 
 @pytest.fixture
 def simctl(flagos):
-    """torch_fl.runtimes.sim, the sim runtime's test controls; skips on any other runtime.
+    """The runtime's fault-injection controls (the module the vendor names in
+    ``Vendor.fault_injection``: ``torch_fl.runtimes.sim`` on sim); skips where the vendor declares
+    none. Faults left behind by a failing test are cleared afterwards."""
+    import importlib
 
-    Faults left behind by a failing test are cleared afterwards."""
-    runtime = _runtime_name()
-    if runtime != "sim":
+    import torch_fl
+
+    module = getattr(torch_fl.vendor(), "fault_injection", None)
+    if not module:
         pytest.skip(
-            f"fault injection needs the sim runtime; vendor {_vendor_name()!r} runs {runtime!r}"
+            f"vendor {_vendor_name()!r} (runtime {_runtime_name()!r}) declares no fault injection "
+            "(Vendor.fault_injection)"
         )
-    from torch_fl.runtimes import sim
-
-    sim.clear_faults()
-    yield sim
-    sim.clear_faults()
+    controls = importlib.import_module(module)
+    controls.clear_faults()
+    yield controls
+    controls.clear_faults()
 
 
 def allocated(flagos_mod) -> list[int]:
@@ -348,33 +351,32 @@ def mem_snapshot(flagos):
     return lambda: allocated(flagos)
 
 
+def _mirrored_device_type() -> str | None:
+    """The torch device type whose memory flagos memory is, as the runtime declares it: the
+    delegate runtime is named ``delegate:<device type>`` (cuda and dcu: ``delegate:cuda``)."""
+    runtime = _runtime_name()
+    return runtime.split(":", 1)[1] if runtime.startswith("delegate:") else None
+
+
 @pytest.fixture
 def flagos_owns_pinned_memory(flagos):
     """Skip where another accelerator in the process owns `pin_memory=True`.
 
     PyTorch resolves the device of `pin_memory=True` / `is_pinned()` itself; with CUDA present
-    beside a non-CUDA flagos vendor (sim on a GPU machine) torch 2.11 pins factory tensors with
-    CUDA's allocator, so those tensors are not flagos-pinned. Pinned copies are still tested
+    beside a vendor whose memory is not CUDA's (sim on a GPU machine) torch 2.11 pins factory
+    tensors with CUDA's allocator, so those tensors are not flagos-pinned. Where the runtime mirrors
+    CUDA (the delegate runtime), CUDA's pinned memory is flagos's. Pinned copies are still tested
     through `Tensor.pin_memory()` in test_pinned.py.
     """
     acc = getattr(torch, "accelerator", None)
     current = acc.current_accelerator() if acc is not None else None
-    vendor = _vendor_name_for_skip()
     other = None
     if current is not None and current.type != "flagos":
         other = current.type
-    elif torch.cuda.is_available() and vendor != "cuda":
+    elif torch.cuda.is_available() and _mirrored_device_type() != "cuda":
         other = "cuda"
     if other is not None:
         pytest.skip(
-            f"{other} is present in this process and owns pin_memory=True (vendor {vendor!r})"
+            f"{other} is present in this process and owns pin_memory=True (vendor "
+            f"{_vendor_name()!r}, runtime {_runtime_name()!r})"
         )
-
-
-def _vendor_name_for_skip() -> str:
-    try:
-        import torch_fl
-
-        return str(torch_fl.vendor().name)
-    except Exception:  # noqa: BLE001
-        return "unknown"

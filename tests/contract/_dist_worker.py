@@ -26,7 +26,9 @@ def data(rank: int, n: int = 6, dtype: torch.dtype = torch.float32) -> torch.Ten
 
 
 def close(actual: torch.Tensor, expected: torch.Tensor) -> None:
-    torch.testing.assert_close(actual.cpu(), expected.cpu(), rtol=1e-5, atol=1e-5)
+    from torch_fl.conformance import tolerances
+
+    torch.testing.assert_close(actual.cpu(), expected.cpu(), **tolerances.COLLECTIVE.kwargs())
 
 
 def init(rank: int, world: int, store_file: str, spec: str = "flagos") -> torch.device:

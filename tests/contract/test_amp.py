@@ -29,36 +29,27 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from torch_fl.conformance import tolerances
 
 pytestmark = [pytest.mark.amp, pytest.mark.usefixtures("flagos")]
 
 DEV = "flagos"
 AMP_DTYPES = [torch.float16, torch.bfloat16]
 
-# Results computed in a lower-precision dtype on two different implementations may differ by an
-# ulp or two of that dtype (order of accumulation); float32 results use the shared tolerances.
-LOW_TOL = {
-    torch.float16: {"rtol": 2e-3, "atol": 2e-3},
-    torch.bfloat16: {"rtol": 1.6e-2, "atol": 1.6e-2},
-}
-
 
 def _id(d: torch.dtype) -> str:
     return str(d).removeprefix("torch.")
 
 
-# Vendors whose kernels are not the CPU's accumulate low-precision results differently (CUDA's
-# fp16/bf16 kernels compute in fp32 and round once; CPU kernels may round per step).
-DEVICE_LOW_TOL = {
-    torch.float16: {"rtol": 1e-2, "atol": 1e-2},
-    torch.bfloat16: {"rtol": 5e-2, "atol": 5e-2},
-}
-
-
 def values_tol(dtype: torch.dtype, tol=None, exact_kernels: bool = True) -> dict[str, float]:
-    """Tolerance for a result computed in dtype; tol is conftest's ``tol`` fixture."""
-    if dtype in LOW_TOL:
-        return dict((LOW_TOL if exact_kernels else DEVICE_LOW_TOL)[dtype])
+    """Tolerance for a result computed in dtype; tol is conftest's ``tol`` fixture.
+
+    float16/bfloat16 results computed by two implementations may differ by an ulp or two of that
+    dtype (order of accumulation), more where the vendor's kernels are not the CPU's
+    (:func:`torch_fl.conformance.tolerances.for_lower_precision`); float32 results use the shared
+    per-dtype tolerances."""
+    if dtype in (torch.float16, torch.bfloat16):
+        return tolerances.for_lower_precision(dtype, cpu_kernels=exact_kernels).kwargs()
     assert tol is not None, f"pass the tol fixture for {dtype}"
     return tol(dtype)
 

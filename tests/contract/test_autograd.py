@@ -7,8 +7,8 @@
 - optimizer state and ``state_dict`` saved and loaded across devices (flagos:0 -> flagos:1 -> cpu),
   continuing to match an uninterrupted CPU run;
 - ``torch.utils.checkpoint`` (reentrant and not), including dropout recomputed with the same mask;
-- the optimizer path never falls back to the CPU (sim only: the census is a statement about the
-  sim route table);
+- the optimizer path never falls back to the CPU (where the vendor declares ``no_cpu_fallback``:
+  the census is a statement about its route table);
 - a process that ran a backward on flagos exits cleanly.
 
 ``test_training.py`` covers the MLP on both devices with SGD/Adam; this file does not repeat it.
@@ -28,12 +28,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch_fl.conformance import tolerances
 
 pytestmark = [pytest.mark.autograd, pytest.mark.usefixtures("flagos")]
 
 # Several steps of float32 math: looser than one op's tolerance, far tighter than a real divergence.
-TRAIN_TOL = {"rtol": 1e-4, "atol": 1e-5}
-F64_TOL = {"rtol": 1e-7, "atol": 1e-7}
+TRAIN_TOL = tolerances.FLOAT32_STEPS.kwargs()
+F64_TOL = tolerances.for_dtype(torch.float64).kwargs()
 
 
 def _prefixed(prefix: str):
@@ -487,7 +488,7 @@ def test_checkpoint_recomputes_dropout_with_the_same_mask(reentrant, request):
 
 
 # ---------------------------------------------------------------------------------------------
-# no CPU fallback in the optimizer path (sim)
+# no CPU fallback in the optimizer path (vendors declaring no_cpu_fallback)
 # ---------------------------------------------------------------------------------------------
 
 CENSUS_OPTIMIZERS = {
@@ -499,12 +500,13 @@ CENSUS_OPTIMIZERS = {
 
 
 @pytest.mark.parametrize("opt_name", list(CENSUS_OPTIMIZERS))
-def test_optimizer_step_has_no_cpu_fallback_on_sim(opt_name):
-    vendor = _vendor_name()
-    if vendor != "sim":
+def test_optimizer_step_has_no_cpu_fallback(opt_name):
+    import torch_fl
+
+    if not torch_fl.vendor().no_cpu_fallback:
         pytest.skip(
-            f"the no-fallback census is the sim route table's contract; vendor {vendor!r} "
-            "declares its own coverage"
+            f"vendor {_vendor_name()!r} does not declare no_cpu_fallback: the no-fallback census "
+            "is a contract of route tables that cover every CPU kernel"
         )
     from torch_fl import _C
     from torch_fl.census import FALLBACK
@@ -522,14 +524,14 @@ def test_optimizer_step_has_no_cpu_fallback_on_sim(opt_name):
         opt.step()
     counts = _C.dispatch_counts()
     fallback = {op: per[FALLBACK] for op, per in counts.items() if per.get(FALLBACK)}
-    assert not fallback, f"{opt_name} fell back to the CPU on sim: {fallback}"
+    assert not fallback, f"{opt_name} fell back to the CPU on {_vendor_name()!r}: {fallback}"
     ops = set(counts)
     assert ops, "nothing was counted: the census would be vacuous"
     if "fused" in opt_name:
         assert {"aten::_fused_adam_", "aten::_fused_adamw_"} & ops, sorted(ops)
     # foreach=True reaches ATen's _foreach_* ops; CPU has no kernel of its own for them (only the
-    # CompositeExplicitAutograd per-tensor loop), so sim leaves them to that loop, whose per-tensor
-    # ops are routed and counted above.
+    # CompositeExplicitAutograd per-tensor loop), so sim's table leaves them to that loop, whose
+    # per-tensor ops are routed and counted above.
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,10 +14,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch_fl.conformance import tolerances
 
 pytestmark = pytest.mark.compile
 
-TOL = {"rtol": 1e-4, "atol": 1e-5}
+TOL = tolerances.FLOAT32_STEPS.kwargs()
 
 
 @pytest.fixture(autouse=True)
@@ -210,13 +211,15 @@ def test_transformer_block_forward_backward(dynamo):
     out_e = eager(x)
     out_c = step(x)
     _on_flagos(out_c)
-    torch.testing.assert_close(out_c, out_e, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(out_c, out_e, **tolerances.COMPILED_BLOCK.kwargs())
     out_e.square().mean().backward()
     out_c.square().mean().backward()
     for (name, pe), pc in zip(eager.named_parameters(), compiled_model.parameters(), strict=True):
         assert pc.grad is not None, name
         _on_flagos(pc.grad)
-        torch.testing.assert_close(pc.grad, pe.grad, rtol=1e-3, atol=1e-4, msg=name)
+        torch.testing.assert_close(
+            pc.grad, pe.grad, **tolerances.COMPILED_BLOCK_GRAD.kwargs(), msg=name
+        )
     assert graph_breaks() == 0, "a fully traceable block must compile to one graph"
 
 

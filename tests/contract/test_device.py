@@ -285,7 +285,7 @@ def test_module_to_device(flagos, two_devices):
 
 
 @pytest.mark.multidevice
-def test_ops_on_device1_while_device0_current(flagos, two_devices, mem_snapshot):
+def test_ops_on_device1_while_device0_current(flagos, two_devices, mem_snapshot, tol):
     x_cpu = torch.arange(12.0).reshape(3, 4)
     w_cpu = torch.linspace(-1, 1, 8).reshape(4, 2)
     x, w = x_cpu.to("flagos:1"), w_cpu.to("flagos:1")
@@ -302,7 +302,7 @@ def test_ops_on_device1_while_device0_current(flagos, two_devices, mem_snapshot)
     assert after[0] == before[0], "ops on flagos:1 allocated on device 0"
     for name, (got, expected) in results.items():
         assert got.device == D1, name
-        torch.testing.assert_close(got.cpu(), expected, rtol=1.3e-6, atol=1e-5, msg=name)
+        torch.testing.assert_close(got.cpu(), expected, **tol(expected.dtype), msg=name)
 
 
 @pytest.mark.multidevice

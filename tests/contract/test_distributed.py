@@ -10,6 +10,7 @@ tier (CUDA alias views over ProcessGroupNCCL) is tested by the same scenarios on
 from __future__ import annotations
 
 import datetime
+import importlib.util
 import json
 import os
 import re
@@ -100,20 +101,32 @@ def test_backend_registered(flagos):
     assert dist.Backend.backend_capability["flagos"] == ["flagos"]
 
 
-def test_tier_choice_names_reasons(flagos):
+def test_tier_choice_names_reasons(flagos, vendor_caps):
+    import torch_fl
     from torch_fl import distributed as fld
+    from torch_fl.distributed import profile as profiles
 
     choice = fld.choose()
     assert choice.name in fld.TIERS
     assert choice.vendor == _vendor()
+    assert choice.profile == torch_fl.vendor().collective_profile()
     # Every tier before the chosen one is listed with a reason: never silent.
     assert list(choice.skipped) == list(fld.TIERS[: fld.TIERS.index(choice.name)])
     assert all(choice.skipped.values())
     assert choice.name in choice.describe()
-    if _vendor() == "sim":
-        assert choice.name == "gloo-alias" and choice.zero_copy
+    if os.environ.get("FLAGOS_DIST_TIER", "").strip():
+        return  # a forced tier: every other tier's reason is that variable
+    # The choice follows what is declared: the vendor's collective profile, the runtime's
+    # capabilities, what is importable.
+    if importlib.util.find_spec("flagcx") is None:
         assert "not importable" in choice.skipped["flagcx"]
-        assert "host-memory" in choice.skipped["nccl"]
+    if choice.profile != profiles.CUDA_ABI and "nccl" in choice.skipped:
+        assert choice.profile in choice.skipped["nccl"]
+    host_memory = (
+        choice.profile == profiles.HOST_MEMORY and "HOST_ADDRESSABLE_MEMORY" in vendor_caps
+    )
+    if host_memory and "flagcx" in choice.skipped:
+        assert choice.name == "gloo-alias" and choice.zero_copy
 
 
 def test_forced_tier(flagos, monkeypatch):
@@ -122,8 +135,13 @@ def test_forced_tier(flagos, monkeypatch):
     assert fld.choose({"FLAGOS_DIST_TIER": "gloo-staged"}).name == "gloo-staged"
     with pytest.raises(fld.TierUnavailableError, match="names no tier"):
         fld.choose({"FLAGOS_DIST_TIER": "carrier-pigeon"})
-    if _vendor() == "sim":
-        with pytest.raises(fld.TierUnavailableError, match="nccl cannot run with vendor 'sim'"):
+    import torch_fl
+    from torch_fl.distributed import profile as profiles
+
+    if torch_fl.vendor().collective_profile() != profiles.CUDA_ABI:
+        with pytest.raises(
+            fld.TierUnavailableError, match=re.escape(f"nccl cannot run with vendor {_vendor()!r}")
+        ):
             fld.choose({"FLAGOS_DIST_TIER": "nccl"})
 
 

@@ -11,7 +11,8 @@ the conj/neg bits CPU's keep.
 Every case runs twice: with the vendor's own route table (``box:cpu`` kernels on alias views on
 ``sim``) and with every routed overload forced to the CPU fallback (``_C.router_install`` with each
 route's backend replaced by ``cpu``; the vendor's routes are reinstalled afterwards). The census
-checks that each run went where it says. Copies of lazy views in every direction are
+checks that each run went where it says (and, where the vendor declares ``no_cpu_fallback``, that
+its routes never fall back). Copies of lazy views in every direction are
 ``test_copy.py``'s.
 """
 
@@ -34,6 +35,13 @@ def _vendor_name() -> str:
     import torch_fl
 
     return str(torch_fl.vendor().name)
+
+
+def _no_cpu_fallback() -> bool:
+    """Whether the vendor declares that its routes never reach the CPU fallback."""
+    import torch_fl
+
+    return bool(torch_fl.vendor().no_cpu_fallback)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -255,9 +263,12 @@ def check_census(counts: dict[str, dict[str, int]], mode: str) -> None:
     for op, per in counts.items():
         allowed = routes.get(op, {FALLBACK})
         assert set(per) <= allowed, f"{op} served by {sorted(per)}; its route allows {allowed}"
-    if _vendor_name() == "sim":
+    if _no_cpu_fallback():
         fallback = {op: per for op, per in counts.items() if FALLBACK in per}
-        assert not fallback, f"CPU fallback on sim for math-bit operands: {fallback}"
+        assert not fallback, (
+            f"CPU fallback on {_vendor_name()!r} (declares no_cpu_fallback) for math-bit operands: "
+            f"{fallback}"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -365,8 +376,12 @@ def test_fallback_mode_reaches_the_fallback(route_mode):
     assert served, "nothing was counted for mm and exp"
     if route_mode == "cpu_fallback":
         assert served == {FALLBACK}
-    elif _vendor_name() == "sim":
-        assert served == {"box:cpu"}
+        return
+    routes = _route_backends()
+    for op, per in counts.items():
+        assert set(per) <= routes.get(op, {FALLBACK}), (op, per, routes.get(op))
+    if _no_cpu_fallback():
+        assert FALLBACK not in served, f"{_vendor_name()!r} declares no_cpu_fallback: {counts}"
 
 
 @pytest.mark.multidevice

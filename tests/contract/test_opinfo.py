@@ -8,9 +8,10 @@ handful. ``python -m torch_fl.conformance`` runs every entry and writes
 ``docs/operator-conformance.md``.
 
 Known product bugs stay in the suite as ``xfail`` with their diagnosis from
-:mod:`torch_fl.conformance.diagnoses` (strict on the ``sim`` vendor, where the diagnosis was made;
-a vendor with its own kernel for the operator may pass). Fixing one turns its xfail into a failure
-on sim: then drop it from ``KNOWN_BUGS``.
+:mod:`torch_fl.conformance.diagnoses`, strict where every operator runs ATen's CPU kernels through
+torch-fl's core paths (``torch_fl.testing.cpu_kernels()``: sim, where the diagnoses were made); a
+vendor with its own kernel for the operator may pass. Fixing one turns its xfail into a failure
+there: then drop it from ``KNOWN_BUGS``.
 """
 
 from __future__ import annotations
@@ -285,9 +286,19 @@ def _vendor() -> str:
         return "<unknown>"
 
 
-# The diagnoses were made on sim (every operator through torch-fl's core paths); elsewhere a vendor
-# kernel may fix the operator, so an unexpected pass is reported rather than failed.
-_STRICT = _vendor() == "sim"
+def _cpu_kernels() -> bool:
+    try:
+        from torch_fl import testing
+
+        return testing.cpu_kernels()
+    except Exception:  # collection must not fail here; the tests themselves will
+        return False
+
+
+# The diagnoses were made where every operator runs ATen's CPU kernels through torch-fl's core paths
+# (sim); where a vendor runs kernels of its own one may fix the operator, so an unexpected pass is
+# reported rather than failed.
+_STRICT = _cpu_kernels()
 
 
 def _params(names: tuple[str, ...], dtype: str, check: str) -> list:

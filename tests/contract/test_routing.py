@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch_fl.conformance import tolerances
 
 pytestmark = [pytest.mark.routing, pytest.mark.usefixtures("flagos")]
 
@@ -347,7 +348,10 @@ def test_same_numbers_under_two_route_tables(tmp_path, vendor_table, exact_kerne
         if native or not exact_kernels:
             # A vendor's own kernels on either side: the same numbers within float32 tolerance.
             torch.testing.assert_close(
-                a, b, rtol=1e-4, atol=1e-5, msg=lambda m, key=key: f"{key} ({native}): {m}"
+                a,
+                b,
+                **tolerances.FLOAT32_STEPS.kwargs(),
+                msg=lambda m, key=key: f"{key} ({native}): {m}",
             )
             continue
         assert torch.equal(a.view(-1).view(torch.uint8), b.view(-1).view(torch.uint8)), (
@@ -381,9 +385,9 @@ def test_two_threads_on_shared_tensors(box_backend, exact_kernels, tol):
         "sum": a.sum(dim=0).cpu(),
     }
     for key, value in expected.items():
-        close = {"rtol": 0, "atol": 0} if exact_kernels else tol(value.dtype)
+        close = tolerances.EXACT.kwargs() if exact_kernels else tol(value.dtype)
         torch.testing.assert_close(value, cpu[key], **close, msg=f"{key} against CPU")
-    exact_tol = {"rtol": 0, "atol": 0}
+    exact_tol = tolerances.EXACT.kwargs()
     errors: list[BaseException] = []
     barrier = threading.Barrier(2)
 
@@ -442,6 +446,8 @@ print("loss", loss.item())
 
 
 def test_census_json(tmp_path):
+    import torch_fl
+
     script = tmp_path / "tiny.py"
     script.write_text(TINY_SCRIPT)
     report = tmp_path / "census.json"
@@ -469,9 +475,18 @@ def test_census_json(tmp_path):
     assert doc["vendor"] == _vendor_name()
     assert doc["calls"] == sum(n for per in doc["ops"].values() for n in per.values()) > 0
     assert {"aten::addmm", "aten::addmm.out", "aten::mm", "aten::mm.out"} & set(doc["ops"])
-    if _vendor_name() == "sim":
-        assert doc["fallback"] == {}, f"CPU fallbacks on sim: {doc['fallback']}"
-        assert set(doc["by_backend"]) == {"box:cpu"}
+    # Every call went where the vendor's routes say (an unrouted overload: the CPU fallback).
+    from torch_fl import _C
+    from torch_fl.census import FALLBACK
+
+    routes = {op: {b, *(rb for _, rb in rules)} for op, b, rules in _C.router_routes()}
+    for op, per in doc["ops"].items():
+        assert set(per) <= routes.get(op, {FALLBACK}), (op, per, routes.get(op))
+    if torch_fl.vendor().no_cpu_fallback:
+        assert doc["fallback"] == {}, (
+            f"CPU fallbacks on {_vendor_name()!r} (declares no_cpu_fallback): {doc['fallback']}"
+        )
+        assert FALLBACK not in doc["by_backend"], doc["by_backend"]
 
 
 def test_census_text_lists_fallbacks(tmp_path):

@@ -7,13 +7,14 @@ import copy
 import pytest
 import torch
 import torch.nn.functional as F
+from torch_fl.conformance import tolerances
 
 pytestmark = [pytest.mark.training, pytest.mark.usefixtures("flagos")]
 
 STEPS = 5
 # Several steps of float32 matmuls and updates: looser than one op's tolerance, far tighter than
 # any real divergence.
-TRAIN_TOL = {"rtol": 1e-4, "atol": 1e-5}
+TRAIN_TOL = tolerances.FLOAT32_STEPS.kwargs()
 
 OPTIMIZERS = {
     "sgd": lambda params: torch.optim.SGD(params, lr=0.1),
@@ -91,7 +92,9 @@ def test_autograd_simple_graph(flagos):
     (x.sin() * x).sum().backward()
     (x_cpu.sin() * x_cpu).sum().backward()
     assert x.grad.device == torch.device("flagos", 0)
-    torch.testing.assert_close(x.grad.cpu(), x_cpu.grad, rtol=1e-7, atol=1e-7)
+    torch.testing.assert_close(
+        x.grad.cpu(), x_cpu.grad, **tolerances.for_dtype(torch.float64).kwargs()
+    )
 
 
 def test_no_grad_and_inference_mode(flagos):

@@ -1,4 +1,4 @@
-"""dcu.conf / dcu-flaggems.conf: generated, checked, and the DCU gap set routed as the seeds say."""
+"""dcu.conf / dcu-flaggems.conf: generated, checked, and the DCU gap set routed as gaps.json says."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The TopsRider emulator enforces the SDK contract (vendor-sdk-facts.md), tested on the SDK
-itself through ctypes: what the runtime and kernels of torch-fl-gcu are built to respect."""
+"""The TopsRider emulator enforces the SDK contract (docs/gcu.md), tested on the SDK itself
+through ctypes: what the runtime and kernels of torch-fl-gcu are built to respect."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Two producers on one stream (ARCHITECTURE.md section 4, seeds/gcu-installation.md).
+"""Two producers on one stream (docs/gcu.md, "Two producers on one stream").
 
 On the S60 a topsaten op queued behind a Triton kernel on the same stream does not see that
 kernel's output, and a blocking device-to-host copy reads ahead of it too. The emulator reproduces

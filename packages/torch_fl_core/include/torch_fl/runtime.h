@@ -107,7 +107,7 @@ enum {
   TFL_CAP_EVENT_TIMING = 1u << 2,
   /* Two different producers (e.g. Triton and native kernels) enqueued on one
    * stream are NOT ordered by the hardware; core inserts a barrier at the
-   * producer boundary (ARCHITECTURE.md section 4). */
+   * producer boundary (docs/routing.md, "Producers on one stream"). */
   TFL_CAP_UNORDERED_PRODUCERS = 1u << 3,
   /* host_malloc returns page-locked memory usable for async copies. */
   TFL_CAP_PINNED_HOST_MEMORY = 1u << 4,

@@ -1,7 +1,7 @@
 // torch.ops.torch_fl_gcu._current_tops_stream(device): the topsStream_t (as an
 // integer) behind the flagos current stream of a device -- what a Triton
 // launcher (FlagGems on the enflame backend) enqueues on, so every producer
-// shares the flagos stream (ARCHITECTURE.md section 4).
+// shares the flagos stream (docs/routing.md, "Producers on one stream").
 #include <c10/core/Device.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>

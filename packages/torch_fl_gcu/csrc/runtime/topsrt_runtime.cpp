@@ -1,7 +1,7 @@
 // The torch-fl runtime table (include/torch_fl/runtime.h) over Enflame's
 // topsrt. Compiled against the SDK header and runtime.h only, no torch.
 //
-// What the hardware requires (vendor-sdk-facts.md, seeds/gcu-installation.md):
+// What the hardware requires (measured on Enflame cards; docs/gcu.md):
 //  - device pointers are device-scoped: every call runs with the pointer's
 //    owning card current (H2D: dst decides; D2H, D2D, memset, free: src/ptr);
 //  - a D2D copy between two cards goes through topsMemcpyPeer(Async), never

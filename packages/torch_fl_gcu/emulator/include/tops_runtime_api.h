@@ -1,7 +1,7 @@
 /*
  * TopsRider runtime API (topsrt) -- the subset torch-fl uses, with the names,
  * values and signatures of the SDK's tops_runtime_api.h
- * (../shared/reference/vendor-sdk-facts.md, Enflame GCU section).
+ * (the SDK facts docs/gcu.md lists under "The runtime over topsrt").
  *
  * This header belongs to the torch-fl TopsRider EMULATOR: it is never shipped
  * in a wheel, and code built against it must build unchanged against a real

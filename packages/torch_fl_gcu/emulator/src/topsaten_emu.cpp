@@ -1,5 +1,5 @@
 // libtopsaten.so of the torch-fl TopsRider emulator. Every op enforces the
-// measured contract (../shared/reference/vendor-sdk-facts.md):
+// measured contract (docs/gcu.md, "The TopsRider emulator"):
 //  - NOT_SUPPORT for any I64 or F64 operand (no 64-bit kernels);
 //  - BAD_PARAM for rank-0 shapes (describe them as {1});
 //  - strides are ignored: data is read and written as contiguous;

@@ -1,6 +1,6 @@
 // libtopsrt.so of the torch-fl TopsRider emulator: cards in host memory that
-// enforce the contract measured on Enflame hardware
-// (../shared/reference/vendor-sdk-facts.md):
+// enforce the contract measured on Enflame hardware (docs/gcu.md, "The
+// runtime over topsrt"):
 //  - device pointers are device-scoped: a pointer resolves only while its card
 //    is current (free/memcpy/memset run with the owner current; H2D: dst
 //    decides, D2H and D2D: src decides). Addresses are NOT host addressable:

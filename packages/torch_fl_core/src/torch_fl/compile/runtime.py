@@ -15,9 +15,10 @@ def wait_stream(device: int) -> None:
 
     Why: a C++ kernel compiled by Inductor runs on the calling thread and reads ``flagos`` memory
     directly (host-addressable devices only). It cannot be enqueued on the stream, so, like a
-    boxed host kernel (ARCHITECTURE.md section 4), it first waits for the stream's earlier work:
-    an asynchronous copy or memset still writing one of its inputs. Emitted before every C++
-    kernel call, since extern kernels inside the same graph may enqueue such work.
+    boxed host kernel (which synchronizes the stream before it runs), it first waits for the
+    stream's earlier work: an asynchronous copy or memset still writing one of its inputs.
+    Emitted before every C++ kernel call, since extern kernels inside the same graph may enqueue
+    such work.
     """
     _wait(device)
 

@@ -1,6 +1,6 @@
 """The ``flaggems`` backend: FlagGems' Triton kernels on flagos memory (core mechanism).
 
-ARCHITECTURE.md section 3: the mechanism is core's, a vendor enables it with its specifics
+The mechanism is core's; a vendor enables it with its specifics
 (``GEMS_VENDOR``, the device type FlagGems' kernels expect, whether its Triton can run here)::
 
     from torch_fl.routing import flaggems

@@ -51,6 +51,18 @@ class Vendor:
     #: off so no call is counted twice. None: core times routed calls with runtime events. See
     #: docs/profiler.md and :mod:`torch_fl.profiler_activity`.
     profiler_activity: ProfilerActivity | None = None
+    #: Whether the route table serves every operator the CPU has a kernel for on a backend of this
+    #: vendor's (short of those core serves itself or that cannot run on flagos memory), so no call
+    #: of an ordinary workload reaches ATen's CPU fallback (``sim``: ``box:cpu``). The contract
+    #: suites then require an empty fallback census (optimizer steps, models, math-bit operands,
+    #: ``python -m torch_fl.census``); where it is False the census only has to agree with the
+    #: routes. See docs/contracts.md.
+    no_cpu_fallback: bool = False
+    #: The module with the runtime's test-only fault injection, or None where it has none. It has
+    #: :mod:`torch_fl.runtimes.sim`'s interface (``fault``, ``inject_fault``, ``clear_faults``,
+    #: ``call_count``, ``live_bytes``, ``live_allocations``) and acts on the loaded runtime. The
+    #: contract suites' injected-failure tests use it and skip, naming the vendor, without one.
+    fault_injection: str | None = None
 
     def is_present(self) -> bool:
         """Whether this machine has at least one device of this vendor (driver loaded, device seen).

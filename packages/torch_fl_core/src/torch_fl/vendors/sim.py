@@ -12,6 +12,11 @@ __all__ = ["SimVendor", "vendor"]
 class SimVendor(Vendor):
     name = "sim"
     description = "simulated devices in host memory, built into torch-fl-core"
+    #: routes/sim.conf sends every overload with a CPU kernel to box:cpu (its header lists the
+    #: few left to core).
+    no_cpu_fallback = True
+    #: libtorch_fl_sim.so exports test-only fault injection and leak accounting.
+    fault_injection = "torch_fl.runtimes.sim"
 
     def is_present(self) -> bool:
         return True

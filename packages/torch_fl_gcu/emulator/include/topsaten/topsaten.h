@@ -1,6 +1,6 @@
 // topsaten: the TopsRider ATen-style operator library (libtopsaten.so), the
 // subset torch-fl's generator knows, with the SDK's naming and calling
-// convention (../shared/reference/vendor-sdk-facts.md): functions in
+// convention (docs/gcu.md, "Kernels"): functions in
 // namespace topsaten named topsaten<PascalName>, one call per op (no
 // workspace phase), outputs first, then inputs, then attributes, the stream
 // last; a topsatenStatus_t result.

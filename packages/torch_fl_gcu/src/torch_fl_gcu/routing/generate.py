@@ -6,7 +6,7 @@
     python -m torch_fl_gcu.routing.generate --check      # exit 1 if it is not up to date
     python -m torch_fl_gcu.routing.generate --output -   # print it
 
-FlagGems-first, as measured on the S60 (seeds/gcu-flaggems-test-results.md): for every aten
+FlagGems-first, as measured on the S60: for every aten
 overload the first available of ``flaggems > gcu > cpu``, where
 
 - ``flaggems`` is available only when a Triton with the ``enflame`` backend and FlagGems are
