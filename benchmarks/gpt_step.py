@@ -1,8 +1,8 @@
 """GPT-style decoder on flagos against native tensors: training throughput and batch-1 decoding.
 
-The model: token and position embeddings, ``--layers`` pre-LayerNorm blocks (causal self-attention
-through ``torch.nn.functional.scaled_dot_product_attention``, a 4x GELU MLP), a final LayerNorm and
-an LM head tied to the token embedding. Defaults: 12 layers, d_model 768, 12 heads, vocab 32000,
+The model (``_models.GPT``): token and position embeddings, ``--layers`` pre-LayerNorm blocks
+(causal self-attention through ``torch.nn.functional.scaled_dot_product_attention``, a 4x GELU
+MLP), a final LayerNorm and an LM head tied to the token embedding. Defaults: 12 layers, d_model 768, 12 heads, vocab 32000,
 sequence 512 (about 110M parameters), batch 64 (at 16 the H200 finishes a step's kernels in about
 the time the host takes to launch them, which measures launch speed, not throughput). Both copies
 start from the same weights (one state dict) and see the same batches. Native is ``cuda`` on the cuda vendor, ``cpu`` elsewhere
@@ -24,7 +24,7 @@ better); ``paired`` is the median of the per-repetition ratios.
     python benchmarks/gpt_step.py [--batch 64] [--seq 512] [--layers 12] [--d-model 768] [--heads 12]
         [--vocab 32000] [--steps 4] [--reps 7] [--decode-steps 64] [--native cuda|cpu] [--quick] [--json out.json]
 
-Targets (issue #4, on the H200): training ratio >= 0.97, decode ratio >= 0.9. Asserts nothing.
+Targets, against cuda on the H200: training ratio >= 0.97, decode ratio >= 0.9. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -42,60 +42,13 @@ import time
 
 import torch
 import torch.nn.functional as F
-from _bench_env import describe, load_avg, record_end, write_json
-from _gpu_bench import add_common_args, describe_devices, gpu_local_cpus, native_type, sync
-from torch import nn
+from _bench_env import record_end
+from _gpu_bench import add_common_args, gpu_local_cpus, start, sync
+from _models import GPT, GPT_FULL, GPT_QUICK, gpt, optimizer_impl
+from _report import median_ratio, write_record
 
-FULL = {"layers": 12, "d_model": 768, "heads": 12, "vocab": 32000, "seq": 512, "batch": 64}
-QUICK = {"layers": 2, "d_model": 128, "heads": 4, "vocab": 1024, "seq": 64, "batch": 4}
 FULL_RUN = {"steps": 4, "reps": 7, "decode_steps": 64, "prompt": 16}
 QUICK_RUN = {"steps": 2, "reps": 3, "decode_steps": 16, "prompt": 8}
-
-
-class Block(nn.Module):
-    def __init__(self, d: int, heads: int):
-        super().__init__()
-        self.heads = heads
-        self.ln1 = nn.LayerNorm(d)
-        self.qkv = nn.Linear(d, 3 * d)
-        self.proj = nn.Linear(d, d)
-        self.ln2 = nn.LayerNorm(d)
-        self.fc = nn.Linear(d, 4 * d)
-        self.out = nn.Linear(4 * d, d)
-
-    def forward(self, x: torch.Tensor, cache: dict | None = None) -> torch.Tensor:
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
-        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
-        causal = True
-        if cache is not None:
-            if "k" in cache:
-                k = torch.cat([cache["k"], k], dim=2)
-                v = torch.cat([cache["v"], v], dim=2)
-                causal = t > 1  # one new token attends to every cached one
-            cache["k"], cache["v"] = k, v
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
-        return x + self.out(F.gelu(self.fc(self.ln2(x))))
-
-
-class GPT(nn.Module):
-    def __init__(self, layers: int, d: int, heads: int, vocab: int, max_seq: int):
-        super().__init__()
-        self.tok = nn.Embedding(vocab, d)
-        self.pos = nn.Embedding(max_seq, d)
-        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
-        self.ln = nn.LayerNorm(d)
-        self.head = nn.Linear(d, vocab, bias=False)
-        self.head.weight = self.tok.weight
-
-    def forward(self, idx: torch.Tensor, caches: list | None = None, pos0: int = 0):
-        t = idx.shape[1]
-        pos = torch.arange(pos0, pos0 + t, device=idx.device)
-        x = self.tok(idx) + self.pos(pos)
-        for i, blk in enumerate(self.blocks):
-            x = blk(x, caches[i] if caches is not None else None)
-        return self.head(self.ln(x))
 
 
 class Side:
@@ -134,11 +87,7 @@ class Side:
 
     def opt_impl(self) -> str:
         """Which AdamW implementation runs (foreach or the per-tensor loop)."""
-        from torch.optim.optimizer import _default_to_fused_or_foreach
-
-        params = [p for g in self.opt.param_groups for p in g["params"]]
-        fused, foreach = _default_to_fused_or_foreach(params, differentiable=False, use_fused=False)
-        return "fused" if fused else ("foreach" if foreach else "for-loop")
+        return optimizer_impl(self.opt)
 
     def timed(self, fn) -> float:
         sync(self.dev)
@@ -245,7 +194,7 @@ def serve(device: str, cfg: dict) -> int:
 
 def process_info(tokens: int = 0) -> dict:
     """What could make one process slower than another with the same code (kept in the JSON);
-    in a flagos process also the routed calls and the operand-alias cache's work per token."""
+    in a flagos process also the routed calls and the operand-alias pool's work per token."""
     info: dict = {
         "threads": len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else None,
         "gc_collections": [g["collections"] for g in gc.get_stats()],
@@ -260,10 +209,8 @@ def process_info(tokens: int = 0) -> dict:
 
         routed = sum(n for per in _C.dispatch_counts().values() for n in per.values())
         info["routed_calls_per_token"] = routed / tokens
-        if hasattr(_C, "alias_cache_stats"):
-            info["alias_cache_per_token"] = {
-                k: v / tokens for k, v in _C.alias_cache_stats().items()
-            }
+        if hasattr(_C, "alias_pool_stats"):
+            info["alias_pool_per_token"] = {k: v / tokens for k, v in _C.alias_pool_stats().items()}
     try:
         with open("/proc/self/stat") as fh:
             fields = fh.read().rsplit(")", 1)[1].split()
@@ -281,8 +228,7 @@ def process_info(tokens: int = 0) -> dict:
 def build_side(cfg: dict, dev: torch.device):
     """The model, batch and prompt from fixed seeds (identical in every process) on ``dev``."""
     torch.manual_seed(0)
-    max_seq = max(cfg["seq"], cfg["prompt"] + cfg["decode_steps"])
-    base = GPT(cfg["layers"], cfg["d_model"], cfg["heads"], cfg["vocab"], max_seq)
+    base = gpt(cfg)
     x = torch.randint(0, cfg["vocab"], (cfg["batch"], cfg["seq"]))
     y = torch.roll(x, -1, dims=1)
     prompt = torch.randint(0, cfg["vocab"], (1, cfg["prompt"]))
@@ -304,13 +250,33 @@ def interleave(fl: Side, nat, fn_name: str, arg: int, reps: int) -> tuple[list, 
         for side, acc in pair if r % 2 == 0 else pair[::-1]:
             if isinstance(side, RemoteSide):
                 acc.append(side.timed_block(fn_name, arg))
-                continue
-            fn = getattr(side, fn_name)
-            if fn_name == "step":
-                acc.append(side.timed(lambda fn=fn: [fn() for _ in range(arg)]))
             else:
-                acc.append(side.timed(lambda fn=fn: fn(arg)))
+                acc.append(local_block(side, fn_name, arg))
     return f_s, n_s
+
+
+def throughput(f_s: list, n_s: list, tokens: int, per: int, unit: str) -> dict:
+    """Tokens/s per side from the median block time, ms per ``unit`` (``per`` of them in a
+    block), ``ratio`` flagos / native and the median of the per-block ratios."""
+    f, n = statistics.median(f_s), statistics.median(n_s)
+    return {
+        "flagos_tokens_per_s": tokens / f,
+        "native_tokens_per_s": tokens / n,
+        f"flagos_{unit}": f / per * 1e3,
+        f"native_{unit}": n / per * 1e3,
+        "ratio": n / f,
+        "paired_median_ratio": median_ratio(n_s, f_s),
+    }
+
+
+def side_lines(d: dict, native: str, unit: str, digits: int, native_note: str = "") -> str:
+    """Two lines, native then flagos: tokens/s and the time per step or token."""
+    label = {"step_ms": "ms/step", "ms_per_token": "ms/token"}[unit]
+    return "".join(
+        f"  {name:<7}{d[f'{key}_tokens_per_s']:>12.{digits}f} tokens/s  "
+        f"({d[f'{key}_{unit}']:.{digits + 2}f} {label}{note})\n"
+        for name, key, note in ((native, "native", native_note), ("flagos", "flagos", ""))
+    )
 
 
 @contextlib.contextmanager
@@ -398,7 +364,7 @@ def decode_in_process_pairs(cfg: dict, native: str, pairs: int, cpus: list[int] 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    for k in (*FULL, *FULL_RUN):
+    for k in (*GPT_FULL, *FULL_RUN):
         p.add_argument("--" + k.replace("_", "-"), type=int, default=None)
     p.add_argument("--no-decode", action="store_true", help="skip the batch-1 decode loop")
     p.add_argument("--no-train", action="store_true", help="skip the training step")
@@ -427,16 +393,13 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.serve:
         return serve(args.serve, json.loads(args.serve_cfg))
-    native = native_type(args)
+    native, env = start(args)
     small = args.quick or native == "cpu"
-    cfg = {**(QUICK if small else FULL), **(QUICK_RUN if small else FULL_RUN)}
+    cfg = {**(GPT_QUICK if small else GPT_FULL), **(QUICK_RUN if small else FULL_RUN)}
     for k in cfg:
         if getattr(args, k) is not None:
             cfg[k] = getattr(args, k)
 
-    load0 = load_avg()
-    env = describe(load0)
-    env["devices"] = describe_devices(native)
     fl = torch.device("flagos", 0)
     nd = torch.device("cuda", 0) if native == "cuda" else torch.device("cpu")
 
@@ -451,9 +414,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             nat_side, _ = build_side(cfg, nd)
     else:
-        max_seq = max(cfg["seq"], cfg["prompt"] + cfg["decode_steps"])
-        model = GPT(cfg["layers"], cfg["d_model"], cfg["heads"], cfg["vocab"], max_seq)
-        n_params = sum(p.numel() for p in model.parameters())
+        n_params = sum(p.numel() for p in gpt(cfg).parameters())
     print(
         f"model: {cfg['layers']} layers, d_model {cfg['d_model']}, {cfg['heads']} heads, vocab "
         f"{cfg['vocab']}, {n_params / 1e6:.1f}M parameters; batch {cfg['batch']} x seq {cfg['seq']}"
@@ -471,27 +432,17 @@ def main(argv: list[str] | None = None) -> int:
             nat_side.step()
         f_s, n_s = interleave(fl_side, nat_side, "step", cfg["steps"], cfg["reps"])
         tokens = cfg["batch"] * cfg["seq"] * cfg["steps"]
-        f_tps = tokens / statistics.median(f_s)
-        n_tps = tokens / statistics.median(n_s)
-        results["train"] = {
-            "flagos_tokens_per_s": f_tps,
-            "native_tokens_per_s": n_tps,
-            "flagos_step_ms": statistics.median(f_s) / cfg["steps"] * 1e3,
-            "native_step_ms": statistics.median(n_s) / cfg["steps"] * 1e3,
-            "ratio": f_tps / n_tps,
-            "paired_median_ratio": statistics.median(n / f for f, n in zip(f_s, n_s, strict=True)),
+        results["train"] = t = {
+            **throughput(f_s, n_s, tokens, cfg["steps"], "step_ms"),
             "first_loss_gap": loss_gap,
             "adamw_impl": {"flagos": fl_side.opt_impl(), "native": nat_side.opt_impl()},
         }
-        t = results["train"]
         print(
             f"\ntraining step (bf16 autocast, AdamW {t['adamw_impl']['flagos']} on flagos, "
             f"{t['adamw_impl']['native']} on {native}), median of {cfg['reps']} blocks of "
-            f"{cfg['steps']} steps:\n"
-            f"  {native:<7}{t['native_tokens_per_s']:>12.0f} tokens/s  ({t['native_step_ms']:.2f} ms/step)\n"
-            f"  {'flagos':<7}{t['flagos_tokens_per_s']:>12.0f} tokens/s  ({t['flagos_step_ms']:.2f} ms/step)\n"
-            f"  ratio {t['ratio']:.3f} (paired {t['paired_median_ratio']:.3f}); target (issue #4, vs "
-            f"cuda): >= 0.97; first-step loss gap {loss_gap:.2e}"
+            f"{cfg['steps']} steps:\n{side_lines(t, native, 'step_ms', 0)}"
+            f"  ratio {t['ratio']:.3f} (paired {t['paired_median_ratio']:.3f}); target (vs cuda): "
+            f">= 0.97; first-step loss gap {loss_gap:.2e}"
         )
         fl_side.opt.zero_grad(set_to_none=True)
         if isinstance(nat_side, RemoteSide):
@@ -508,11 +459,9 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"\nbatch-1 decode ({cfg['prompt']}-token prompt, {cfg['decode_steps']} tokens, KV "
             f"cache), {pairs} fresh process pairs ({where}), median of {cfg['reps']} interleaved "
-            f"blocks each:\n"
-            f"  {native:<7}{d['native_tokens_per_s']:>12.1f} tokens/s  ({d['native_ms_per_token']:.3f} ms/token, median of the pairs)\n"
-            f"  {'flagos':<7}{d['flagos_tokens_per_s']:>12.1f} tokens/s  ({d['flagos_ms_per_token']:.3f} ms/token)\n"
-            f"  ratio {d['ratio']:.3f} (median of the per-pair ratios {per_pair}); target (issue "
-            f"#4, vs cuda): >= 0.9; greedy tokens equal on both sides: {d['token_match']:.0%}"
+            f"blocks each:\n{side_lines(d, native, 'ms_per_token', 1, ', median of the pairs')}"
+            f"  ratio {d['ratio']:.3f} (median of the per-pair ratios {per_pair}); target (vs "
+            f"cuda): >= 0.9; greedy tokens equal on both sides: {d['token_match']:.0%}"
         )
     elif not args.no_decode:
         steps = cfg["decode_steps"]
@@ -520,25 +469,15 @@ def main(argv: list[str] | None = None) -> int:
         b = nat_side.decode(steps)
         match = (a.cpu() == b.cpu()).float().mean().item()
         f_s, n_s = interleave(fl_side, nat_side, "decode", steps, cfg["reps"])
-        f_tps = steps / statistics.median(f_s)
-        n_tps = steps / statistics.median(n_s)
-        results["decode"] = {
-            "flagos_tokens_per_s": f_tps,
-            "native_tokens_per_s": n_tps,
-            "flagos_ms_per_token": statistics.median(f_s) / steps * 1e3,
-            "native_ms_per_token": statistics.median(n_s) / steps * 1e3,
-            "ratio": f_tps / n_tps,
-            "paired_median_ratio": statistics.median(n / f for f, n in zip(f_s, n_s, strict=True)),
+        results["decode"] = d = {
+            **throughput(f_s, n_s, steps, steps, "ms_per_token"),
             "token_match": match,
         }
-        d = results["decode"]
         print(
             f"\nbatch-1 decode ({cfg['prompt']}-token prompt, {steps} tokens, KV cache), median of "
-            f"{cfg['reps']}:\n"
-            f"  {native:<7}{d['native_tokens_per_s']:>12.1f} tokens/s  ({d['native_ms_per_token']:.3f} ms/token)\n"
-            f"  {'flagos':<7}{d['flagos_tokens_per_s']:>12.1f} tokens/s  ({d['flagos_ms_per_token']:.3f} ms/token)\n"
-            f"  ratio {d['ratio']:.3f} (paired {d['paired_median_ratio']:.3f}); target (issue #4, vs "
-            f"cuda): >= 0.9; greedy tokens equal on both sides: {match:.0%}"
+            f"{cfg['reps']}:\n{side_lines(d, native, 'ms_per_token', 1)}"
+            f"  ratio {d['ratio']:.3f} (paired {d['paired_median_ratio']:.3f}); target (vs cuda): "
+            f">= 0.9; greedy tokens equal on both sides: {match:.0%}"
         )
 
     if isinstance(nat_side, RemoteSide):
@@ -546,18 +485,12 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - t0
     print()
     record_end(env, elapsed)
-    if args.json:
-        doc = {
-            "benchmark": "gpt_step",
-            "env": env,
-            "method": {
-                "statistic": "median per side over interleaved timed blocks; ratio flagos/native "
-                "throughput",
-                "native": native,
-            },
-            **results,
-        }
-        write_json(args.json, doc)
+    method = {
+        "statistic": "median per side over interleaved timed blocks; ratio flagos/native "
+        "throughput",
+        "native": native,
+    }
+    write_record(args.json, "gpt_step", env, method, **results)
     return 0
 
 

@@ -1,7 +1,7 @@
 """box:cpu results on the sim runtime: fresh host-kernel results are flagos pool memory.
 
 While a box:cpu host kernel runs, its CPU allocations come from the flagos pool of the call's
-device, and the router adopts a fresh result without a copy (csrc/router/box_alias.cpp,
+device, and the router adopts a fresh result without a copy (csrc/boxing/host_results.cpp,
 HostResultScope). These tests pin that down through the allocator's statistics: the result's
 block is counted as allocated while the result lives and returns when it dies, also with several
 threads calling at once, and a result over the same memory as another result stays correct.

@@ -27,7 +27,7 @@
 
 #include "glue/runtime_access.h"
 #include "router/backend.h"
-#include "router/box_alias.h"
+#include "boxing/alias_pool.h"
 #include "router/router.h"
 
 namespace torch_fl {
@@ -78,8 +78,9 @@ int64_t ask_chooser(Backend& chooser, const at::Tensor& q, const at::Tensor& k, 
     CurrentDeviceScope current(index);  // the choice reads the current device's properties
     const c10::Device device(*mirror, index);
     auto alias = [&](const at::Tensor& t) {
-      return t.defined() && t.device().is_privateuseone() ? box::call_alias(t, device, box->first)
-                                                          : t;
+      return t.defined() && t.device().is_privateuseone()
+                 ? boxing::pooled_alias(t, device, box->first)
+                 : t;
     };
     std::optional<at::Tensor> mask_alias;
     if (mask.has_value()) mask_alias = alias(*mask);

@@ -7,6 +7,7 @@
 // copy_ on either a host staging tensor or, when the runtime's memory is host
 // addressable, on CPU alias views of the device memory itself.
 #include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/_to_copy_native.h>
 #include <torch/library.h>
 
@@ -15,7 +16,8 @@
 #include "glue/host_allocator.h"
 #include "glue/runtime_access.h"
 #include "glue/stream_pool.h"
-#include "router/box_alias.h"
+#include "boxing/alias_pool.h"
+#include "boxing/result_adoption.h"
 #include "router/producer_order.h"
 
 namespace torch_fl {
@@ -242,7 +244,8 @@ void copy_between_devices(const Tensor& src, const Tensor& dst, bool non_blockin
 Tensor mirror_view(const Tensor& t, c10::DeviceType type) {
   if (!is_flagos(t)) return t;
   const c10::Device device(type, t.device().index());
-  return box::call_alias(t, device, c10::computeDispatchKey(std::nullopt, std::nullopt, device));
+  return boxing::pooled_alias(t, device,
+                              c10::computeDispatchKey(std::nullopt, std::nullopt, device));
 }
 
 }  // namespace
@@ -250,6 +253,14 @@ Tensor mirror_view(const Tensor& t, c10::DeviceType type) {
 Tensor copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
   TORCH_CHECK(self.defined() && dst.defined(), "flagos: copy_ of an undefined tensor");
   if (dst.numel() == 0) return dst;
+  // ATen's copy_ hands devices it does not know to _copy_from before its
+  // TensorIterator, whose checks CPU and CUDA copies get: the written tensor
+  // may not overlap itself or the source (copy_ already returned for a source
+  // that is the same tensor or the same view of the same memory).
+  if (is_flagos(dst)) {
+    at::assert_no_internal_overlap(dst);
+    if (is_flagos(self)) at::assert_no_partial_overlap(dst, self);
+  }
   const auto mirror = mirror_device_type();
   // On the delegate runtime the mirrored device's tensors are the same kind of
   // memory: copies between them and flagos are that device's own copies.
@@ -306,7 +317,7 @@ at::Scalar local_scalar_dense(const Tensor& self) {
 // _to_copy (tensor.to(dtype/device), and every autocast cast). In mirror mode
 // a flagos source is handed to the mirrored backend's own _to_copy on an alias
 // view, and a result on a flagos device joins flagos as it is (zero-copy, see
-// box::to_flagos): one call instead of ATen's composite (a flagos allocation,
+// boxing::to_flagos): one call instead of ATen's composite (a flagos allocation,
 // then copy_ -> _copy_from -> the mirrored copy_ on two alias views). Anything
 // else (no mirror, another layout, a host target, whose non_blocking form
 // wants flagos pinned memory) takes ATen's composite.
@@ -328,7 +339,7 @@ Tensor to_copy(const Tensor& self, std::optional<at::ScalarType> dtype,
   // without a second trip through the dispatcher.
   Tensor out = at::native::_to_copy(mirror_view(self, *type), dtype, layout, mirror_target,
                                     pin_memory, non_blocking, memory_format);
-  return box::to_flagos(out, out.device().index(), *type);
+  return boxing::to_flagos(out, out.device().index(), *type);
 }
 
 // Tensor.record_stream: the caching allocator must not reuse this block

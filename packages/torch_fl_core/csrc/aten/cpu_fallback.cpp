@@ -1,26 +1,25 @@
 // The boxed CPU fallback for every operator flagos has no kernel for (and
 // the `cpu` backend of route tables): ATen's cpu_fallback (copy in, compute on
 // CPU, copy out) plus what it does not do for us: same-device checks, flagos
-// generators, counting and logging.
+// generators, counting and logging, and calls whose arguments share memory.
 #include "aten/cpu_fallback.h"
 
+#include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/CPUFallback.h>
 #include <torch/library.h>
 
 #include <atomic>
 #include <iostream>
-#include <mutex>
 
-#include "aten/fallback_counter.h"
-#include "aten/stack_args.h"
+#include "boxing/call_arguments.h"
 #include "profiler/route_scope.h"
 #include "router/backend.h"
+#include "router/fallback_counts.h"
 
 namespace torch_fl {
 namespace {
 
-std::mutex g_count_mutex;
-std::map<std::string, int64_t>* g_counts = new std::map<std::string, int64_t>();
 std::atomic<bool> g_log{false};
 
 void flagos_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -49,12 +48,11 @@ class CpuFallbackBackend final : public Backend {
 };
 
 struct Registrar {
-  Registrar() { register_backend(std::make_shared<CpuFallbackBackend>()); }
+  Registrar() {
+    register_backend(std::make_shared<CpuFallbackBackend>());
+    set_cpu_fallback(&run_cpu_fallback);
+  }
 } registrar;
-
-}  // namespace
-
-namespace {
 
 // ATen's cpu_fallback returns results to the device of the FIRST tensor
 // argument. When that is a CPU scalar (`1 - t` is sub.Tensor(wrapped 1, t)),
@@ -62,7 +60,7 @@ namespace {
 // call's flagos device first, keeping their wrapped-number flag (type
 // promotion treats Python scalars differently from 0-dim tensors).
 void move_leading_cpu_scalars(torch::jit::Stack::iterator begin, torch::jit::Stack::iterator end) {
-  const auto device = first_flagos_device(begin, end);
+  const auto device = boxing::first_flagos_device(begin, end);
   if (!device) return;
   for (auto it = begin; it != end; ++it) {
     if (!it->isTensor()) continue;
@@ -93,6 +91,146 @@ bool batch_norm_through_legit(const c10::OperatorHandle& op, torch::jit::Stack* 
   return true;
 }
 
+// ---- calls whose arguments share memory ------------------------------------
+// ATen's cpu_fallback copies each tensor argument to the CPU on its own, so a
+// written argument that overlaps another one (x.add_(x.t()), out= a shifted
+// view of the input) would be computed on two unrelated copies: no overlap
+// error where CPU raises one, and values CPU would not give. Such calls copy
+// each flagos storage to the CPU once and hand the CPU kernel views of those
+// copies with the arguments' own geometry, so it sees the aliasing exactly as
+// it would natively; written arguments are copied back.
+class StorageCopies {
+ public:
+  explicit StorageCopies(c10::DeviceIndex device) : device_(device) {}
+
+  at::Tensor to_host(const at::Tensor& t) {
+    if (!t.defined() || !t.device().is_privateuseone()) return t;
+    const c10::Storage& storage = t.storage();
+    at::Tensor* bytes = nullptr;
+    for (auto& [impl, host] : copies_) {
+      if (impl == storage.unsafeGetStorageImpl()) bytes = &host;
+    }
+    if (bytes == nullptr) {
+      const auto nbytes = static_cast<int64_t>(storage.nbytes());
+      at::Tensor device_bytes =
+          at::empty({0}, t.options().dtype(at::kByte)).set_(storage, 0, {nbytes}, {1});
+      copies_.emplace_back(storage.unsafeGetStorageImpl(), device_bytes.to(at::kCPU));
+      bytes = &copies_.back().second;
+    }
+    at::Tensor host = at::empty({0}, t.options().device(at::kCPU))
+                          .set_(bytes->storage(), t.storage_offset(), t.sizes(), t.strides());
+    if (t.is_conj()) host._set_conj(true);
+    if (t.is_neg()) host._set_neg(true);
+    return host;
+  }
+
+  c10::IValue to_host(const c10::IValue& v) {
+    if (v.isTensor()) return to_host(v.toTensor());
+    if (v.isTensorList()) {
+      c10::List<at::Tensor> out;
+      for (const at::Tensor& t : v.toTensorList().vec()) out.push_back(to_host(t));
+      return out;
+    }
+    if (v.isOptionalTensorList()) {
+      c10::List<std::optional<at::Tensor>> out;
+      for (const auto& t : v.toOptionalTensorList().vec()) {
+        out.push_back(t ? std::optional<at::Tensor>(to_host(*t)) : t);
+      }
+      return out;
+    }
+    if (v.isDevice() && v.toDevice().is_privateuseone()) return c10::IValue(c10::Device(at::kCPU));
+    return v;
+  }
+
+  // A result that is no written argument: views of the copies cannot stand
+  // for flagos views (as with error_on_views in the plain fallback).
+  at::Tensor back(const at::Tensor& r, const c10::OperatorHandle& op) const {
+    if (!r.defined() || !r.device().is_cpu()) return r;
+    for (const auto& copy : copies_) {
+      TORCH_CHECK(!r.storage().is_alias_of(copy.second.storage()),
+                  "flagos: ", full_name(op.operator_name()),
+                  " returned a view of an argument, which its CPU fallback cannot serve");
+    }
+    return r.to(c10::Device(c10::kPrivateUse1, device_));
+  }
+
+ private:
+  c10::DeviceIndex device_;
+  c10::SmallVector<std::pair<const c10::StorageImpl*, at::Tensor>, 4> copies_;
+};
+
+// One element per address: a written view with stride-0 dimensions (an
+// expanded tensor CPU accepts writing, as fill_ does) is copied back through
+// its first index along them, which is the same memory.
+at::Tensor one_per_address(at::Tensor t) {
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.stride(d) == 0 && t.size(d) > 1) t = t.narrow(d, 0, 1);
+  }
+  return t;
+}
+
+void write_back(const at::Tensor& original, const at::Tensor& host) {
+  if (!original.defined() || !original.device().is_privateuseone()) return;
+  if (original.sizes() != host.sizes()) original.resize_(host.sizes());
+  const at::Tensor dst = one_per_address(original);
+  const at::Tensor src = one_per_address(host);
+  TORCH_CHECK(at::has_internal_overlap(dst) != at::MemOverlap::Yes,
+              "flagos: cannot write back an output whose elements overlap (", original.sizes(),
+              " with strides ", original.strides(), ")");
+  dst.copy_(src);
+}
+
+void run_storage_exact(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  const size_t n = schema.arguments().size();
+  const auto begin = stack->end() - static_cast<std::ptrdiff_t>(n);
+  const auto device = boxing::first_flagos_device(begin, stack->end());
+  StorageCopies copies(device.value_or(0));
+  std::vector<c10::IValue> originals(begin, stack->end());
+  std::vector<c10::IValue> hosts;
+  hosts.reserve(n);
+  for (auto it = begin; it != stack->end(); ++it) {
+    *it = copies.to_host(*it);
+    hosts.push_back(*it);
+  }
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  for (size_t i = 0; i < n; ++i) {
+    const auto* info = schema.arguments()[i].alias_info();
+    if (!info || !info->isWrite()) continue;
+    if (originals[i].isTensor()) {
+      write_back(originals[i].toTensor(), hosts[i].toTensor());
+    } else if (originals[i].isTensorList()) {
+      const auto o = originals[i].toTensorList().vec();
+      const auto h = hosts[i].toTensorList().vec();
+      for (size_t j = 0; j < o.size(); ++j) write_back(o[j], h[j]);
+    }
+  }
+  const auto& returns = schema.returns();
+  const auto ret_begin = stack->end() - static_cast<std::ptrdiff_t>(returns.size());
+  for (size_t r = 0; r < returns.size(); ++r) {
+    c10::IValue& ret = *(ret_begin + static_cast<std::ptrdiff_t>(r));
+    const auto* info = returns[r].alias_info();
+    bool done = false;
+    if (info && info->isWrite()) {
+      for (size_t i = 0; i < n && !done; ++i) {
+        const auto* ainfo = schema.arguments()[i].alias_info();
+        if (ainfo && ainfo->isWrite() && ainfo->beforeSets() == info->beforeSets()) {
+          ret = originals[i];
+          done = true;
+        }
+      }
+    }
+    if (done) continue;
+    if (ret.isTensor()) {
+      ret = copies.back(ret.toTensor(), op);
+    } else if (ret.isTensorList()) {
+      c10::List<at::Tensor> out;
+      for (const at::Tensor& t : ret.toTensorList().vec()) out.push_back(copies.back(t, op));
+      ret = out;
+    }
+  }
+}
+
 }  // namespace
 
 void run_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool count) {
@@ -100,33 +238,27 @@ void run_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, b
   const size_t num_args = schema.arguments().size();
   TORCH_INTERNAL_ASSERT(stack->size() >= num_args);
   const auto args_begin = stack->end() - static_cast<std::ptrdiff_t>(num_args);
-  check_same_device(op, args_begin, stack->end());
+  boxing::check_same_device(op, args_begin, stack->end());
   if (batch_norm_through_legit(op, stack)) return;
-  move_leading_cpu_scalars(stack->end() - static_cast<std::ptrdiff_t>(num_args), stack->end());
-  if (has_generator_argument(schema)) bridge_generators(schema, args_begin, stack->end());
+  const bool aliased =
+      schema.is_mutable() && boxing::has_aliased_write(schema, args_begin, stack->end());
+  if (!aliased) move_leading_cpu_scalars(args_begin, stack->end());
+  if (boxing::has_generator_argument(schema)) {
+    boxing::bridge_generators(schema, args_begin, stack->end());
+  }
   if (count) count_fallback(full_name(schema.operator_name()));
   if (g_log.load(std::memory_order_relaxed)) {
-    std::cerr << "[flagos fallback] " << short_name(schema.operator_name()) << " -> cpu\n";
+    std::cerr << "[flagos fallback] " << short_name(schema.operator_name()) << " -> cpu"
+              << (aliased ? " (arguments share memory)" : "") << "\n";
+  }
+  if (aliased) {
+    run_storage_exact(op, stack);
+    return;
   }
   // error_on_views: a view served by copying would silently break aliasing.
   at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
 }
 
 void set_fallback_log(bool on) { g_log.store(on); }
-
-void count_fallback(const std::string& op) {
-  std::lock_guard<std::mutex> lock(g_count_mutex);
-  ++(*g_counts)[op];
-}
-
-std::map<std::string, int64_t> fallback_counts() {
-  std::lock_guard<std::mutex> lock(g_count_mutex);
-  return *g_counts;
-}
-
-void reset_fallback_counts() {
-  std::lock_guard<std::mutex> lock(g_count_mutex);
-  g_counts->clear();
-}
 
 }  // namespace torch_fl

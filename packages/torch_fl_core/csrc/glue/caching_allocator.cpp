@@ -890,6 +890,14 @@ c10::DataPtr allocate_on_current(c10::DeviceIndex device, c10::StreamId stream_i
   return instance()->allocate_on_stream(device, stream_id, n);
 }
 
+c10::DataPtr allocate_for_host_writer(c10::DeviceIndex device, c10::StreamId stream_id, size_t n) {
+  c10::DataPtr block = allocate_on_current(device, stream_id, n);
+  const c10::Stream stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, device),
+                           stream_id);
+  TFL_CALL(device, stream_synchronize, native_stream(stream));
+  return block;
+}
+
 bool is_pool_deleter(c10::DeleterFnPtr fn) { return deleter_device(fn) >= 0; }
 
 bool allocator_owns(const void* ptr, c10::DeviceIndex* device) {

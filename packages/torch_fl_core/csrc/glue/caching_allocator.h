@@ -44,6 +44,15 @@ std::pair<size_t, size_t> device_memory_info(c10::DeviceIndex device);
 // `stream_id` must be the id of current_stream(device) on the calling thread.
 c10::DataPtr allocate_on_current(c10::DeviceIndex device, c10::StreamId stream_id, size_t n);
 
+// An allocation a host thread writes at once, outside stream order: a host
+// kernel's results and scratch on host-addressable memory. A cached block is
+// handed out again in stream order, so work queued on the stream before it was
+// freed (an async copy out of it, from any thread) may not have run yet.
+// Producers that enqueue on the stream run behind that work anyway; a host
+// writer does not, so this waits for the stream's queued work once it holds
+// the block. `stream_id` and current-device rules as for allocate_on_current.
+c10::DataPtr allocate_for_host_writer(c10::DeviceIndex device, c10::StreamId stream_id, size_t n);
+
 // Whether `fn` is the deleter of this allocator's allocations (one per device:
 // see caching_allocator.cpp).
 bool is_pool_deleter(c10::DeleterFnPtr fn);

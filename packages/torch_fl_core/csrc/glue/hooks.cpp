@@ -2,7 +2,7 @@
 #include <ATen/Context.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 
-#include "aten/resize.h"
+#include "glue/resize.h"
 #include "glue/generator.h"
 #include "glue/host_allocator.h"
 #include "glue/runtime_access.h"

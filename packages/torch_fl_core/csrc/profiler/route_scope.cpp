@@ -1,6 +1,6 @@
 #include "profiler/route_scope.h"
 
-#include "router/backend.h"
+#include "glue/op_names.h"
 
 namespace torch_fl::profiler {
 

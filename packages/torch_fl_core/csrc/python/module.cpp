@@ -11,7 +11,7 @@
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/device_lazy_init.h>
 
-#include "aten/fallback_counter.h"
+#include "router/fallback_counts.h"
 #include "glue/caching_allocator.h"
 #include "glue/generator.h"
 #include "glue/host_allocator.h"
@@ -20,7 +20,8 @@
 #include "aten/cpu_fallback.h"
 #include "profiler/route_scope.h"
 #include "router/backend.h"
-#include "router/box_alias.h"
+#include "boxing/alias_pool.h"
+#include "boxing/host_results.h"
 #include "router/box_backend.h"
 #include "router/library_backend.h"
 #include "router/producer_order.h"
@@ -107,7 +108,7 @@ NB_MODULE(_C, m) {
         // Host kernels can run on this runtime's memory: offer box:cpu.
         if (has_capability(TFL_CAP_HOST_ADDRESSABLE_MEMORY) && !find_backend("box:cpu")) {
           register_backend(make_box_backend(c10::DispatchKey::CPU, c10::DeviceType::CPU));
-          box::install_host_result_allocator();
+          boxing::install_host_result_allocator();
         }
         if (const auto type = mirror_device_type()) {
           // The delegate runtime: the mirrored backend's kernels run on flagos
@@ -252,8 +253,8 @@ NB_MODULE(_C, m) {
   m.def("unboxed_route_count", &unboxed_factory_count);
   m.def("router_routes", &router_routes);
   m.def("dispatch_counts", &dispatch_counts);
-  m.def("alias_cache_stats", [] {
-    const box::AliasCacheStats s = box::alias_cache_stats();
+  m.def("alias_pool_stats", [] {
+    const boxing::AliasPoolStats s = boxing::alias_pool_stats();
     nb::dict d;
     d["hits"] = s.hits;
     d["rebinds"] = s.rebinds;

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "glue/op_names.h"
+
 namespace torch_fl {
 
 class Backend {
@@ -41,9 +43,12 @@ std::string canonical_backend_name(const std::string& name);
 // routing them would replace core's kernel, so route tables may not name them.
 const std::vector<std::string>& core_native_ops();
 
-// Full operator name for messages and counters: "aten::add.Tensor", "aten::abs".
-std::string full_name(const c10::OperatorName& name);
-// Log spelling users know from the platform docs: "add.Tensor", "abs".
-std::string short_name(const c10::OperatorName& name);
+// ATen's CPU fallback as core runs it (aten/cpu_fallback.cpp registers it; the
+// router and backends reach it through here, so routing does not depend on
+// the ATen layer above it). `counted`: record the call in fallback_counts()
+// (calls the router did not count as routed to the cpu backend).
+using CpuFallbackFn = void (*)(const c10::OperatorHandle&, torch::jit::Stack*, bool counted);
+void set_cpu_fallback(CpuFallbackFn fn);
+void call_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool counted);
 
 }  // namespace torch_fl

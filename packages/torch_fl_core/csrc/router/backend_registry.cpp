@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <unordered_map>
 
@@ -8,6 +9,7 @@ namespace torch_fl {
 namespace {
 
 std::mutex g_mutex;
+std::atomic<CpuFallbackFn> g_cpu_fallback{nullptr};
 std::unordered_map<std::string, std::shared_ptr<Backend>>& registry() {
   static auto* r = new std::unordered_map<std::string, std::shared_ptr<Backend>>();
   return *r;
@@ -60,13 +62,12 @@ const std::vector<std::string>& core_native_ops() {
   return ops;
 }
 
-std::string full_name(const c10::OperatorName& name) {
-  return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
-}
+void set_cpu_fallback(CpuFallbackFn fn) { g_cpu_fallback.store(fn, std::memory_order_release); }
 
-std::string short_name(const c10::OperatorName& name) {
-  std::string n = full_name(name);
-  return n.rfind("aten::", 0) == 0 ? n.substr(6) : n;
+void call_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool counted) {
+  const CpuFallbackFn fn = g_cpu_fallback.load(std::memory_order_acquire);
+  TORCH_INTERNAL_ASSERT(fn != nullptr, "flagos: the CPU fallback is not registered");
+  fn(op, stack, counted);
 }
 
 }  // namespace torch_fl

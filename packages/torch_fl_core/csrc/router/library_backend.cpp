@@ -8,7 +8,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "aten/cpu_fallback.h"
 #include "router/producer_order.h"
 
 namespace torch_fl {
@@ -40,7 +39,7 @@ class LibraryBackend final : public Backend {
     } catch (const c10::NotImplementedError&) {
       torch::jit::drop(*stack, std::min(n, stack->size()));
       for (auto& a : args) stack->push_back(std::move(a));
-      run_cpu_fallback(op, stack, /*count=*/true);
+      call_cpu_fallback(op, stack, /*counted=*/true);
     }
   }
 

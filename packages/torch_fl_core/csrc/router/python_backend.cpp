@@ -7,8 +7,12 @@
 #include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/csrc/utils/tensor_memoryformats.h>
 
+#include "boxing/alias_ops.h"
+#include "boxing/alias_view.h"
+#include "boxing/call_arguments.h"
+#include "boxing/call_mapper.h"
+#include "boxing/call_scope.h"
 #include "glue/runtime_access.h"
-#include "router/alias_ops.h"
 #include "router/backend.h"
 #include "router/producer_order.h"
 
@@ -42,53 +46,6 @@ py::object argument_to_py(c10::IValue v, const c10::Argument& arg) {
     }
   }
   return torch::jit::toPyObject(std::move(v));
-}
-
-// Flagos tensors (also inside lists) as alias views of `type`.
-c10::IValue to_view(const c10::IValue& v, c10::DeviceType type) {
-  auto view = [type](const at::Tensor& t) {
-    return t.defined() && t.device().is_privateuseone() ? alias_as(t, c10::Device(type)) : t;
-  };
-  if (v.isTensor()) return view(v.toTensor());
-  if (v.isTensorList()) {
-    c10::List<at::Tensor> out;
-    for (const at::Tensor& t : v.toTensorList().vec()) out.push_back(view(t));
-    return out;
-  }
-  if (v.isOptionalTensorList()) {
-    c10::List<std::optional<at::Tensor>> out;
-    for (const auto& t : v.toOptionalTensorList()) {
-      const std::optional<at::Tensor> ot = t;
-      out.push_back(ot.has_value() ? std::optional<at::Tensor>(view(*ot)) : std::nullopt);
-    }
-    return out;
-  }
-  return v;
-}
-
-// Results of the view device back as flagos tensors on `device`.
-c10::IValue from_view(c10::IValue v, c10::DeviceType type, c10::Device device) {
-  auto back = [&](const at::Tensor& t) {
-    return t.defined() && t.device().type() == type ? adopt(t, device) : t;
-  };
-  if (v.isTensor()) return back(v.toTensor());
-  if (v.isTensorList()) {
-    c10::List<at::Tensor> out;
-    for (const at::Tensor& t : v.toTensorList().vec()) out.push_back(back(t));
-    return out;
-  }
-  return v;
-}
-
-// The argument a `Tensor(a!)` return aliases.
-std::optional<size_t> written_argument(const c10::FunctionSchema& schema, size_t ret) {
-  const auto* info = schema.returns()[ret].alias_info();
-  if (!info || !info->isWrite()) return std::nullopt;
-  for (size_t i = 0; i < schema.arguments().size(); ++i) {
-    const auto* a = schema.arguments()[i].alias_info();
-    if (a && a->isWrite() && a->beforeSets() == info->beforeSets()) return i;
-  }
-  return std::nullopt;
 }
 
 // How to call one operator's kernel without the trampoline: the callable
@@ -153,21 +110,23 @@ class PythonBackend final : public Backend {
     // A Python kernel (a Triton launch) is an unordered producer on runtimes
     // that say so: mark its streams once it has enqueued its work.
     const auto devices = stack_flagos_devices(op, *stack);
-    // With views: the caller's arguments (out=/in-place returns are theirs),
-    // the views handed to Python, and the device results are adopted onto.
-    std::vector<c10::IValue> originals, views;
-    c10::Device result_device(c10::DeviceType::PrivateUse1, current_device());
+    // With core views: the arguments mapped to views of view_type_ (the one
+    // mapper box backends use), written ones adopted and results mapped back.
+    std::optional<boxing::CallScope> scope;
+    std::optional<boxing::CallMapper> mapper;
+    std::optional<boxing::BoxedCall> boxed;
     if (view_type_) {
-      originals.assign(stack->end() - static_cast<std::ptrdiff_t>(num_args), stack->end());
-      bool found = false;
-      for (const auto& v : originals) {
-        if (!found && v.isTensor() && v.toTensor().defined() &&
-            v.toTensor().device().is_privateuseone()) {
-          result_device = v.toTensor().device();
-          found = true;
-        }
-        views.push_back(to_view(v, *view_type_));
-      }
+      const auto begin = stack->end() - static_cast<std::ptrdiff_t>(num_args);
+      const auto found = boxing::first_flagos_device(begin, stack->end());
+      const c10::DeviceIndex device = found ? *found : current_device();
+      boxing::check_addressable(c10::Device(c10::DeviceType::PrivateUse1, device), *view_type_,
+                                name_.c_str());
+      // A Python kernel's own allocations stay its own (it may keep them).
+      scope.emplace(device, found.has_value(), *view_type_, /*host_results=*/false);
+      const c10::Device target = boxing::target_device(*view_type_, device);
+      mapper.emplace(device, target, c10::computeDispatchKey(std::nullopt, std::nullopt, target),
+                     boxing::CallMapper::Aliases::kOwning);
+      boxed.emplace(schema, stack, *mapper);
     }
     py::gil_scoped_acquire gil;
     const py::object& name = op_name(op);
@@ -175,7 +134,7 @@ class PythonBackend final : public Backend {
       const DirectCall& direct = direct_call(op, name);
       py::tuple args(num_args);
       for (size_t i = 0; i < num_args; ++i) {
-        c10::IValue v = view_type_ ? views[i] : std::move((*stack)[stack->size() - num_args + i]);
+        c10::IValue v = std::move((*stack)[stack->size() - num_args + i]);
         args[i] = argument_to_py(std::move(v), schema.arguments()[i]);
       }
       torch::jit::drop(*stack, num_args);
@@ -192,22 +151,23 @@ class PythonBackend final : public Backend {
       } else {
         result = py::reinterpret_borrow<py::object>(trampoline_)(name, args);
       }
+      if (boxed) boxed->adopt_written();
       if (returns.size() == 1) {
         // With core views an out=/in-place kernel may return None, meaning the
-        // argument it wrote (push_result hands back the caller's tensor).
+        // argument it wrote (BoxedCall::result hands back the caller's tensor).
         c10::IValue value;
-        if (!view_type_ || !result.is_none() || !written_argument(schema, 0)) {
+        if (!boxed || !result.is_none() || boxed->written_argument(0) < 0) {
           value = torch::jit::toIValue(result, returns[0].type());
         }
-        push_result(schema, 0, std::move(value), originals, views, result_device, stack);
+        stack->push_back(boxed ? boxed->result(0, std::move(value)) : std::move(value));
       } else if (returns.size() > 1) {
         py::tuple tup = result.cast<py::tuple>();
         TORCH_CHECK(tup.size() == returns.size(), "flagos python backend '", name_, "' returned ",
                     tup.size(), " values for ", full_name(op.operator_name()), ", which returns ",
                     returns.size());
         for (size_t i = 0; i < returns.size(); ++i) {
-          push_result(schema, i, torch::jit::toIValue(tup[i], returns[i].type()), originals, views,
-                      result_device, stack);
+          c10::IValue value = torch::jit::toIValue(tup[i], returns[i].type());
+          stack->push_back(boxed ? boxed->result(i, std::move(value)) : std::move(value));
         }
       }
       for (auto d : devices) note_unordered_producer(d);
@@ -259,35 +219,6 @@ class PythonBackend final : public Backend {
       d.usable = true;
     }
     return directs_.emplace(&op.operator_name(), std::move(d)).first->second;
-  }
-
-  void push_result(const c10::FunctionSchema& schema, size_t ret, c10::IValue value,
-                   const std::vector<c10::IValue>& originals, const std::vector<c10::IValue>& views,
-                   c10::Device device, torch::jit::Stack* stack) const {
-    if (!view_type_) {
-      stack->push_back(std::move(value));
-      return;
-    }
-    const auto arg = written_argument(schema, ret);
-    if (!arg) {
-      stack->push_back(from_view(std::move(value), *view_type_, device));
-      return;
-    }
-    // out=/in-place: the caller's tensor. A kernel that returned a fresh
-    // tensor instead of the view it was given has its value copied in.
-    const at::Tensor original = originals[*arg].toTensor();
-    if (value.isTensor() && value.toTensor().defined()) {
-      const at::Tensor got = value.toTensor();
-      const bool is_view =
-          views[*arg].isTensor() &&
-          got.unsafeGetTensorImpl() == views[*arg].toTensor().unsafeGetTensorImpl();
-      if (!is_view && got.unsafeGetTensorImpl() != original.unsafeGetTensorImpl()) {
-        const at::Tensor src = got.device().type() == *view_type_ ? adopt(got, device) : got;
-        if (original.sizes() != src.sizes()) original.resize_(src.sizes());
-        original.copy_(src);
-      }
-    }
-    stack->push_back(original);
   }
 
  private:

@@ -11,7 +11,8 @@
 #include <set>
 #include <unordered_map>
 
-#include "aten/fallback_counter.h"
+#include "router/fallback_counts.h"
+#include "boxing/call_arguments.h"
 #include "profiler/route_scope.h"
 #include "router/backend.h"
 #include "router/route_state.h"
@@ -63,6 +64,26 @@ c10::ScalarType parse_dtype(const std::string& name) {
   return it->second;
 }
 
+// Runs a routed call on `backend`. A box:<key> backend sees the arguments'
+// aliasing as natively (the call mapper shares alias storages). Other backends
+// are handed each argument on its own (native SDK kernels, FlagGems, the CPU
+// fallback's per-argument copies): a call whose written argument overlaps
+// another argument there would give no overlap error where CPU raises one, or
+// values CPU would not give, so it is served by the CPU fallback's
+// storage-exact path, which raises or computes exactly as CPU does.
+void call_backend(Backend& backend, const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                  torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  if (!backend.box_target() && schema.is_mutable()) {
+    const auto begin = stack->end() - static_cast<std::ptrdiff_t>(schema.arguments().size());
+    if (boxing::has_aliased_write(schema, begin, stack->end())) {
+      call_cpu_fallback(op, stack, /*counted=*/false);
+      return;
+    }
+  }
+  backend.call(op, keys, stack);
+}
+
 // Boxed entry of one backend, for unboxed kernels that box only when the
 // chosen backend needs it.
 class BackendCaller final : public c10::OperatorKernel {
@@ -70,7 +91,7 @@ class BackendCaller final : public c10::OperatorKernel {
   explicit BackendCaller(std::shared_ptr<Backend> b) : backend_(std::move(b)) {}
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* s) {
     profiler::RouteScope scope(backend_->name(), op);  // the route as a profiler row
-    backend_->call(op, ks, s);
+    call_backend(*backend_, op, ks, s);
   }
 
  private:
@@ -88,7 +109,7 @@ class RouteKernel final : public c10::OperatorKernel {
     if (state_->has_rules()) dtype = first_dtype(op, *stack);
     Backend& backend = *state_->pick(dtype).backend;
     profiler::RouteScope scope(backend.name(), op);  // the route as a profiler row
-    backend.call(op, keys, stack);
+    call_backend(backend, op, keys, stack);
   }
 
  private:

@@ -19,9 +19,11 @@
 #include <utility>
 #include <vector>
 
+#include "boxing/alias_view.h"
+#include "boxing/call_mapper.h"
+#include "boxing/call_scope.h"
 #include "glue/runtime_access.h"
 #include "profiler/route_scope.h"
-#include "router/box_alias.h"
 #include "router/route_state.h"
 #include "router/unboxed_registry.h"
 
@@ -34,11 +36,8 @@ struct Observer {
   int64_t numel = 0;
   bool cpu_nonscalar = false;
   std::optional<c10::DeviceIndex> other_device;  // a second flagos device
-  // Flagos inputs, for view results. Pointers, not copies: the arguments outlive the call, and
-  // copying a tensor only its Python object owns takes the GIL (torch 2.13).
-  c10::SmallVector<const at::Tensor*, 4> bases;
 
-  void see(const at::Tensor& t, bool base = false) {
+  void see(const at::Tensor& t) {
     if (!t.defined()) return;
     if (!first_dtype) first_dtype = t.scalar_type();
     if (t.device().is_privateuseone()) {
@@ -49,16 +48,15 @@ struct Observer {
         other_device = d;
       }
       numel = std::max<int64_t>(numel, t.numel());
-      if (base) bases.push_back(&t);
     } else if (t.device().is_cpu() && t.dim() > 0) {
       cpu_nonscalar = true;
     }
   }
 };
 
-inline void observe(Observer& o, const at::Tensor& t) { o.see(t, true); }
+inline void observe(Observer& o, const at::Tensor& t) { o.see(t); }
 inline void observe(Observer& o, const std::optional<at::Tensor>& t) {
-  if (t) o.see(*t, true);
+  if (t) o.see(*t);
 }
 inline void observe(Observer& o, at::TensorList l) {
   for (const auto& t : l) o.see(t);
@@ -82,15 +80,15 @@ template <class T>
 inline void observe(Observer&, const T&) {}
 
 // ---- pass 2: arguments as the target backend sees them --------------------
+// Each tensor goes through the call's boxing::CallMapper (the mapper boxed
+// calls use), which keeps arguments over one flagos storage on one alias
+// storage; the overloads below only unpack the C++ argument types.
 struct Converter {
-  c10::Device target;
-  c10::DispatchKey key;
+  boxing::CallMapper& mapper;
   const Observer& obs;
   const c10::OperatorHandle& op;  // its schema is read only to bridge a generator
 
-  at::Tensor alias(const at::Tensor& t) const {
-    return t.defined() && t.device().is_privateuseone() ? box::call_alias(t, target, key) : t;
-  }
+  at::Tensor alias(const at::Tensor& t) const { return mapper.arg(t); }
 };
 
 inline at::Tensor convert(const Converter& c, const at::Tensor& t) { return c.alias(t); }
@@ -116,11 +114,9 @@ inline c10::List<std::optional<at::Tensor>> convert(const Converter& c,
   for (const std::optional<at::Tensor> t : l) out.push_back(t ? std::optional(c.alias(*t)) : t);
   return out;
 }
-inline c10::Device convert(const Converter& c, c10::Device d) {
-  return d.is_privateuseone() ? c.target : d;
-}
+inline c10::Device convert(const Converter& c, c10::Device d) { return c.mapper.arg_device(d); }
 inline std::optional<c10::Device> convert(const Converter& c, const std::optional<c10::Device>& d) {
-  return d && d->is_privateuseone() ? std::optional<c10::Device>(c.target) : d;
+  return d ? std::optional<c10::Device>(c.mapper.arg_device(*d)) : d;
 }
 std::optional<at::Generator> bridge_generator(const std::optional<at::Generator>& gen,
                                               const Observer& obs,
@@ -128,26 +124,15 @@ std::optional<at::Generator> bridge_generator(const std::optional<at::Generator>
                                               c10::DeviceType type);
 inline std::optional<at::Generator> convert(const Converter& c,
                                             const std::optional<at::Generator>& g) {
-  return bridge_generator(g, c.obs, c.op.schema(), c.target.type());
+  return bridge_generator(g, c.obs, c.op.schema(), c.mapper.target().type());
 }
 template <class T>
 inline std::decay_t<T> convert(const Converter&, const T& v) {
   return v;
 }
 
-// Waits for the stream (host kernels cannot enqueue), checks devices, and
-// makes the op's device current for the call.
-class BoxScope {
- public:
-  BoxScope(const Observer& obs, const c10::OperatorHandle& op, c10::DeviceType type);
-  c10::DeviceIndex device() const { return device_; }
-
- private:
-  c10::DeviceIndex device_;
-  std::optional<CurrentDeviceScope> current_;    // the tensors' device made current
-  std::optional<box::HostResultScope> results_;  // box:cpu: fresh results in flagos memory
-  std::optional<profiler::RouteScope> route_;    // the route's profiler row (last: ends first)
-};
+// The call's flagos device after the same-device checks boxed calls make.
+c10::DeviceIndex call_device(const Observer& obs, const c10::OperatorHandle& op);
 
 // ---- results ---------------------------------------------------------------
 template <class Conv, class Orig, size_t... I>
@@ -169,11 +154,7 @@ template <class Conv, class Orig, size_t... I>
 void adopt_outputs(Conv& conv, Orig& orig, std::index_sequence<I...>) {
   auto adopt = [](auto& converted, auto&& original) {
     using O = decltype(original);
-    if constexpr (std::is_same_v<O, at::Tensor&>) {
-      if (original.defined() && original.device().is_privateuseone()) {
-        box::adopt_geometry(original, converted);
-      }
-    }
+    if constexpr (std::is_same_v<O, at::Tensor&>) boxing::CallMapper::written(original, converted);
   };
   (adopt(std::get<I>(conv), std::get<I>(orig)), ...);
 }
@@ -182,7 +163,7 @@ template <class R>
 struct Result {
   // Scalars, shapes, ...: nothing to convert.
   template <class Conv, class Orig, size_t N>
-  static R convert(R&& r, Conv&, Orig&, const Observer&, const BoxScope&, c10::DeviceType) {
+  static R convert(R&& r, Conv&, Orig&, const boxing::CallMapper&) {
     return std::forward<R>(r);
   }
 };
@@ -190,17 +171,15 @@ struct Result {
 template <>
 struct Result<at::Tensor> {
   template <class Conv, class Orig, size_t N>
-  static at::Tensor convert(at::Tensor&& r, Conv&, Orig&, const Observer& obs,
-                            const BoxScope& scope, c10::DeviceType type) {
-    return box::view_of_input_or_fresh(r, obs.bases.data(), obs.bases.size(), scope.device(), type);
+  static at::Tensor convert(at::Tensor&& r, Conv&, Orig&, const boxing::CallMapper& mapper) {
+    return mapper.result(r);
   }
 };
 
 template <class Ref>
 struct RefResult {
   template <class Conv, class Orig, size_t N>
-  static Ref convert(Ref r, Conv& conv, Orig& orig, const Observer&, const BoxScope&,
-                     c10::DeviceType) {
+  static Ref convert(Ref r, Conv& conv, Orig& orig, const boxing::CallMapper&) {
     at::Tensor* o = original_of(&r, conv, orig, std::make_index_sequence<N>{});
     TORCH_CHECK(o != nullptr,
                 "flagos router: an in-place/out= kernel returned a tensor that is "
@@ -217,11 +196,8 @@ template <>
 struct Result<std::vector<at::Tensor>> {
   template <class Conv, class Orig, size_t N>
   static std::vector<at::Tensor> convert(std::vector<at::Tensor>&& r, Conv&, Orig&,
-                                         const Observer& obs, const BoxScope& scope,
-                                         c10::DeviceType type) {
-    for (auto& t : r) {
-      t = box::view_of_input_or_fresh(t, obs.bases.data(), obs.bases.size(), scope.device(), type);
-    }
+                                         const boxing::CallMapper& mapper) {
+    for (auto& t : r) t = mapper.result(t);
     return std::move(r);
   }
 };
@@ -230,12 +206,11 @@ template <class... Ts>
 struct Result<std::tuple<Ts...>> {
   template <class Conv, class Orig, size_t N>
   static std::tuple<Ts...> convert(std::tuple<Ts...>&& r, Conv& conv, Orig& orig,
-                                   const Observer& obs, const BoxScope& scope,
-                                   c10::DeviceType type) {
+                                   const boxing::CallMapper& mapper) {
     return std::apply(
         [&](auto&&... e) {
           return std::tuple<Ts...>(Result<Ts>::template convert<Conv, Orig, N>(
-              std::forward<Ts>(e), conv, orig, obs, scope, type)...);
+              std::forward<Ts>(e), conv, orig, mapper)...);
         },
         std::move(r));
   }
@@ -259,9 +234,12 @@ struct UnboxedRoute<Op, R(Args...)> {
                                                              std::forward<Args>(args)...);
     }
     const c10::DeviceType type = target.box_type;
-    BoxScope scope(obs, st->handle(), type);
-    const Converter conv{box::target_device(type, scope.device()), target.box_key, obs,
-                         st->handle()};
+    const c10::DeviceIndex device = call_device(obs, st->handle());
+    boxing::CallScope scope(device, obs.device.has_value(), type);
+    profiler::RouteScope route(target.backend->name(), st->handle(), device);  // after the scope
+    boxing::CallMapper mapper(device, boxing::target_device(type, device), target.box_key,
+                              boxing::CallMapper::Aliases::kPooled);
+    const Converter conv{mapper, obs, st->handle()};
     auto converted = std::make_tuple(convert(conv, args)...);
     auto originals = std::forward_as_tuple(args...);
     const c10::DispatchKeySet keys(target.box_key);
@@ -273,7 +251,7 @@ struct UnboxedRoute<Op, R(Args...)> {
       R r = std::apply([&](auto&... a) -> R { return Op::redispatch(keys, a...); }, converted);
       adopt_outputs(converted, originals, std::make_index_sequence<N>{});
       return Result<R>::template convert<decltype(converted), decltype(originals), N>(
-          std::forward<R>(r), converted, originals, obs, scope, type);
+          std::forward<R>(r), converted, originals, mapper);
     }
   }
 

@@ -1,4 +1,4 @@
-"""The router's per-thread pool of operand aliases (csrc/router/box_alias.cpp, call_alias).
+"""The per-thread pool of operand aliases (csrc/boxing/alias_pool.cpp, pooled_alias).
 
 Kernels of another device type (box:cpu on sim, box:cuda on the cuda vendor) get a view of a
 flagos tensor's memory typed as their device. A small pool keeps those views and re-points an
@@ -68,7 +68,7 @@ def test_empty_out_tensors_grow_into_their_own_memory(dev):
     assert len({o.data_ptr() for o in outs}) == 3
 
 
-def test_alias_cache_serves_repeated_operands(dev):
+def test_alias_pool_serves_repeated_operands(dev):
     # The same operands call after call reuse their cached aliases instead of building new ones.
     from torch_fl import _C
 
@@ -76,10 +76,10 @@ def test_alias_cache_serves_repeated_operands(dev):
     b = torch.ones(8, device=dev)
     out = torch.empty(8, device=dev)
     torch.add(a, b, out=out)
-    before = _C.alias_cache_stats()
+    before = _C.alias_pool_stats()
     for _ in range(10):
         torch.add(a, b, out=out)
-    after = _C.alias_cache_stats()
+    after = _C.alias_pool_stats()
     assert after["builds"] == before["builds"]
     assert after["hits"] - before["hits"] == 30
     torch.testing.assert_close(out.cpu(), torch.arange(8.0) + 1)
@@ -92,12 +92,12 @@ def test_alias_pool_repoints_idle_aliases(dev):
 
     ts = [torch.zeros(4, device=dev) for _ in range(300)]
     ts[0].add_(1.0)  # the pool holds an idle float32 alias from here on
-    before = _C.alias_cache_stats()
+    before = _C.alias_pool_stats()
     for t in ts[1:]:
         t.add_(1.0)
     for t in ts:
         t.add_(1.0)
-    after = _C.alias_cache_stats()
+    after = _C.alias_pool_stats()
     assert after["builds"] == before["builds"]
     assert after["rebinds"] - before["rebinds"] >= 299
     assert torch.stack(ts).cpu().eq(2.0).all()
@@ -145,9 +145,9 @@ def test_more_alias_kinds_than_the_pool_keeps(dev):
     eight = dtypes[:8]
     for d in eight:
         fl[d] + fl[d]
-    before = _C.alias_cache_stats()
+    before = _C.alias_pool_stats()
     for _ in range(3):
         for d in eight:
             fl[d] + fl[d]
-    after = _C.alias_cache_stats()
+    after = _C.alias_pool_stats()
     assert after["builds"] == before["builds"]

@@ -1,6 +1,7 @@
-// What every boxed flagos path does to a dispatcher stack before running a
-// host or boxed kernel: same-device checks, and flagos generators replaced by
-// generators the target kernel accepts.
+// What every boxed flagos path checks and rewrites among a call's arguments
+// before running a host or boxed kernel: same-device checks, arguments whose
+// memory overlaps a written one, and flagos generators replaced by generators
+// the target kernel accepts.
 #pragma once
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -8,11 +9,23 @@
 
 #include <optional>
 
-namespace torch_fl {
+namespace torch_fl::boxing {
 
 // Throws CUDA's "Expected all tensors to be on the same device" error when
 // flagos tensors of two devices, or a flagos and a non-scalar CPU tensor, meet.
 void check_same_device(const c10::OperatorHandle& op, torch::jit::Stack::const_iterator begin,
+                       torch::jit::Stack::const_iterator end);
+
+// The same error for flagos:a and flagos:b (the unboxed route's device check).
+[[noreturn]] void throw_two_devices(const c10::OperatorHandle& op, c10::DeviceIndex a,
+                                    c10::DeviceIndex b);
+
+// Whether a written flagos tensor argument (out=, in-place) has elements in
+// common with another tensor argument over the same storage, or more than one
+// element at one address. Kernels that see each argument alone (native SDK
+// kernels, FlagGems, a copy to the CPU per argument) cannot tell; such a call
+// is served where the aliasing is visible, as ATen's CPU kernels see it.
+bool has_aliased_write(const c10::FunctionSchema& schema, torch::jit::Stack::const_iterator begin,
                        torch::jit::Stack::const_iterator end);
 
 // The device of the first flagos tensor among the arguments.
@@ -46,4 +59,4 @@ void bridge_generator_value(const c10::FunctionSchema& schema, c10::IValue& valu
 // accepts CPU tensors there (index tensors), as CUDA does.
 void check_cpu_tensors_allowed(const c10::OperatorHandle& op, c10::DeviceIndex device);
 
-}  // namespace torch_fl
+}  // namespace torch_fl::boxing

@@ -1,6 +1,7 @@
-#include "aten/stack_args.h"
+#include "boxing/call_arguments.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/MemoryOverlap.h>
 
 #include <mutex>
 #include <string>
@@ -9,7 +10,7 @@
 #include "glue/generator.h"
 #include "glue/runtime_access.h"
 
-namespace torch_fl {
+namespace torch_fl::boxing {
 namespace {
 
 bool is_generator_type(const c10::TypePtr& type) {
@@ -50,6 +51,47 @@ void for_each_tensor(torch::jit::Stack::const_iterator begin, torch::jit::Stack:
 bool has_generator_argument(const c10::FunctionSchema& schema) {
   for (const auto& arg : schema.arguments()) {
     if (is_generator_type(arg.type())) return true;
+  }
+  return false;
+}
+
+void throw_two_devices(const c10::OperatorHandle& op, c10::DeviceIndex a, c10::DeviceIndex b) {
+  TORCH_CHECK(false,
+              "Expected all tensors to be on the same device, but found at least two devices, "
+              "flagos:",
+              static_cast<int>(a), " and flagos:", static_cast<int>(b),
+              "! (when checking arguments for ", op.schema().operator_name(), ")");
+}
+
+bool has_aliased_write(const c10::FunctionSchema& schema, torch::jit::Stack::const_iterator begin,
+                       torch::jit::Stack::const_iterator end) {
+  const auto& args = schema.arguments();
+  auto overlaps = [&](const at::Tensor& w) {
+    if (!w.defined() || !w.device().is_privateuseone() || w.numel() == 0) return false;
+    if (at::has_internal_overlap(w) == at::MemOverlap::Yes) return true;
+    const c10::StorageImpl* storage =
+        w.unsafeGetTensorImpl()->unsafe_storage().unsafeGetStorageImpl();
+    bool found = false;
+    for_each_tensor(begin, end, [&](const at::Tensor& t) {
+      if (found || !t.defined() || t.unsafeGetTensorImpl() == w.unsafeGetTensorImpl() ||
+          t.unsafeGetTensorImpl()->unsafe_storage().unsafeGetStorageImpl() != storage) {
+        return;
+      }
+      found = at::get_overlap_status(w, t) != at::MemOverlapStatus::No;
+    });
+    return found;
+  };
+  size_t i = 0;
+  for (auto it = begin; it != end && i < args.size(); ++it, ++i) {
+    const auto* info = args[i].alias_info();
+    if (info == nullptr || !info->isWrite()) continue;
+    if (it->isTensor()) {
+      if (overlaps(it->toTensor())) return true;
+    } else if (it->isTensorList()) {
+      for (const at::Tensor& t : it->toTensorList().vec()) {
+        if (overlaps(t)) return true;
+      }
+    }
   }
   return false;
 }
@@ -164,4 +206,4 @@ void check_cpu_tensors_allowed(const c10::OperatorHandle& op, c10::DeviceIndex d
               op.schema().operator_name(), ")");
 }
 
-}  // namespace torch_fl
+}  // namespace torch_fl::boxing

@@ -11,29 +11,26 @@
 
 #include "glue/runtime_access.h"
 #include "glue/stream_pool.h"
-#include "router/alias_ops.h"
-#include "router/box_alias.h"
+#include "boxing/alias_ops.h"
+#include "boxing/alias_view.h"
+#include "boxing/result_adoption.h"
 
-namespace torch_fl {
-namespace {
+namespace torch_fl::boxing {
 
-// Whether `type` can address flagos memory on this platform, and if not why.
-void check_addressable(const at::Tensor& t, c10::DeviceType type, const char* op) {
+void check_addressable(c10::Device device, c10::DeviceType type, const char* op) {
   if (type == c10::DeviceType::CPU) {
-    TORCH_CHECK(has_capability(TFL_CAP_HOST_ADDRESSABLE_MEMORY), "torch_fl::", op, ": ", t.device(),
+    TORCH_CHECK(has_capability(TFL_CAP_HOST_ADDRESSABLE_MEMORY), op, ": ", device,
                 " memory of runtime '", runtime_name(),
                 "' is not host addressable, so it cannot be viewed as a CPU tensor");
     return;
   }
-  TORCH_CHECK(mirror_device_type() == type, "torch_fl::", op, ": ", t.device(),
-              " memory of runtime '", runtime_name(), "' cannot be viewed as ",
-              c10::DeviceTypeName(type, true), " memory (the runtime mirrors ",
+  TORCH_CHECK(mirror_device_type() == type, op, ": ", device, " memory of runtime '",
+              runtime_name(), "' cannot be viewed as ", c10::DeviceTypeName(type, true),
+              " memory (the runtime mirrors ",
               mirror_device_type() ? c10::DeviceTypeName(*mirror_device_type(), true)
                                    : std::string("no torch backend"),
               ")");
 }
-
-}  // namespace
 
 at::Tensor alias_as(const at::Tensor& self, c10::Device device) {
   TORCH_CHECK(self.device().is_privateuseone(),
@@ -42,15 +39,15 @@ at::Tensor alias_as(const at::Tensor& self, c10::Device device) {
   TORCH_CHECK(!device.has_index() || device.is_cpu() || device.index() == index,
               "torch_fl::alias_as: ", self.device(), " memory cannot be viewed as ", device,
               " (the view keeps the device index)");
-  check_addressable(self, device.type(), "alias_as");
-  const c10::Device target = box::target_device(device.type(), index);
+  check_addressable(self.device(), device.type(), "torch_fl::alias_as");
+  const c10::Device target = target_device(device.type(), index);
   if (device.is_cpu() && self.storage().nbytes() > 0) {
     // Host code reads the view directly: the stream's earlier work must be done.
     CurrentDeviceScope scope(index);
     TFL_CALL(index, stream_synchronize, native_stream(current_stream(index)));
   }
   const c10::DispatchKey key = c10::computeDispatchKey(std::nullopt, std::nullopt, target);
-  return box::make_alias(self, target, key);
+  return make_alias(self, target, key);
 }
 
 at::Tensor adopt(const at::Tensor& self, c10::Device device) {
@@ -58,7 +55,7 @@ at::Tensor adopt(const at::Tensor& self, c10::Device device) {
               "torch_fl::adopt: the target must be a flagos device, got ", device);
   if (self.device().is_privateuseone()) return self;
   const c10::DeviceIndex index = device.has_index() ? device.index() : current_device();
-  return box::to_flagos(self, index, self.device().type());
+  return to_flagos(self, index, self.device().type());
 }
 
 TORCH_LIBRARY(torch_fl, m) {
@@ -71,4 +68,4 @@ TORCH_LIBRARY_IMPL(torch_fl, PrivateUse1, m) { m.impl("alias_as", TORCH_FN(alias
 // adopt takes tensors of any device: CompositeExplicitAutograd catches them all.
 TORCH_LIBRARY_IMPL(torch_fl, CompositeExplicitAutograd, m) { m.impl("adopt", TORCH_FN(adopt)); }
 
-}  // namespace torch_fl
+}  // namespace torch_fl::boxing

@@ -1,6 +1,6 @@
 // resize_ and set_ for flagos: ATen's CPU versions grow storage with a host
 // memcpy, which is wrong for device memory; these grow it with a device copy.
-#include "aten/resize.h"
+#include "glue/resize.h"
 
 #include <ATen/ATen.h>
 #include <ATen/native/Resize.h>

@@ -1,0 +1,95 @@
+// The one argument/result mapper of boxing: what a box:<key> kernel (boxed or
+// unboxed) and a Python backend with core views are handed for a flagos call,
+// and how what they return becomes flagos tensors again.
+//
+// Within one call, aliasing is what the target backend would see natively:
+// the same flagos tensor object twice is the same alias object (so "output is
+// input" identity checks hold), and distinct flagos tensors over one storage
+// are aliases over one alias storage (so ATen's overlap and alias checks,
+// Storage::is_alias_of, see that they share memory).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+#include <c10/util/SmallVector.h>
+
+#include <vector>
+
+namespace torch_fl::boxing {
+
+class CallMapper {
+ public:
+  // kPooled: call-scoped aliases from the thread's pool (kernels that keep no
+  // reference past the call: ATen kernels). kOwning: aliases that keep their
+  // flagos storage alive (Python code may keep what it is handed).
+  enum class Aliases { kPooled, kOwning };
+
+  // `device` is the call's flagos device, `target` the device aliases have
+  // (CPU, or the mirrored device of that index), `key` their dispatch key.
+  CallMapper(c10::DeviceIndex device, c10::Device target, c10::DispatchKey key, Aliases aliases)
+      : device_(device), target_(target), key_(key), aliases_(aliases) {}
+  CallMapper(const CallMapper&) = delete;
+  CallMapper& operator=(const CallMapper&) = delete;
+
+  c10::DeviceIndex device() const { return device_; }
+  c10::Device target() const { return target_; }
+
+  // A tensor argument as the target sees it (non-flagos tensors as they are).
+  at::Tensor arg(const at::Tensor& t);
+  // A device argument (factories): flagos devices become the target.
+  c10::Device arg_device(c10::Device d) const { return d.is_privateuseone() ? target_ : d; }
+  // Any boxed value: tensors, tensor lists, optional tensor lists, devices.
+  c10::IValue arg_value(const c10::IValue& v);
+
+  // A result that is no out=/in-place return, as a flagos tensor: over the
+  // flagos storage of the argument it aliases, else adopted (to_flagos). A
+  // mirrored kernel's result on another device (a CPU tensor a CUDA kernel
+  // returns) stays there, as natively.
+  at::Tensor result(const at::Tensor& r) const;
+  c10::IValue result_value(const c10::IValue& v) const;
+
+  // An out=/in-place argument after the kernel wrote its alias: the caller's
+  // tensor takes the alias's geometry and grown memory.
+  static void written(const at::Tensor& original, const at::Tensor& alias);
+
+ private:
+  struct Entry {
+    const c10::TensorImpl* source;  // the caller's flagos tensor
+    const c10::StorageImpl* storage;
+    at::Tensor alias;
+  };
+  c10::DeviceIndex device_;
+  c10::Device target_;
+  c10::DispatchKey key_;
+  Aliases aliases_;
+  c10::SmallVector<Entry, 6> entries_;
+};
+
+// A boxed call through a CallMapper: the stack's arguments are mapped in
+// place (the caller's values are kept), and after the kernel ran, written
+// arguments adopt their aliases and results are mapped back.
+class BoxedCall {
+ public:
+  BoxedCall(const c10::FunctionSchema& schema, torch::jit::Stack* stack, CallMapper& mapper);
+
+  // The caller's value of argument i.
+  const c10::IValue& original(size_t i) const { return originals_[i]; }
+  // Written arguments take their aliases' geometry (after the kernel ran).
+  void adopt_written();
+  // Return `i` of the kernel as the caller gets it: an out=/in-place return is
+  // the caller's own tensor (a kernel that returned None, the alias, or a new
+  // tensor holding the values: the values are copied in), others go through
+  // CallMapper::result.
+  c10::IValue result(size_t i, c10::IValue value) const;
+  // The index of the argument return `i` writes, or -1.
+  int written_argument(size_t i) const;
+
+ private:
+  const c10::FunctionSchema& schema_;
+  CallMapper& mapper_;
+  std::vector<c10::IValue> originals_;
+  std::vector<c10::IValue> aliases_;
+};
+
+}  // namespace torch_fl::boxing

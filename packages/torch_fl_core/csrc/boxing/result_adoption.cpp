@@ -1,0 +1,112 @@
+#include "boxing/result_adoption.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/TensorImpl.h>
+
+#include <cstring>
+
+#include "boxing/alias_view.h"
+#include "boxing/host_results.h"
+#include "glue/caching_allocator.h"
+#include "glue/mirror_allocator.h"
+#include "glue/runtime_access.h"
+#include "glue/stream_pool.h"
+
+namespace torch_fl::boxing {
+namespace {
+
+// The flagos memory of a storage a kernel grew or allocated as a host result.
+std::optional<c10::DataPtr> take_flagos_memory(const c10::Storage& s, c10::DeviceIndex device) {
+  if (auto grown = take_grown(s)) return grown;
+  return take_host_result(s, device);
+}
+
+// A fresh kernel result nobody else can see (the router holds its only
+// reference, so no Python object or other tensor does) whose storage has just
+// become flagos storage: its TensorImpl becomes the flagos tensor itself, dispatch
+// keys and device, instead of a second TensorImpl being built over the
+// storage. The keys are those a new PrivateUse1 TensorImpl gets (the backend
+// bit, and the autocast key that goes with it; autograd keys are per-backend).
+bool retype_tensor_in_place(const at::Tensor& t) {
+  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  if (t.use_count() != 1 || !impl->allow_tensor_metadata_change()) return false;
+  impl->set_storage_keep_dtype(impl->storage());  // the device follows the storage's
+  impl->_change_backend_component_keys(impl->storage().device());
+  return true;
+}
+
+}  // namespace
+
+at::Tensor flagos_over(c10::Storage storage, const at::Tensor& like) {
+  auto impl = c10::make_intrusive<c10::TensorImpl>(
+      std::move(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), like.dtype());
+  impl->set_sizes_and_strides(like.sizes(), like.strides(), like.storage_offset());
+  if (like.is_conj()) impl->_set_conj(true);
+  if (like.is_neg()) impl->_set_neg(true);
+  return at::Tensor(std::move(impl));
+}
+
+void adopt_written(const at::Tensor& base, const at::Tensor& alias) {
+  c10::TensorImpl* impl = base.unsafeGetTensorImpl();
+  const c10::Storage& astorage = alias.storage();
+  if (astorage.data() != base.storage().data()) {
+    // The kernel gave the alias other storage (grew it).
+    auto grown = take_flagos_memory(astorage, base.device().index());
+    TORCH_CHECK(grown.has_value(),
+                "flagos box: a kernel replaced the storage of an output with "
+                "memory that is not flagos memory");
+    c10::Storage s = base.storage();
+    s.set_data_ptr_noswap(std::move(*grown));
+    s.set_nbytes(astorage.nbytes());
+  }
+  if (base.sizes() != alias.sizes() || base.strides() != alias.strides() ||
+      base.storage_offset() != alias.storage_offset()) {
+    impl->set_sizes_and_strides(alias.sizes(), alias.strides(), alias.storage_offset());
+  }
+}
+
+at::Tensor to_flagos(const at::Tensor& t, c10::DeviceIndex device, c10::DeviceType type) {
+  if (!t.defined() || t.device().is_privateuseone()) return t;
+  if (auto relabeled = relabel_host_result(t, device)) {
+    if (retype_tensor_in_place(t)) return t;
+    return flagos_over(std::move(*relabeled), t);
+  }
+  if (auto taken = take_flagos_memory(t.storage(), device)) {
+    const size_t nbytes = t.storage().nbytes();
+    c10::Storage s(c10::Storage::use_byte_size_t(), nbytes, std::move(*taken), caching_allocator(),
+                   true);
+    return flagos_over(std::move(s), t);
+  }
+  if (mirror_device_type() == t.device().type() && t.device().index() == device) {
+    // Mirror mode: the result came from the pool flagos allocates from, so it
+    // joins flagos as it is (zero-copy): a fresh result is retyped in place,
+    // anything shared is wrapped, keeping its storage alive.
+    const c10::Storage& src = t.storage();
+    if (t.use_count() == 1 && src.use_count() == 1 && retype_mirror_storage(src, device)) {
+      if (retype_tensor_in_place(t)) return t;
+      return flagos_over(src, t);
+    }
+    c10::Storage s(c10::Storage::use_byte_size_t(), src.nbytes(), adopt_mirror_storage(src, device),
+                   caching_allocator(), src.resizable());
+    return flagos_over(std::move(s), t);
+  }
+  at::Tensor src = t.is_non_overlapping_and_dense() ? t : t.contiguous();
+  at::Tensor out = at::empty_strided(src.sizes(), src.strides(),
+                                     src.options().device(c10::Device(c10::kPrivateUse1, device)));
+  if (type == c10::DeviceType::CPU && has_capability(TFL_CAP_HOST_ADDRESSABLE_MEMORY)) {
+    // A host write into a block taken in stream order: work another thread
+    // queued on the stream before the block was freed may still read it.
+    if (src.numel() > 0) {
+      CurrentDeviceScope scope(device);
+      TFL_CALL(device, stream_synchronize, native_stream(current_stream(device)));
+      std::memcpy(out.data_ptr(), src.data_ptr(), src.numel() * src.element_size());
+    }
+  } else {
+    out.copy_(src);
+  }
+  if (t.is_conj()) out._set_conj(true);
+  if (t.is_neg()) out._set_neg(true);
+  return out;
+}
+
+}  // namespace torch_fl::boxing
