@@ -8,7 +8,7 @@
 #include "boxing/alias_view.h"
 #include "boxing/host_results.h"
 #include "glue/caching_allocator.h"
-#include "glue/mirror_allocator.h"
+#include "glue/mirror/mirror_allocator.h"
 #include "glue/runtime_access.h"
 #include "glue/stream_pool.h"
 

@@ -10,8 +10,6 @@
 // the allocator never holds up a stream. No GIL, no Python, anywhere here.
 #include "glue/caching_allocator.h"
 
-#include "glue/mirror_allocator.h"
-
 #include "glue/runtime_access.h"
 #include "glue/stream_pool.h"
 
@@ -857,17 +855,30 @@ void raw_delete_on(void* ptr) {
 
 }  // namespace
 
+// The device allocator flagos tensors come from, chosen once at activation:
+// this pool, or on the delegate runtime the mirrored backend's
+// (glue/mirror/mirror_allocator.h); g_pool_replaced says it is not this pool.
+std::atomic<c10::DeviceAllocator*> g_active{nullptr};
+std::atomic<bool> g_pool_replaced{false};
+
 c10::DeviceAllocator* caching_allocator() {
-  // Mirror mode: the mirrored backend's pool (glue/mirror_allocator.h).
-  if (C10_UNLIKELY(mirror_device_type().has_value())) return mirror_allocator();
-  return instance();
+  c10::DeviceAllocator* a = g_active.load(std::memory_order_acquire);
+  return C10_LIKELY(a != nullptr) ? a : instance();
+}
+
+void install_device_allocator(c10::DeviceAllocator* allocator) {
+  g_pool_replaced.store(true, std::memory_order_relaxed);
+  g_active.store(allocator, std::memory_order_release);
+  // What c10::GetAllocator(PrivateUse1) answers (priority above the static
+  // registration of this pool).
+  c10::SetAllocator(c10::DeviceType::PrivateUse1, allocator, /*priority=*/1);
 }
 
 void empty_cache_all() { caching_allocator()->emptyCache({0, 0}); }
 
 void empty_cache(c10::DeviceIndex device) {
-  // c10's DeviceAllocator empties every device at once.
-  if (mirror_device_type()) return empty_cache_all();
+  // c10's DeviceAllocator empties every device at once; this pool can do one.
+  if (g_pool_replaced.load(std::memory_order_relaxed)) return empty_cache_all();
   instance()->empty_device_cache(device < 0 ? current_device() : device);
 }
 
@@ -886,7 +897,9 @@ std::pair<size_t, size_t> device_memory_info(c10::DeviceIndex device) {
 }
 
 c10::DataPtr allocate_on_current(c10::DeviceIndex device, c10::StreamId stream_id, size_t n) {
-  if (C10_UNLIKELY(mirror_device_type().has_value())) return mirror_allocator()->allocate(n);
+  if (C10_UNLIKELY(g_pool_replaced.load(std::memory_order_relaxed))) {
+    return caching_allocator()->allocate(n);
+  }
   return instance()->allocate_on_stream(device, stream_id, n);
 }
 
@@ -901,10 +914,11 @@ c10::DataPtr allocate_for_host_writer(c10::DeviceIndex device, c10::StreamId str
 bool is_pool_deleter(c10::DeleterFnPtr fn) { return deleter_device(fn) >= 0; }
 
 bool allocator_owns(const void* ptr, c10::DeviceIndex* device) {
-  if (mirror_device_type()) return false;  // the mirrored pool has no device-generic query
+  // Another installed pool has no device-generic query.
+  if (g_pool_replaced.load(std::memory_order_relaxed)) return false;
   return instance()->owns(ptr, device);
 }
 
 }  // namespace torch_fl
 
-REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, torch_fl::caching_allocator())
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, torch_fl::instance())

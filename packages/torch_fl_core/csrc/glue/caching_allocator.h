@@ -21,10 +21,15 @@
 
 namespace torch_fl {
 
-// The registered PrivateUse1 allocator (a process-lifetime object, never
-// destroyed: the runtime may be gone at exit, so cached memory is leaked on
-// purpose rather than freed from a static destructor).
+// The PrivateUse1 device allocator flagos tensors come from: this pool (a
+// process-lifetime object, never destroyed: the runtime may be gone at exit,
+// so cached memory is leaked on purpose rather than freed from a static
+// destructor), unless activation installed another.
 c10::DeviceAllocator* caching_allocator();
+// Installs `allocator` (process lifetime) in place of this pool; called once at
+// activation, before the runtime is published (the delegate runtime installs
+// the mirrored backend's pool: glue/mirror/mirror_mode.h).
+void install_device_allocator(c10::DeviceAllocator* allocator);
 
 // Returns every unused cached segment of every device to the runtime, after
 // waiting for the deferred (recordStream) frees.

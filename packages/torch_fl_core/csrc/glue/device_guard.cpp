@@ -58,13 +58,7 @@ struct FlagosGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 
 #if TORCH_FL_TORCH_MAJOR > 2 || TORCH_FL_TORCH_MINOR >= 11
-  void* getStreamNativeHandle(const Stream s) const override {
-    if (const auto* m = mirror_guard()) {
-      return m->getStreamNativeHandle(
-          Stream(Stream::UNSAFE, mirror_device(s.device_index()), s.id()));
-    }
-    return native_stream(s);
-  }
+  void* getStreamNativeHandle(const Stream s) const override { return stream_native_handle(s); }
 #endif
 
   void destroyEvent(void* event, const DeviceIndex device_index) const noexcept override {

@@ -5,6 +5,7 @@
 #include <c10/core/TensorImpl.h>
 #include <c10/util/CallOnce.h>
 
+#include <atomic>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -108,6 +109,30 @@ FlagosGeneratorImpl* FlagosGeneratorImpl::clone_impl() const {
   return gen;
 }
 
+namespace {
+
+// Flagos's own Philox generators.
+class PhiloxGenerators final : public GeneratorSource {
+ public:
+  at::Generator make_default(c10::DeviceIndex device) const override {
+    return at::make_generator<FlagosGeneratorImpl>(device);
+  }
+  at::Generator make_new(c10::DeviceIndex device) const override {
+    return at::make_generator<FlagosGeneratorImpl>(device);
+  }
+};
+
+const PhiloxGenerators g_philox;
+std::atomic<const GeneratorSource*> g_source{&g_philox};
+
+const GeneratorSource& source() { return *g_source.load(std::memory_order_acquire); }
+
+}  // namespace
+
+void install_generator_source(const GeneratorSource* generators) {
+  g_source.store(generators, std::memory_order_release);
+}
+
 const at::Generator& default_generator(c10::DeviceIndex device) {
   // One generator per device for the life of the process (never destroyed:
   // Python's default_generators tuple holds references to them).
@@ -118,23 +143,14 @@ const at::Generator& default_generator(c10::DeviceIndex device) {
   std::lock_guard<std::mutex> lock(mutex);
   while (generators->size() <= static_cast<size_t>(device)) {
     const auto index = static_cast<c10::DeviceIndex>(generators->size());
-    if (const auto type = mirror_device_type()) {
-      generators->push_back(at::make_generator<FlagosGeneratorImpl>(
-          index, at::globalContext().defaultGenerator(c10::Device(*type, index))));
-    } else {
-      generators->push_back(at::make_generator<FlagosGeneratorImpl>(index));
-    }
+    generators->push_back(source().make_default(index));
   }
   return (*generators)[device];
 }
 
 at::Generator new_generator(c10::DeviceIndex device) {
   if (device < 0) device = current_device();
-  if (const auto type = mirror_device_type()) {
-    return at::make_generator<FlagosGeneratorImpl>(
-        device, at::globalContext().getAcceleratorHooksInterface(*type).getNewGenerator(device));
-  }
-  return at::make_generator<FlagosGeneratorImpl>(device);
+  return source().make_new(device);
 }
 
 }  // namespace torch_fl

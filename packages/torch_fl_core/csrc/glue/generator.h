@@ -46,4 +46,16 @@ struct FlagosGeneratorImpl : public c10::GeneratorImpl {
 const at::Generator& default_generator(c10::DeviceIndex device);
 at::Generator new_generator(c10::DeviceIndex device);
 
+// How a device's generators are made, chosen once at activation: flagos's own
+// Philox generators, or on the delegate runtime generators over the mirrored
+// backend's (glue/mirror/mirror_generators.cpp), whose state they are.
+class GeneratorSource {
+ public:
+  virtual ~GeneratorSource() = default;
+  virtual at::Generator make_default(c10::DeviceIndex device) const = 0;
+  virtual at::Generator make_new(c10::DeviceIndex device) const = 0;
+};
+// Installs `generators` (process lifetime); before the runtime is published.
+void install_generator_source(const GeneratorSource* generators);
+
 }  // namespace torch_fl

@@ -13,6 +13,7 @@
 #include <c10/util/llvmMathExtras.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -320,50 +321,24 @@ FlagosHostAllocator* instance() {
 
 void host_raw_delete(void* ptr) { instance()->free(ptr); }
 
-// Mirror mode (delegate runtime): pinned memory is the mirrored backend's
-// (CUDA's cudaHostAlloc pool), so flagos pinned tensors are what its async
-// copies expect; streams are translated on the way in.
-class MirrorHostAllocator final : public at::HostAllocator {
- public:
-  explicit MirrorHostAllocator(c10::DeviceType type) : type_(type) {}
-  c10::DataPtr allocate(size_t n) override {
-    ensure_mirror_initialized();
-    return inner()->allocate(n);
-  }
-  c10::DeleterFnPtr raw_deleter() const override { return inner()->raw_deleter(); }
-  void copy_data(void* dest, const void* src, std::size_t count) const override {
-    inner()->copy_data(dest, src, count);
-  }
-  bool record_event(void* ptr, void* ctx, c10::Stream s) override {
-    const c10::Stream m =
-        s.device_type() == c10::DeviceType::PrivateUse1
-            ? c10::Stream(c10::Stream::UNSAFE, mirror_device(s.device_index()), s.id())
-            : s;
-    return inner()->record_event(ptr, ctx, m);
-  }
-  void empty_cache() override { inner()->empty_cache(); }
-  at::HostStats get_stats() override { return inner()->get_stats(); }
-  void reset_accumulated_stats() override { inner()->reset_accumulated_stats(); }
-  void reset_peak_stats() override { inner()->reset_peak_stats(); }
-
- private:
-  at::HostAllocator* inner() const { return at::getHostAllocator(type_); }
-  c10::DeviceType type_;
-};
+// The host allocator flagos pinned memory comes from, chosen once at
+// activation: this one, or on the delegate runtime the mirrored backend's
+// (glue/mirror/mirror_host_allocator.h).
+std::atomic<at::HostAllocator*> g_active{nullptr};
 
 at::HostAllocator* active() {
-  if (C10_LIKELY(!mirror_device_type().has_value())) return instance();
-  static MirrorHostAllocator* mirror = [] {
-    auto* a = new MirrorHostAllocator(*mirror_device_type());
-    at::setHostAllocator(at::kPrivateUse1, a, /*priority=*/1);
-    return a;
-  }();
-  return mirror;
+  at::HostAllocator* a = g_active.load(std::memory_order_acquire);
+  return C10_LIKELY(a != nullptr) ? a : instance();
 }
 
 }  // namespace
 
 at::Allocator* pinned_host_allocator() { return active(); }
+
+void install_host_allocator(at::HostAllocator* allocator) {
+  g_active.store(allocator, std::memory_order_release);
+  at::setHostAllocator(at::kPrivateUse1, allocator, /*priority=*/1);
+}
 
 bool is_pinned_ptr(const void* p) {
   if (p == nullptr) return false;

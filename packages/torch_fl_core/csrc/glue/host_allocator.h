@@ -14,8 +14,12 @@
 
 namespace torch_fl {
 
-// The registered PrivateUse1 host allocator (never destroyed; see the .cpp).
+// The PrivateUse1 host allocator: this one (never destroyed; see the .cpp),
+// unless activation installed another.
 at::Allocator* pinned_host_allocator();
+// Installs `allocator` (process lifetime) in place of this one; called once at
+// activation, before the runtime is published.
+void install_host_allocator(at::HostAllocator* allocator);
 
 // True for any address inside a live or cached block of this allocator, or
 // (when a runtime is active) inside any runtime host_malloc allocation.

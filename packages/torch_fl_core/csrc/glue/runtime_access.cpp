@@ -9,6 +9,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "glue/mirror/mirror_mode.h"
 #include "runtime/delegate/delegate_runtime.h"
 
 namespace torch_fl {
@@ -63,6 +64,9 @@ void activate_runtime_library(const std::string& path) {
                 c10::DeviceTypeName(type, true), " device: ", rt->last_error());
     g_device_count.store(count);
     g_runtime_path = path;
+    // The mirrored backend's allocators and streams replace flagos's own
+    // before anything can use the runtime.
+    mirror::install_mirror_mode(type, g_mirror_guard);
     g_runtime.store(rt);
     return;
   }

@@ -52,70 +52,77 @@ std::vector<c10::StreamId>& thread_current_ids() {
   return ids;
 }
 
+c10::DeviceIndex resolve(c10::DeviceIndex device) { return device < 0 ? current_device() : device; }
+
+// The runtime's own streams: id 0 is its default (NULL) stream, 1..kStreamPoolSize
+// its pooled streams, and the current stream a per-thread id per device.
+class RuntimeStreams final : public StreamModel {
+ public:
+  tfl_stream native(const c10::Stream& stream) const override {
+    const c10::StreamId id = stream.id();
+    if (id == 0) return nullptr;
+    TORCH_CHECK(id > 0 && id <= kStreamPoolSize, "flagos: unknown stream id ", id, " on ",
+                stream.device());
+    return pool_for(stream.device_index()).streams[id - 1];
+  }
+  c10::Stream default_stream(c10::DeviceIndex device) const override {
+    return make_stream(device, 0);
+  }
+  c10::Stream from_pool(c10::DeviceIndex device, bool) const override {
+    DevicePool& p = pool_for(device);
+    const uint32_t slot = p.next.fetch_add(1) % kStreamPoolSize;
+    return make_stream(device, static_cast<c10::StreamId>(slot + 1));
+  }
+  c10::Stream current(c10::DeviceIndex device) const override {
+    auto& ids = thread_current_ids();
+    TORCH_CHECK(device >= 0 && static_cast<size_t>(device) < ids.size(),
+                "flagos: invalid device ordinal ", static_cast<int>(device));
+    return make_stream(device, ids[device]);
+  }
+  void set_current(const c10::Stream& stream) const override {
+    auto& ids = thread_current_ids();
+    const auto device = stream.device_index();
+    TORCH_CHECK(device >= 0 && static_cast<size_t>(device) < ids.size(),
+                "flagos: invalid device ordinal ", static_cast<int>(device));
+    if (stream.id() != 0) native(stream);  // validates and creates the pool
+    ids[device] = stream.id();
+  }
+  void* native_handle(const c10::Stream& stream) const override { return native(stream); }
+};
+
+const RuntimeStreams g_runtime_streams;
+std::atomic<const StreamModel*> g_model{&g_runtime_streams};
+
+const StreamModel& model() { return *g_model.load(std::memory_order_acquire); }
+
+}  // namespace
+
 c10::Stream make_stream(c10::DeviceIndex device, c10::StreamId id) {
   return c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, device), id);
 }
 
-c10::DeviceIndex resolve(c10::DeviceIndex device) { return device < 0 ? current_device() : device; }
-
-// Mirror mode: a flagos stream is the mirrored backend's stream with the same
-// id (the delegate runtime's handle is that id), and the current flagos stream
-// is the mirrored current stream, so setting one sets the other.
-c10::Stream from_mirror(const c10::Stream& s) { return make_stream(s.device_index(), s.id()); }
-c10::Stream to_mirror(const c10::Stream& s) {
-  return c10::Stream(c10::Stream::UNSAFE, mirror_device(s.device_index()), s.id());
+void install_stream_model(const StreamModel* model) {
+  g_model.store(model, std::memory_order_release);
 }
 
-}  // namespace
-
-tfl_stream native_stream(const c10::Stream& stream) {
-  const c10::StreamId id = stream.id();
-  if (id == 0) return nullptr;
-  if (mirror_guard()) return reinterpret_cast<tfl_stream>(static_cast<intptr_t>(id));
-  TORCH_CHECK(id > 0 && id <= kStreamPoolSize, "flagos: unknown stream id ", id, " on ",
-              stream.device());
-  return pool_for(stream.device_index()).streams[id - 1];
-}
+tfl_stream native_stream(const c10::Stream& stream) { return model().native(stream); }
 
 c10::Stream default_stream(c10::DeviceIndex device) {
-  if (const auto* m = mirror_guard()) {
-    return from_mirror(m->getDefaultStream(mirror_device(resolve(device))));
-  }
-  return make_stream(resolve(device), 0);
+  return model().default_stream(resolve(device));
 }
 
 c10::Stream stream_from_pool(c10::DeviceIndex device, bool high_priority) {
-  device = resolve(device);
-  if (const auto* m = mirror_guard()) {
-    return from_mirror(m->getStreamFromGlobalPool(mirror_device(device), high_priority));
-  }
-  DevicePool& p = pool_for(device);
-  const uint32_t slot = p.next.fetch_add(1) % kStreamPoolSize;
-  return make_stream(device, static_cast<c10::StreamId>(slot + 1));
+  return model().from_pool(resolve(device), high_priority);
 }
 
-c10::Stream current_stream(c10::DeviceIndex device) {
-  device = resolve(device);
-  if (const auto* m = mirror_guard()) return from_mirror(m->getStream(mirror_device(device)));
-  auto& ids = thread_current_ids();
-  TORCH_CHECK(device >= 0 && static_cast<size_t>(device) < ids.size(),
-              "flagos: invalid device ordinal ", static_cast<int>(device));
-  return make_stream(device, ids[device]);
-}
+c10::Stream current_stream(c10::DeviceIndex device) { return model().current(resolve(device)); }
 
 void set_current_stream(const c10::Stream& stream) {
   TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1, "flagos: cannot make a ",
               stream.device(), " stream current");
-  if (const auto* m = mirror_guard()) {
-    m->exchangeStream(to_mirror(stream));
-    return;
-  }
-  auto& ids = thread_current_ids();
-  const auto device = stream.device_index();
-  TORCH_CHECK(device >= 0 && static_cast<size_t>(device) < ids.size(),
-              "flagos: invalid device ordinal ", static_cast<int>(device));
-  if (stream.id() != 0) native_stream(stream);  // validates and creates the pool
-  ids[device] = stream.id();
+  model().set_current(stream);
 }
+
+void* stream_native_handle(const c10::Stream& stream) { return model().native_handle(stream); }
 
 }  // namespace torch_fl

@@ -112,15 +112,13 @@ NB_MODULE(_C, m) {
         }
         if (const auto type = mirror_device_type()) {
           // The delegate runtime: the mirrored backend's kernels run on flagos
-          // memory as it is (box:cuda), and its allocators become flagos's.
+          // memory as it is (box:cuda); activation installed its allocators.
           const c10::Device device(*type, 0);
           const std::string name = "box:" + c10::DeviceTypeName(*type, true);
           if (!find_backend(name)) {
             register_backend(make_box_backend(
                 c10::computeDispatchKey(std::nullopt, std::nullopt, device), *type));
           }
-          caching_allocator();
-          pinned_host_allocator();
         }
       },
       nb::arg("path"), nb::call_guard<nb::gil_scoped_release>());

@@ -10,8 +10,9 @@
 
 namespace torch_fl {
 
-// The process's mirror allocator (created on first use; mirror mode only).
-c10::DeviceAllocator* mirror_allocator();
+// A device allocator over `type`'s caching allocator (process lifetime;
+// installed once by install_mirror_mode).
+c10::DeviceAllocator* mirror_allocator(c10::DeviceType type);
 
 // Turns `storage` (a mirrored-backend storage nothing else holds, e.g. a boxed
 // kernel's fresh CUDA output) into flagos storage in place when its memory is

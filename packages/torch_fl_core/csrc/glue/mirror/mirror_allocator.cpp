@@ -1,8 +1,9 @@
-#include "glue/mirror_allocator.h"
+#include "glue/mirror/mirror_allocator.h"
 
 #include <array>
 #include <atomic>
 
+#include "glue/caching_allocator.h"
 #include "glue/runtime_access.h"
 
 namespace torch_fl {
@@ -122,16 +123,8 @@ class MirrorAllocator final : public c10::DeviceAllocator {
 
 }  // namespace
 
-c10::DeviceAllocator* mirror_allocator() {
-  static MirrorAllocator* alloc = [] {
-    const auto type = mirror_device_type();
-    TORCH_CHECK(type.has_value(), "flagos: the mirror allocator needs the delegate runtime");
-    auto* a = new MirrorAllocator(*type);  // never destroyed, like every torch allocator
-    // Code that asks c10 for the PrivateUse1 allocator gets this one too.
-    c10::SetAllocator(c10::DeviceType::PrivateUse1, a, /*priority=*/1);
-    return a;
-  }();
-  return alloc;
+c10::DeviceAllocator* mirror_allocator(c10::DeviceType type) {
+  return new MirrorAllocator(type);  // never destroyed, like every torch allocator
 }
 
 bool retype_mirror_storage(const c10::Storage& storage, c10::DeviceIndex device) {
@@ -139,7 +132,7 @@ bool retype_mirror_storage(const c10::Storage& storage, c10::DeviceIndex device)
   c10::DataPtr& dp = impl->_mutable_data_ptr_no_checks();
   if (!owned_by_address(dp, device_allocator(dp.device().type()))) return false;
   dp.unsafe_set_device(c10::Device(c10::DeviceType::PrivateUse1, device));
-  impl->set_allocator(mirror_allocator());
+  impl->set_allocator(caching_allocator());  // the installed mirror allocator
   return true;
 }
 
