@@ -125,21 +125,8 @@ class StorageCopies {
   }
 
   c10::IValue to_host(const c10::IValue& v) {
-    if (v.isTensor()) return to_host(v.toTensor());
-    if (v.isTensorList()) {
-      c10::List<at::Tensor> out;
-      for (const at::Tensor& t : v.toTensorList().vec()) out.push_back(to_host(t));
-      return out;
-    }
-    if (v.isOptionalTensorList()) {
-      c10::List<std::optional<at::Tensor>> out;
-      for (const auto& t : v.toOptionalTensorList().vec()) {
-        out.push_back(t ? std::optional<at::Tensor>(to_host(*t)) : t);
-      }
-      return out;
-    }
-    if (v.isDevice() && v.toDevice().is_privateuseone()) return c10::IValue(c10::Device(at::kCPU));
-    return v;
+    return boxing::map_tensors(
+        v, [this](const at::Tensor& t) { return to_host(t); }, c10::Device(at::kCPU));
   }
 
   // A result that is no written argument: views of the copies cannot stand
@@ -209,25 +196,9 @@ void run_storage_exact(const c10::OperatorHandle& op, torch::jit::Stack* stack) 
   const auto ret_begin = stack->end() - static_cast<std::ptrdiff_t>(returns.size());
   for (size_t r = 0; r < returns.size(); ++r) {
     c10::IValue& ret = *(ret_begin + static_cast<std::ptrdiff_t>(r));
-    const auto* info = returns[r].alias_info();
-    bool done = false;
-    if (info && info->isWrite()) {
-      for (size_t i = 0; i < n && !done; ++i) {
-        const auto* ainfo = schema.arguments()[i].alias_info();
-        if (ainfo && ainfo->isWrite() && ainfo->beforeSets() == info->beforeSets()) {
-          ret = originals[i];
-          done = true;
-        }
-      }
-    }
-    if (done) continue;
-    if (ret.isTensor()) {
-      ret = copies.back(ret.toTensor(), op);
-    } else if (ret.isTensorList()) {
-      c10::List<at::Tensor> out;
-      for (const at::Tensor& t : ret.toTensorList().vec()) out.push_back(copies.back(t, op));
-      ret = out;
-    }
+    const int w = boxing::written_argument(schema, r);
+    ret = w >= 0 ? originals[static_cast<size_t>(w)]
+                 : boxing::map_tensors(ret, [&](const at::Tensor& t) { return copies.back(t, op); });
   }
 }
 

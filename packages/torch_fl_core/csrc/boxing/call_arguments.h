@@ -8,8 +8,33 @@
 #include <ATen/core/stack.h>
 
 #include <optional>
+#include <utility>
 
 namespace torch_fl::boxing {
+
+// `v` with each tensor in it (a Tensor, or an element of a Tensor[] or
+// Tensor?[] list) replaced by f(tensor), and a flagos Device by `device`
+// when one is given: how a boxed argument is handed to another device's kernel.
+template <class F>
+c10::IValue map_tensors(const c10::IValue& v, F&& f, std::optional<c10::Device> device = {}) {
+  if (v.isTensor()) return f(v.toTensor());
+  if (v.isTensorList()) {
+    c10::List<at::Tensor> out;
+    const auto list = v.toTensorList();
+    out.reserve(list.size());
+    for (const at::Tensor& t : list.vec()) out.push_back(f(t));
+    return out;
+  }
+  if (v.isOptionalTensorList()) {
+    c10::List<std::optional<at::Tensor>> out;
+    for (const auto& t : v.toOptionalTensorList().vec()) {
+      out.push_back(t ? std::optional<at::Tensor>(f(*t)) : t);
+    }
+    return out;
+  }
+  if (device && v.isDevice() && v.toDevice().is_privateuseone()) return c10::IValue(*device);
+  return v;
+}
 
 // Throws CUDA's "Expected all tensors to be on the same device" error when
 // flagos tensors of two devices, or a flagos and a non-scalar CPU tensor, meet.
@@ -27,6 +52,10 @@ void check_same_device(const c10::OperatorHandle& op, torch::jit::Stack::const_i
 // is served where the aliasing is visible, as ATen's CPU kernels see it.
 bool has_aliased_write(const c10::FunctionSchema& schema, torch::jit::Stack::const_iterator begin,
                        torch::jit::Stack::const_iterator end);
+
+// The index of the argument return `ret` of `schema` writes (out=, in-place:
+// the argument with the same `(a!)` alias set), or -1.
+int written_argument(const c10::FunctionSchema& schema, size_t ret);
 
 // The device of the first flagos tensor among the arguments.
 std::optional<c10::DeviceIndex> first_flagos_device(torch::jit::Stack::const_iterator begin,

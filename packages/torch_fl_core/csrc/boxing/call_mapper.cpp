@@ -4,6 +4,7 @@
 
 #include "boxing/alias_pool.h"
 #include "boxing/alias_view.h"
+#include "boxing/call_arguments.h"
 #include "boxing/result_adoption.h"
 
 namespace torch_fl::boxing {
@@ -26,23 +27,7 @@ at::Tensor CallMapper::arg(const at::Tensor& t) {
 }
 
 c10::IValue CallMapper::arg_value(const c10::IValue& v) {
-  if (v.isTensor()) return arg(v.toTensor());
-  if (v.isTensorList()) {
-    c10::List<at::Tensor> out;
-    const auto list = v.toTensorList();
-    out.reserve(list.size());
-    for (const at::Tensor& t : list.vec()) out.push_back(arg(t));
-    return out;
-  }
-  if (v.isOptionalTensorList()) {
-    c10::List<std::optional<at::Tensor>> out;
-    for (const auto& t : v.toOptionalTensorList().vec()) {
-      out.push_back(t ? std::optional<at::Tensor>(arg(*t)) : t);
-    }
-    return out;
-  }
-  if (v.isDevice()) return c10::IValue(arg_device(v.toDevice()));
-  return v;
+  return map_tensors(v, [this](const at::Tensor& t) { return arg(t); }, target_);
 }
 
 at::Tensor CallMapper::result(const at::Tensor& r) const {
@@ -62,13 +47,7 @@ at::Tensor CallMapper::result(const at::Tensor& r) const {
 }
 
 c10::IValue CallMapper::result_value(const c10::IValue& v) const {
-  if (v.isTensor()) return result(v.toTensor());
-  if (v.isTensorList()) {
-    c10::List<at::Tensor> out;
-    for (const at::Tensor& t : v.toTensorList().vec()) out.push_back(result(t));
-    return out;
-  }
-  return v;
+  return map_tensors(v, [this](const at::Tensor& t) { return result(t); });
 }
 
 void CallMapper::written(const at::Tensor& original, const at::Tensor& alias) {
@@ -108,18 +87,7 @@ void BoxedCall::adopt_written() {
   }
 }
 
-int BoxedCall::written_argument(size_t i) const {
-  const auto* info = schema_.returns()[i].alias_info();
-  if (!info || !info->isWrite()) return -1;
-  const auto& args = schema_.arguments();
-  for (size_t a = 0; a < args.size(); ++a) {
-    const auto* ainfo = args[a].alias_info();
-    if (ainfo && ainfo->isWrite() && ainfo->beforeSets() == info->beforeSets()) {
-      return static_cast<int>(a);
-    }
-  }
-  return -1;
-}
+int BoxedCall::written_argument(size_t i) const { return boxing::written_argument(schema_, i); }
 
 c10::IValue BoxedCall::result(size_t i, c10::IValue value) const {
   const int w = written_argument(i);
