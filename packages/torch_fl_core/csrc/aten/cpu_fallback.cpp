@@ -197,8 +197,9 @@ void run_storage_exact(const c10::OperatorHandle& op, torch::jit::Stack* stack) 
   for (size_t r = 0; r < returns.size(); ++r) {
     c10::IValue& ret = *(ret_begin + static_cast<std::ptrdiff_t>(r));
     const int w = boxing::written_argument(schema, r);
-    ret = w >= 0 ? originals[static_cast<size_t>(w)]
-                 : boxing::map_tensors(ret, [&](const at::Tensor& t) { return copies.back(t, op); });
+    ret = w >= 0
+              ? originals[static_cast<size_t>(w)]
+              : boxing::map_tensors(ret, [&](const at::Tensor& t) { return copies.back(t, op); });
   }
 }
 
