@@ -137,7 +137,7 @@ def test_current_stream_is_per_thread(flagos):
 
 
 def test_one_tensor_read_by_many_threads(flagos):
-    """Ops must not relabel the caller's tensor (ARCHITECTURE.md 3): concurrent readers of one
+    """Ops must not relabel the caller's tensor (they work on alias views): concurrent readers of one
     flagos tensor all see its values and its device."""
     src = torch.arange(4096, dtype=torch.float32)
     shared = src.to("flagos")

@@ -108,8 +108,8 @@ void copy_same_device(const Tensor& src, const Tensor& dst) {
     return;
   }
   if (has_capability(TFL_CAP_HOST_ADDRESSABLE_MEMORY)) {
-    // A host kernel cannot enqueue on the stream: wait for its earlier work
-    // (ARCHITECTURE.md section 4), then run ATen's CPU copy on the same memory.
+    // A host copy cannot enqueue on the stream: wait for its earlier work,
+    // then run ATen's CPU copy on the same memory.
     sync(device, stream);
     cpu_alias(dst, dst.data_ptr()).copy_(cpu_alias(src, src.data_ptr()));
     return;

@@ -2,7 +2,7 @@
 // boxed or unboxed: the call's flagos device current (runtime calls and the
 // mirrored backend's current device follow it), and for a host kernel (a CPU
 // target) the stream's earlier work done first, since it cannot enqueue
-// behind it (ARCHITECTURE.md section 4), with its fresh results allocated in
+// behind it (docs/device.md, Memory), with its fresh results allocated in
 // flagos memory (HostResultScope).
 #pragma once
 

@@ -1,5 +1,5 @@
 // A backend is a named provider of kernels for exact ATen overloads
-// (ARCHITECTURE.md section 3). The router calls a backend with the boxed
+// (docs/routing.md, Backends). The router calls a backend with the boxed
 // dispatcher stack of a flagos call.
 #pragma once
 

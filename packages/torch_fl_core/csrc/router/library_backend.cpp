@@ -26,7 +26,7 @@ class LibraryBackend final : public Backend {
     TORCH_CHECK(target.has_value(), "flagos backend '", name_, "' has no kernel ", ns_,
                 "::", short_name(op.operator_name()), " for ", full_name(op.operator_name()));
     // A native producer: earlier unordered-producer work on the streams of
-    // its devices must be done first (ARCHITECTURE.md section 4).
+    // its devices must be done first (router/producer_order.h).
     order_native_producer_for_stack(op, *stack);
     // A kernel may decline a call it cannot serve (a dtype its SDK lacks) by
     // throwing c10::NotImplementedError before it has any effect; core then

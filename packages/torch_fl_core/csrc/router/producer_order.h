@@ -1,4 +1,4 @@
-// Ordering between producers on one stream (ARCHITECTURE.md section 4).
+// Ordering between producers on one stream.
 //
 // Every producer enqueues on the flagos current stream, so stream order is
 // the ordering -- except on a runtime declaring TFL_CAP_UNORDERED_PRODUCERS,
