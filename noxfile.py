@@ -36,6 +36,9 @@ GCU = ROOT / "packages" / "torch_fl_gcu"
 DCU = ROOT / "packages" / "torch_fl_dcu"
 GCU_EMULATOR = GCU / "emulator"
 BUILD_DEPS = ["scikit-build-core>=0.10", "nanobind>=2.0", "cmake>=3.26", "ninja", "pyyaml"]
+#: Installed next to torch in every session that builds core: torch's numpy bridge is optional,
+#: but without numpy every `import torch` prints "Failed to initialize NumPy".
+RUN_DEPS = ["numpy"]
 TEST_DEPS = ["pytest>=8", "pytest-timeout", "numpy", "expecttest", "transformers>=4.40"]
 SYSTEM_TORCH = os.environ.get("TORCH_FL_SYSTEM_TORCH") == "1"
 TORCH_REQ = os.environ.get("TORCH_FL_TORCH", "torch==2.13.0")
@@ -50,10 +53,10 @@ def _venv_params() -> list[str]:
 
 
 def _install_core(session: nox.Session, *extras: str) -> None:
-    """Install torch, build tools and torch-fl-core (incremental: build/ is kept)."""
+    """Install torch (with numpy), build tools and torch-fl-core (incremental: build/ is kept)."""
     if not SYSTEM_TORCH:
         session.install(TORCH_REQ)
-    session.install(*BUILD_DEPS, *extras)
+    session.install(*RUN_DEPS, *BUILD_DEPS, *extras)
     # No build isolation: the extension must compile against the torch that
     # will import it, not a fresh copy pip would download into a temp env.
     session.install("--no-build-isolation", "--no-deps", str(CORE))

@@ -27,11 +27,13 @@ MARKERS = {
     "errors": "bad input raises the exception CUDA would raise and leaves the process usable",
     "threads": "concurrent use from several threads",
     "overlap": "arguments sharing memory: overlap errors and results exactly as on CPU",
+    "lifecycle": "fork, runtime faults on autograd threads and at exit, pinned-free failures",
     "serialization": "torch.save / torch.load of flagos tensors",
     "pinned": "pinned host memory and DataLoader pinning",
     "training": "autograd training step against CPU",
     "sim_only": "needs the runtime's fault injection (Vendor.fault_injection; sim declares it)",
     "distributed": "torch.distributed on flagos: backend, collectives, DDP, FSDP2, DCP",
+    "multiprocessing": "flagos tensors through torch.multiprocessing queues, pipes, Process arguments",
 }
 
 

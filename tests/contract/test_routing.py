@@ -233,6 +233,58 @@ def test_no_loading_line_without_flagos_log(tmp_path):
     assert "[flagos]" not in proc.stderr
 
 
+def test_every_problem_is_reported_at_once_syntax_errors_too(
+    tmp_path, vendor_table, restore_routes
+):
+    from torch_fl import _C, routing
+
+    conf = tmp_path / "three.conf"
+    first = 2 if vendor_table else 1
+    conf.write_text(
+        f"{_include_vendor(vendor_table)}"
+        "abs = warp_drive\n"  # unknown backend
+        "abs cpu\n"  # syntax
+        "abss = cpu\n"  # misspelled operator
+    )
+    env = {**_child_env(), "FLAGOS_OP_neg": "nonsense"}  # an override's problem joins them
+    before = _C.router_routes()
+    with pytest.raises(routing.RouteTableError) as err:
+        routing.load_routes(path=conf, environ=env)
+    where = str(conf.resolve())
+    lines = str(err.value).splitlines()
+    assert len(lines) == 4, str(err.value)
+    assert lines[0].startswith(f"{where}:{first}: unknown backend 'warp_drive' for abs"), lines
+    assert lines[1].startswith(f"{where}:{first + 1}: cannot parse 'abs cpu'"), lines
+    assert lines[2].startswith(f"{where}:{first + 2}: unknown operator 'abss'"), lines
+    assert lines[3].startswith("FLAGOS_OP_neg=nonsense: unknown backend 'nonsense' for neg"), lines
+    assert [p[1] for p in err.value.problems] == [first, first + 1, first + 2, None]
+    assert _C.router_routes() == before, "a failed load changed the installed routes"
+
+
+def test_a_binary_route_table_is_named(tmp_path, restore_routes):
+    from torch_fl import routing
+
+    binary = tmp_path / "routes.bin"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    proc = run_child("import torch, torch_fl", FLAGOS_BACKEND_CONFIG=str(binary))
+    assert proc.returncode != 0
+    assert "UnicodeDecodeError" not in proc.stderr, proc.stderr
+    assert f"{binary.resolve()}: cannot read route table: not UTF-8 text" in proc.stderr, (
+        proc.stderr
+    )
+    assert "(FLAGOS_BACKEND_CONFIG names it)" in proc.stderr, proc.stderr
+    # In-process, and through an include: a RouteTableError naming the including line.
+    with pytest.raises(routing.RouteTableError, match="not UTF-8 text"):
+        routing.load_routes(path=binary)
+    top = tmp_path / "top.conf"
+    top.write_text("# header\ninclude routes.bin\n")
+    with pytest.raises(routing.RouteTableError) as err:
+        routing.load_routes(path=top)
+    assert str(err.value).startswith(
+        f"{top.resolve()}:2: cannot include routes.bin: {binary.resolve()} is not UTF-8 text"
+    ), str(err.value)
+
+
 def test_dtype_rule_splits_one_overload(tmp_path, vendor_table, box_backend):
     conf = tmp_path / "dtype.conf"
     conf.write_text(f"{_include_vendor(vendor_table)}abs = {box_backend}\nabs[int64] = cpu\n")

@@ -250,3 +250,91 @@ def test_bundle_manifest_round_trip(bundle):
     assert b is not None and b.hip_version == HIP_VERSION and b.shim_symbols == (FUSE,)
     data = json.loads((bundle / "bundle.json").read_text())
     assert Path(bundle / "lib" / data["shim"]).exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# a malformed bundle.json: every message names the file, the field and the fix
+# ---------------------------------------------------------------------------------------------
+
+RESTAGE = "FLAGOS_DCU_PRELOAD=0 python -m torch_fl_dcu.tools.stage"
+
+
+def _manifest(bundle: Path) -> str:
+    return str((bundle / "bundle.json").resolve())
+
+
+@pytest.mark.skipif(
+    not pth_installed(), reason="torch-fl-dcu is not installed (no torch_fl_dcu.pth)"
+)
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('["libmagma.so"]', "is not a JSON object (it holds a list)"),
+        ('{"format": 1,', "is not valid JSON"),
+        (b"\xff\xfe{}", "is not UTF-8 text"),
+    ],
+    ids=["list", "syntax", "binary"],
+)
+def test_malformed_manifest_never_breaks_an_unrelated_interpreter(bundle, text, said):
+    path = bundle / "bundle.json"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    done = run_python("print('OK')", bundle)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "OK"
+    assert "Traceback" not in done.stderr and "Error processing line" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr  # one warning, nothing else
+    assert _manifest(bundle) in lines[0] and said in lines[0], lines[0]
+    assert RESTAGE in lines[0] and "FLAGOS_DCU_PRELOAD=0" in lines[0]
+    # The same interpreter imports torch on another vendor, and the warning is not repeated.
+    sim = run_python(
+        "import torch; print(torch.flagos.device_count())", bundle, {"FLAGOS_VENDOR": "sim"}
+    )
+    assert sim.returncode == 0, sim.stderr
+    assert sim.stderr.count(_manifest(bundle)) == 1, sim.stderr
+    assert "Traceback" not in sim.stderr
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "said"),
+    [
+        ({"libraries": "libmagma.so"}, "libraries", "a list of file names, not a string"),
+        ({"torch_version": None}, "torch_version", "not null"),
+        ({"official_core": [1, 2]}, "official_core", "a list of file names"),
+        ({"hip_version": 6.3}, "hip_version", "must be a string"),
+        ({"shim": ["x.so"]}, "shim", "a file name or null, not a list"),
+    ],
+    ids=["libraries-string", "torch_version-null", "official_core-ints", "hip-number", "shim-list"],
+)
+def test_manifest_field_of_the_wrong_type_is_named(bundle, changes, field, said):
+    from conftest import write_bundle_json
+
+    write_bundle_json(bundle, **changes)
+    done = run_python("import torch_fl_dcu", bundle)
+    assert done.returncode != 0
+    err = done.stderr.strip().splitlines()[-1]
+    assert _manifest(bundle) in err and f"field '{field}'" in err and said in err, err
+    assert RESTAGE in err
+    assert "incomplete: l" not in done.stderr and "torch==None" not in done.stderr
+
+
+def test_manifest_without_a_required_field_is_named(bundle):
+    data = json.loads((bundle / "bundle.json").read_text())
+    del data["hip_version"]
+    (bundle / "bundle.json").write_text(json.dumps(data))
+    done = run_python("import torch_fl_dcu", bundle)
+    assert done.returncode != 0
+    err = done.stderr.strip().splitlines()[-1]
+    assert _manifest(bundle) in err and "lacks the field 'hip_version'" in err, err
+    assert RESTAGE in err
+
+
+def test_malformed_manifest_fails_import_torch_naming_it(bundle):
+    # FLAGOS_VENDOR unset: the dcu vendor package fails to load, and import torch says why.
+    (bundle / "bundle.json").write_text("[]")
+    done = run_python("import torch", bundle)
+    assert done.returncode != 0
+    assert "'list' object has no attribute" not in done.stderr
+    assert f"{_manifest(bundle)} is not a JSON object" in done.stderr.splitlines()[-1] or any(
+        f"{_manifest(bundle)} is not a JSON object" in ln for ln in done.stderr.splitlines()[1:]
+    ), done.stderr

@@ -114,3 +114,23 @@ def test_view_as_real_and_complex_are_aliases(gcu):
     back = torch.view_as_complex(r)
     assert back.untyped_storage().data_ptr() == z.untyped_storage().data_ptr()
     assert torch.equal(back.cpu(), z.cpu())
+
+
+def test_the_vendor_says_it_runs_on_the_emulator(emu, gcu):
+    import os
+    import subprocess
+    import sys
+
+    import torch_fl
+    from torch_fl_gcu import sdk_info
+
+    described = torch_fl.vendor().emulated
+    assert isinstance(described, str) and "TopsRider emulator" in described
+    assert sdk_info()["tops_home"] in described
+    env = {**os.environ, "FLAGOS_VENDOR": "gcu"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch_fl"], capture_output=True, text=True, env=env, timeout=240
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"  emulated:  {described}" in proc.stdout.splitlines(), proc.stdout
+    assert "(emulated)" in next(ln for ln in proc.stdout.splitlines() if ln.startswith("devices:"))

@@ -609,7 +609,7 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
   // nullptr after an OOM that survived a cache flush (*oom_message set).
   Block* new_segment(DeviceState& st, BlockPool& pool, c10::StreamId stream_id, size_t size,
                      size_t requested, DeviceLockHold& lock, std::string* oom_message) {
-    const size_t seg_size = segment_size_for(pool, size);
+    size_t seg_size = segment_size_for(pool, size);
     void* ptr = nullptr;
     tfl_status status = runtime_malloc(st, &ptr, seg_size);
     if (status == TFL_ERROR_OUT_OF_MEMORY) {
@@ -618,6 +618,12 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
       release_cached(st, lock);
       if (Block* cached = take_free_block(st, pool, stream_id, size)) return cached;
       status = runtime_malloc(st, &ptr, seg_size);
+      if (status == TFL_ERROR_OUT_OF_MEMORY && seg_size > size) {
+        // The rounding, not the request, does not fit (a device smaller than a
+        // segment, or one nearly full): the request alone, as its own segment.
+        status = runtime_malloc(st, &ptr, size);
+        if (status == TFL_OK) seg_size = size;
+      }
       if (status == TFL_ERROR_OUT_OF_MEMORY) {
         // Read the runtime's message first: later runtime calls may replace it.
         std::string runtime_text = runtime().last_error();

@@ -157,7 +157,11 @@ class FlagosHostAllocator final : public at::HostAllocator {
       const int64_t took = micros_since(start);
       std::lock_guard<std::mutex> g(mutex_);
       if (status != TFL_OK) {
-        // Keep it out of the cache; report after the loop.
+        // Still ours: back in the cache, so a later empty_cache frees it (as
+        // the device allocator keeps a segment whose free failed); reported
+        // after the loop.
+        blocks_.emplace(reinterpret_cast<uintptr_t>(block->ptr), block);
+        free_[block->size].push_back(block);
         failure = status;
         continue;
       }

@@ -4,6 +4,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/CallOnce.h>
 #include <dlfcn.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
@@ -101,11 +102,45 @@ void activate_runtime_library(const std::string& path) {
 
 bool runtime_active() noexcept { return g_runtime.load() != nullptr; }
 
-const tfl_runtime_v1& runtime() {
-  const tfl_runtime_v1* rt = g_runtime.load(std::memory_order_acquire);
-  TORCH_CHECK(rt != nullptr,
+namespace {
+
+// fork(): the runtime's threads (sim's stream workers) and driver state do
+// not survive in the child, which would wait on them forever. As with CUDA,
+// a child of a parent that used the runtime may not use it: every runtime call
+// there raises. A parent that only activated it leaves the child free.
+std::atomic<bool> g_used{false};
+std::atomic<bool> g_bad_fork{false};
+
+void after_fork_in_child() {
+  if (g_runtime.load(std::memory_order_relaxed) && g_used.load(std::memory_order_relaxed)) {
+    g_bad_fork.store(true, std::memory_order_relaxed);
+  }
+}
+
+[[noreturn]] void throw_no_runtime() {
+  TORCH_CHECK(false,
               "flagos: no vendor runtime is active. `import torch_fl` (or `import torch` with "
               "torch-fl-core installed) selects one; see torch_fl.info()");
+}
+
+}  // namespace
+
+bool in_bad_fork() noexcept { return g_bad_fork.load(std::memory_order_relaxed); }
+
+const tfl_runtime_v1& runtime() {
+  const tfl_runtime_v1* rt = g_runtime.load(std::memory_order_acquire);
+  if (C10_LIKELY(rt != nullptr && g_used.load(std::memory_order_relaxed) &&
+                 !g_bad_fork.load(std::memory_order_relaxed))) {
+    return *rt;
+  }
+  if (rt == nullptr) throw_no_runtime();
+  TORCH_CHECK(!g_bad_fork.load(std::memory_order_relaxed),
+              "flagos: cannot re-initialize the device in a forked subprocess (runtime '", rt->name,
+              "' was in use when the process forked). To use flagos with multiprocessing, use the "
+              "'spawn' start method.");
+  static std::once_flag at_fork;
+  std::call_once(at_fork, [] { pthread_atfork(nullptr, nullptr, &after_fork_in_child); });
+  g_used.store(true, std::memory_order_relaxed);
   return *rt;
 }
 
@@ -191,7 +226,9 @@ CurrentDeviceScope::CurrentDeviceScope(c10::DeviceIndex device) {
 }
 
 CurrentDeviceScope::~CurrentDeviceScope() {
-  if (changed_) runtime().set_device(prev_);
+  // Not runtime(): a destructor must not throw.
+  const tfl_runtime_v1* rt = g_runtime.load(std::memory_order_acquire);
+  if (changed_ && rt != nullptr) rt->set_device(prev_);
 }
 
 }  // namespace torch_fl

@@ -25,6 +25,9 @@ void activate_runtime_library(const std::string& spec);
 bool runtime_active() noexcept;
 // The active table; throws a clear error when no vendor runtime was activated.
 const tfl_runtime_v1& runtime();
+// True in a forked child of a process that had used the runtime: every
+// runtime call raises there (as CUDA's calls do in such a child).
+bool in_bad_fork() noexcept;
 std::string runtime_name();
 bool has_capability(uint64_t cap) noexcept;
 

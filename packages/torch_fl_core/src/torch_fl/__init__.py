@@ -10,7 +10,9 @@ Importing this package (``import torch`` does it through PyTorch's device-backen
    ``Tensor.is_flagos``, ``Module.flagos()`` and the storage/PackedSequence equivalents,
 4. loads the chosen vendor's runtime library and runs its activate() hook (and, where the vendor
    declares a native profiler activity, makes flagos profiles record it:
-   :mod:`torch_fl.profiler_activity`).
+   :mod:`torch_fl.profiler_activity`),
+5. makes ``torch.multiprocessing`` share flagos tensors between processes where the runtime can,
+   and refuse them with a clear error where it cannot (:mod:`torch_fl.multiprocessing`).
 
 Every step is idempotent, so importing again (or after ``importlib.reload``) is safe.
 When ``import torch`` autoloads this package, ``torch`` is not finished importing yet; only names
@@ -98,6 +100,11 @@ def _setup() -> None:
     _register_device_module(device)
     _generate_methods()
     vendors.activate(selection)
+    # torch.multiprocessing: flagos tensors sent to another process share their memory where the
+    # runtime can (CUDA IPC on the delegate runtime), else raise at pickling / Queue.put time.
+    from torch_fl import multiprocessing as _multiprocessing
+
+    _multiprocessing.install(selection)
     if selection.present:
         # torch.profiler: the vendor's native activity (CUPTI on cuda) in flagos profiles.
         from torch_fl import profiler_activity
@@ -129,10 +136,13 @@ def _torch_is_importing() -> bool:
 try:
     _setup()
 except Exception as _exc:
-    if _torch_is_importing():
-        from torch_fl._autoload import autoload_error
+    from torch_fl import _autoload
 
-        raise autoload_error(_exc) from _exc
+    # Raised as it is (programs catch it); if nothing does, a configuration mistake prints as
+    # its message alone, not the whole chain (torch_fl._autoload).
+    _autoload.install_excepthook()
+    if _torch_is_importing():
+        raise _autoload.autoload_error(_exc) from _exc
     raise
 
 from torch_fl.info import info  # noqa: E402

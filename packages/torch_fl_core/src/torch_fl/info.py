@@ -29,9 +29,9 @@ def _mib(n: int) -> str:
     return f"{n / (1 << 20):,.0f} MiB"
 
 
-def _devices() -> list[str]:
+def _devices(emulated: str | None = None) -> list[str]:
     count = _C.device_count()
-    lines = [f"devices:    {count}"]
+    lines = [f"devices:    {count}" + (" (emulated)" if emulated and count else "")]
     for index in range(count):
         try:
             name = _C.device_name(index)
@@ -57,7 +57,8 @@ def _routes() -> list[str]:
 
 
 def info() -> str:
-    """Vendor (and why it was chosen), runtime, capabilities, devices, versions and routes."""
+    """Vendor (and why it was chosen, and what emulates its devices where they are emulated),
+    runtime, capabilities, devices, versions and routes."""
     from torch_fl import __version__
 
     selection = vendors.active()
@@ -73,6 +74,12 @@ def info() -> str:
     lines.append(f"  installed: {', '.join(selection.installed)}")
     if not selection.present:
         lines.append(f"  no device: {selection.absent_reason}")
+    try:
+        emulated = getattr(vendor, "emulated", None)
+    except Exception as exc:  # report, don't fail
+        emulated = f"unknown (Vendor.emulated failed: {exc})"
+    if emulated:
+        lines.append(f"  emulated:  {emulated}")
 
     if _C.runtime_active():
         caps = capability_names(_C.runtime_capabilities())
@@ -80,6 +87,6 @@ def info() -> str:
         lines.append(f"  capabilities: {', '.join(caps) if caps else 'none'}")
     else:
         lines.append("runtime:    none loaded")
-    lines.extend(_devices())
+    lines.extend(_devices(emulated))
     lines.extend(_routes())
     return "\n".join(lines) + "\n"

@@ -25,6 +25,8 @@ class CudaVendor(Vendor):
     triton_target = "cuda"
     #: torch.profiler: boxed ops launch CUDA kernels, which CUPTI traces (docs/profiler.md).
     profiler_activity = ProfilerActivity.CUDA
+    #: torch.multiprocessing: flagos memory is CUDA memory, so flagos tensors travel by CUDA IPC.
+    shares_memory_between_processes = True
 
     def _torch_cuda(self):
         import torch

@@ -40,6 +40,7 @@ from torch_fl_dcu.elf import ElfError, read_dynamic
 __all__ = [
     "BUNDLE_MANIFEST",
     "DcuBundleError",
+    "DcuManifestError",
     "Bundle",
     "PreloadState",
     "bundle_dir",
@@ -63,6 +64,11 @@ _PACKAGE_BUNDLE = Path(__file__).resolve().parent / "_bundle"
 
 class DcuBundleError(ImportError):
     """The DTK bundle cannot be loaded into this process; the message says how to fix it."""
+
+
+class DcuManifestError(DcuBundleError):
+    """``bundle.json`` cannot be used: unreadable, not a JSON object, or a field of the wrong type
+    (the message names the file and the field). The start-up hook warns about it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,38 +122,139 @@ def bundle_dir() -> Path:
     return Path(env).expanduser().resolve() if env else _PACKAGE_BUNDLE
 
 
+#: How to fix a bundle this package cannot use.
+RESTAGE = (
+    "Re-stage the bundle (FLAGOS_DCU_PRELOAD=0 python -m torch_fl_dcu.tools.stage) or reinstall "
+    "torch-fl-dcu; FLAGOS_DCU_PRELOAD=0 runs without it"
+)
+
+
+def _kind(value: object) -> str:
+    """What a JSON value is, for messages: ``a string ('libmagma.so')``, ``null``, ``a list``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f"a string ({value!r})"
+    if isinstance(value, (int, float)):
+        return f"a number ({value!r})"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+class _Manifest:
+    """The fields of one ``bundle.json``, each checked for its type as it is read."""
+
+    def __init__(self, path: Path, data: dict) -> None:
+        self.path, self.data = path, data
+
+    def error(self, field: str, detail: str) -> DcuManifestError:
+        return DcuManifestError(
+            f"torch-fl-dcu: the DTK bundle manifest {self.path}: the field {field!r} {detail}. "
+            f"{RESTAGE}."
+        )
+
+    def _get(self, field: str, default: object) -> object:
+        if field in self.data:
+            return self.data[field]
+        if default is _REQUIRED:
+            raise DcuManifestError(
+                f"torch-fl-dcu: the DTK bundle manifest {self.path} lacks the field {field!r}. "
+                f"{RESTAGE}."
+            )
+        return default
+
+    def string(self, field: str, what: str, default: object = None) -> str:
+        value = self._get(field, default)
+        if not isinstance(value, str) or not value:
+            raise self.error(field, f"must be {what}, not {_kind(value)}")
+        return value
+
+    def optional_string(self, field: str, what: str) -> str | None:
+        value = self._get(field, None)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise self.error(field, f"must be {what} or null, not {_kind(value)}")
+        return value
+
+    def names(self, field: str, what: str, default: object = None) -> tuple[str, ...]:
+        value = self._get(field, default)
+        if not isinstance(value, list):
+            raise self.error(field, f"must be a list of {what}, not {_kind(value)}")
+        for item in value:
+            if not isinstance(item, str) or not item:
+                raise self.error(field, f"must be a list of {what}; it holds {_kind(item)}")
+        return tuple(value)
+
+
+_REQUIRED = object()
+
+
 def read_bundle(root: Path | None = None) -> Bundle | None:
-    """The bundle at ``root`` (default :func:`bundle_dir`), or None when it has no manifest."""
+    """The bundle at ``root`` (default :func:`bundle_dir`), or None when it has no manifest.
+
+    Raises :class:`DcuManifestError` for a manifest that cannot be read, is not a JSON object, or
+    has a field of the wrong type; the message names the file, the field and the fix."""
     root = bundle_dir() if root is None else root
     path = root / BUNDLE_MANIFEST
     if not path.exists():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        layout = data.get("layout", LAYOUT)
-        if layout != LAYOUT:
-            raise DcuBundleError(
-                f"torch-fl-dcu: the DTK bundle at {root} has layout {layout!r}; this torch-fl-dcu "
-                f"loads the {LAYOUT!r} layout only (DTK's device libraries on the official torch "
-                f"core). Re-stage it: FLAGOS_DCU_PRELOAD=0 python -m torch_fl_dcu.tools.stage"
-            )
-        return Bundle(
-            root=root,
-            torch_version=str(data["torch_version"]),
-            vendor_torch_version=str(data.get("vendor_torch_version", data["torch_version"])),
-            hip_version=str(data["hip_version"]),
-            official_core=tuple(data["official_core"]),
-            libraries=tuple(data["libraries"]),
-            shim=data.get("shim"),
-            shim_symbols=tuple(data.get("shim_symbols", ())),
-        )
-    except DcuBundleError:
-        raise
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise DcuBundleError(
-            f"torch-fl-dcu: cannot read the DTK bundle manifest {path}: {type(exc).__name__}: "
-            f"{exc}. Re-stage it: FLAGOS_DCU_PRELOAD=0 python -m torch_fl_dcu.tools.stage"
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise DcuManifestError(
+            f"torch-fl-dcu: cannot read the DTK bundle manifest {path}: {exc.strerror or exc}. "
+            f"{RESTAGE}."
         ) from None
+    except UnicodeDecodeError as exc:
+        raise DcuManifestError(
+            f"torch-fl-dcu: the DTK bundle manifest {path} is not UTF-8 text (byte "
+            f"{exc.object[exc.start]:#04x} at offset {exc.start}). {RESTAGE}."
+        ) from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise DcuManifestError(
+            f"torch-fl-dcu: the DTK bundle manifest {path} is not valid JSON ({exc}). {RESTAGE}."
+        ) from None
+    if not isinstance(data, dict):
+        raise DcuManifestError(
+            f"torch-fl-dcu: the DTK bundle manifest {path} is not a JSON object (it holds "
+            f"{_kind(data)}); it must be the object "
+            f"python -m torch_fl_dcu.tools.stage writes. {RESTAGE}."
+        )
+    fields = _Manifest(path, data)
+    layout = data.get("layout", LAYOUT)
+    if layout != LAYOUT:
+        raise DcuBundleError(
+            f"torch-fl-dcu: the DTK bundle at {root} has layout {layout!r} (the field 'layout' "
+            f"of {path}); this torch-fl-dcu loads the {LAYOUT!r} layout only (DTK's device "
+            f"libraries on the official torch core). Re-stage it: FLAGOS_DCU_PRELOAD=0 python -m "
+            f"torch_fl_dcu.tools.stage"
+        )
+    what = "the official torch version the bundle is for, major.minor.patch ('2.10.0')"
+    torch_version = fields.string("torch_version", what, _REQUIRED)
+    if not re.fullmatch(r"\d+\.\d+\.\d+", torch_version):
+        raise fields.error("torch_version", f"must be {what}, not {torch_version!r}")
+    return Bundle(
+        root=root,
+        torch_version=torch_version,
+        vendor_torch_version=fields.string(
+            "vendor_torch_version",
+            "DTK torch's version string ('2.10.0+das.opt1.dtk2604')",
+            torch_version,
+        ),
+        hip_version=fields.string(
+            "hip_version", "a string (the HIP version, '6.3.26113')", _REQUIRED
+        ),
+        official_core=fields.names("official_core", "file names", _REQUIRED),
+        libraries=fields.names("libraries", "file names", _REQUIRED),
+        shim=fields.optional_string("shim", "a file name"),
+        shim_symbols=fields.names("shim_symbols", "symbol names", []),
+    )
 
 
 def _version_field(text: str, name: str) -> str | None:
@@ -362,6 +469,15 @@ def preload() -> PreloadState:
             _state = _decide()
         except DcuBundleError as exc:
             _state = PreloadState("failed", str(exc), error=exc)
+        except Exception as exc:  # noqa: BLE001 - runs at interpreter start-up: always a reason
+            error = DcuBundleError(
+                f"torch-fl-dcu: loading the DTK bundle at {bundle_dir()} failed: "
+                f"{type(exc).__name__}: {exc}. Check it (FLAGOS_DCU_PRELOAD=0 python -m "
+                f"torch_fl_dcu.tools.stage --verify), re-stage it, or set {ENV_PRELOAD}=0 to run "
+                f"without it"
+            )
+            error.__cause__ = exc
+            _state = PreloadState("failed", str(error), error=error)
     if _state.error is not None:
         raise _state.error
     return _state

@@ -1,11 +1,14 @@
 #include "topsaten_common.h"
 
+#include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch_fl/runtime.h>
 
 #include <mutex>
+#include <optional>
 #include <sstream>
+#include <string>
 
 // Exported by this package's runtime library (csrc/runtime/topsrt_runtime.cpp).
 extern "C" int tfl_gcu_tops_stream(tfl_stream stream, int device, void** out);
@@ -295,8 +298,61 @@ const char* status_name(topsaten::topsatenStatus_t s) {
   return "TOPSATEN_STATUS_<unknown>";
 }
 
+namespace {
+
+// The first index of `index` outside [-size, size), as CPU's message words it.
+std::optional<std::string> out_of_bounds(const at::Tensor& index, int64_t dim, int64_t size) {
+  if (!index.defined() || index.numel() == 0 || !at::isIntegralType(index.scalar_type(), false)) {
+    return std::nullopt;
+  }
+  const at::Tensor host = index.to(at::kCPU).to(at::kLong).contiguous().reshape(-1);
+  const int64_t* v = host.const_data_ptr<int64_t>();
+  for (int64_t i = 0; i < host.numel(); ++i) {
+    if (v[i] < -size || v[i] >= size) {
+      return "index " + std::to_string(v[i]) + " is out of bounds for dimension " +
+             std::to_string(dim) + " with size " + std::to_string(size);
+    }
+  }
+  return std::nullopt;
+}
+
+// topsaten reports an index out of range only as an execution error: for the
+// indexing kernels, the index and size that caused it (read back on the host,
+// on this error path only).
+std::optional<std::string> index_error(const Call& c) {
+  try {
+    if (!c.has("self")) return std::nullopt;
+    const at::Tensor self = c.tensor("self");
+    const int64_t rank = std::max<int64_t>(self.dim(), 1);
+    auto size_of = [&](int64_t d) { return self.dim() == 0 ? int64_t{1} : self.size(d); };
+    if (c.has("index") && c.has("dim")) {
+      const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), rank);
+      return out_of_bounds(c.tensor("index"), dim, size_of(dim));
+    }
+    if (c.has("indices")) {
+      const auto list = c.arg("indices").toOptionalTensorList().vec();
+      for (size_t d = 0; d < list.size() && static_cast<int64_t>(d) < rank; ++d) {
+        if (!list[d]) continue;
+        const int64_t dim = static_cast<int64_t>(d);
+        if (auto e = out_of_bounds(*list[d], dim, size_of(dim))) return e;
+      }
+    }
+  } catch (const std::exception&) {
+    // The plain status below says what failed.
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 void check(topsaten::topsatenStatus_t status, const char* tops_fn, const Call& c) {
   if (status == topsaten::TOPSATEN_STATUS_SUCCESS) return;
+  if (status == topsaten::TOPSATEN_STATUS_EXECUTE_ERROR) {
+    if (auto e = index_error(c)) {
+      TORCH_CHECK_INDEX(false, *e, " (", c.name(), " on ", c.device(), ": ", tops_fn, " returned ",
+                        status_name(status), ", vendor gcu)");
+    }
+  }
   TORCH_CHECK(false, "flagos: ", tops_fn, " failed for ", c.name(), " on ", c.device(), ": ",
               status_name(status), " (vendor gcu, libtopsaten)");
 }

@@ -21,6 +21,20 @@ class GcuVendor(Vendor):
     def __init__(self) -> None:
         self._absent = "not checked yet"
 
+    @property
+    def emulated(self) -> str | None:  # type: ignore[override]
+        """The TopsRider emulator when this build's SDK is the emulator (``lib/sdk.json``,
+        written at build time), else None."""
+        from torch_fl_gcu import emulator
+
+        if not emulator.available():
+            return None
+        home = sdk_info().get("tops_home", "?")
+        return (
+            f"TopsRider emulator at {home} (GCU cards emulated in host memory; torch-fl-gcu "
+            f"was built against it, not against an SDK for Enflame hardware)"
+        )
+
     def runtime_library(self) -> str:
         return str(library_dir() / "libtorch_fl_gcu_runtime.so")
 

@@ -23,7 +23,7 @@ from torch_fl.device.amp import get_amp_supported_dtype, is_bf16_supported
 from torch_fl.device.lazy import _is_in_bad_fork as _is_in_bad_fork
 from torch_fl.device.lazy import _lazy_call as _lazy_call
 from torch_fl.device.lazy import _lazy_init as _lazy_init
-from torch_fl.device.lazy import is_initialized
+from torch_fl.device.lazy import init, is_initialized
 from torch_fl.device.memory import (
     empty_cache,
     host_memory_stats,
@@ -99,6 +99,7 @@ __all__ = [
     "get_rng_state",
     "get_rng_state_all",
     "host_memory_stats",
+    "init",
     "initial_seed",
     "is_available",
     "is_bf16_supported",

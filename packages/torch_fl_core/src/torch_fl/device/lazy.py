@@ -21,7 +21,7 @@ from collections.abc import Callable
 from torch_fl import _C
 from torch_fl.device import errors
 
-__all__ = ["_is_in_bad_fork", "_lazy_call", "_lazy_init", "is_initialized"]
+__all__ = ["_is_in_bad_fork", "_lazy_call", "_lazy_init", "init", "is_initialized"]
 
 _initialized = False
 _in_bad_fork = False
@@ -40,6 +40,12 @@ class DeferredFlagosError(RuntimeError):
 def is_initialized() -> bool:
     """Whether the ``flagos`` device module has been initialised in this process."""
     return _initialized and not _in_bad_fork
+
+
+def init() -> None:
+    """Initialise the ``flagos`` device module now, as ``torch.cuda.init()`` does: raises with
+    the vendor's reason when there is no device, and in a forked child of an initialised parent."""
+    _lazy_init()
 
 
 def _is_in_bad_fork() -> bool:

@@ -3,7 +3,8 @@
 :func:`load_routes` picks the table (``FLAGOS_BACKEND_CONFIG`` if set, else the vendor's
 ``route_table()``), parses it, applies the ``FLAGOS_OP_*`` overrides, validates everything and
 installs the result in the C++ router (``torch_fl._C.router_install``), replacing what was
-installed. Nothing is installed when any of it fails: the error names the file and line.
+installed. Nothing is installed when any of it fails: one error lists every problem (syntax,
+``FLAGOS_OP_*``, validation), each naming its file and line.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from torch_fl.routing.route_table import (
     ResolvedRoute,
     RouteRule,
     RouteTable,
+    RouteTableError,
     parse_file,
 )
 from torch_fl.routing.validation import Catalog, RuntimeCatalog, validate
@@ -80,6 +82,23 @@ _active: ActiveRoutes | None = None
 _ANNOUNCED_ATTR = "_torch_fl_announced_route_tables"
 
 
+_log = environment.LogFlags()
+
+
+def set_log(flags: environment.LogFlags) -> None:
+    """Switch the router's ``FLAGOS_LOG`` output (``dispatch``, ``fallback``) to ``flags``."""
+    global _log
+    from torch_fl import _C
+
+    _C.set_log(flags.dispatch, flags.fallback)
+    _log = flags
+
+
+def log() -> environment.LogFlags:
+    """The router's ``FLAGOS_LOG`` output now (off until a table was loaded)."""
+    return _log
+
+
 def router_available() -> bool:
     """Whether torch_fl._C was built with the router."""
     from torch_fl import _C
@@ -133,15 +152,25 @@ def load_routes(
                 found = _vendor_table(vendor)
                 table_path = Path(found).resolve() if found else None
                 source = f"vendor {getattr(vendor, 'name', '?')!r}"
-        _C.set_log(flags.dispatch, flags.fallback)
+        set_log(flags)
+        # Every problem at once: syntax errors, bad FLAGOS_OP_* variables and what validation
+        # finds in the rules that did parse, in one RouteTableError.
+        problems: list[RouteTableError] = []
         if table_path is not None:
             _announce(table_path, flags)
-            table = parse_file(table_path)
+            try:
+                table = parse_file(table_path, problems=problems)
+            except RouteTableError as exc:  # unreadable: say which variable named it
+                if not source.startswith(environment.CONFIG_VAR):
+                    raise
+                where, line, message = exc.problems[0]
+                named = f"{message} ({environment.CONFIG_VAR} names it)"
+                raise RouteTableError(where, line, named) from None
         else:
             table = RouteTable()
-        overrides = environment.op_overrides(env)
+        overrides = environment.op_overrides(env, problems=problems)
         table.extend(overrides)
-        validate(table, catalog or RuntimeCatalog())
+        validate(table, catalog or RuntimeCatalog(), problems=problems)
         if table.skipped and flags.any:
             rule, why = table.skipped[0]
             sys.stderr.write(

@@ -132,8 +132,13 @@ def op_from_variable(suffix: str, exists: Callable[[str], bool] | None = None) -
 def op_overrides(
     environ: Mapping[str, str] | None = None,
     exists: Callable[[str], bool] | None = None,
+    *,
+    problems: list[RouteTableError] | None = None,
 ) -> list[RouteRule]:
-    """The FLAGOS_OP_* variables as rules (sorted by variable name), applied after the table."""
+    """The FLAGOS_OP_* variables as rules (sorted by variable name), applied after the table.
+
+    Raises one RouteTableError for every variable naming no operator; with ``problems`` given,
+    appends them there instead and returns the rules of the others."""
     env = _env(environ)
     rules: list[RouteRule] = []
     errors: list[RouteTableError] = []
@@ -149,5 +154,7 @@ def op_overrides(
             continue
         rules.append(RouteRule(op=op, backend=backend, file=where, line=None))
     if errors:
-        raise RouteTableError.merge(errors)
+        if problems is None:
+            raise RouteTableError.merge(errors)
+        problems.extend(errors)
     return rules

@@ -15,7 +15,8 @@ only. Includes are expanded in place, so a line after ``include`` overrides the 
 
 Parsing checks syntax, dtype names and include files; :mod:`torch_fl.routing.validation` checks
 operators and backends against the dispatcher and the router. Every error is a
-:class:`RouteTableError` whose message starts with ``path:line:``.
+:class:`RouteTableError` whose message starts with ``path:line:``; loading a table reports the
+problems of both steps together (see :func:`torch_fl.routing.load_routes`).
 """
 
 from __future__ import annotations
@@ -67,10 +68,18 @@ class RouteTableError(ValueError):
         super().__init__(self._format())
 
     @classmethod
-    def merge(cls, errors: Sequence[RouteTableError]) -> RouteTableError:
-        first = errors[0]
-        merged = cls(*first.problems[0])
-        merged.problems = [p for e in errors for p in e.problems]
+    def merge(
+        cls, errors: Sequence[RouteTableError], files: Sequence[str | Path] | None = None
+    ) -> RouteTableError:
+        """One error listing the problems of ``errors``; with ``files`` (a table's files in the
+        order they were read), sorted by file and line, problems elsewhere (the environment)
+        last in their order."""
+        problems = [p for e in errors for p in e.problems]
+        if files is not None:
+            order = {str(f): i for i, f in enumerate(files)}
+            problems.sort(key=lambda p: (order.get(p[0], len(order)), p[1] or 0))
+        merged = cls(*problems[0])
+        merged.problems = problems
         merged.args = (merged._format(),)
         return merged
 
@@ -325,12 +334,10 @@ def _parse_into(
                 errors.append(RouteTableError(shown, lineno, f"include cycle: {chain}"))
                 continue
             try:
-                included = include.read_text(encoding="utf-8")
-            except OSError as exc:
+                included = _read_table(include)
+            except (OSError, UnicodeDecodeError) as exc:
                 errors.append(
-                    RouteTableError(
-                        shown, lineno, f"cannot include {target}: {exc.strerror or exc}"
-                    )
+                    RouteTableError(shown, lineno, f"cannot include {target}: {_why(include, exc)}")
                 )
                 continue
             if include not in table.files:
@@ -343,23 +350,58 @@ def _parse_into(
             errors.append(exc)
 
 
-def parse_text(text: str, path: str | Path = "<string>") -> RouteTable:
-    """Parse table text; includes resolve relative to ``path``'s directory."""
+def _read_table(path: Path) -> str:
+    return path.read_bytes().decode("utf-8")
+
+
+def _why(path: Path, exc: OSError | UnicodeDecodeError) -> str:
+    """Why ``path`` could not be read as a table, naming it."""
+    if isinstance(exc, UnicodeDecodeError):
+        return (
+            f"{path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+            f"a route table is a text file of 'op.overload = backend' lines"
+        )
+    return str(exc.strerror or exc)
+
+
+def parse_text(
+    text: str,
+    path: str | Path = "<string>",
+    *,
+    problems: list[RouteTableError] | None = None,
+) -> RouteTable:
+    """Parse table text; includes resolve relative to ``path``'s directory.
+
+    Raises one RouteTableError listing every syntax problem; with ``problems`` given, appends
+    them there instead and returns the rules that did parse (so that validation can report its
+    own problems with them, all at once)."""
     p = Path(path)
     resolved = p.resolve() if str(path) != "<string>" else p
     table = RouteTable(path=resolved, files=[resolved])
     errors: list[RouteTableError] = []
     _parse_into(table, text, resolved, [resolved], errors)
     if errors:
-        raise RouteTableError.merge(errors)
+        if problems is None:
+            raise RouteTableError.merge(errors)
+        problems.extend(errors)
     return table
 
 
-def parse_file(path: str | Path) -> RouteTable:
-    """Parse a table file (and its includes). Raises RouteTableError, never OSError."""
+def parse_file(path: str | Path, *, problems: list[RouteTableError] | None = None) -> RouteTable:
+    """Parse a table file (and its includes). Raises RouteTableError, never OSError or
+    UnicodeDecodeError; ``problems``: as for :func:`parse_text` (a file that cannot be read at
+    all is raised regardless)."""
     p = Path(path).expanduser().resolve()
     try:
-        text = p.read_text(encoding="utf-8")
+        text = _read_table(p)
     except OSError as exc:
-        raise RouteTableError(p, None, f"cannot read route table: {exc.strerror or exc}") from None
-    return parse_text(text, p)
+        raise RouteTableError(p, None, f"cannot read route table: {_why(p, exc)}") from None
+    except UnicodeDecodeError as exc:
+        raise RouteTableError(
+            p,
+            None,
+            f"cannot read route table: not UTF-8 text (byte "
+            f"{exc.object[exc.start]:#04x} at offset {exc.start}); a route table is a text file "
+            f"of 'op.overload = backend' lines",
+        ) from None
+    return parse_text(text, p, problems=problems)

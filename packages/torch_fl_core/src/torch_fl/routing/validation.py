@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import difflib
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import torch
 
@@ -164,14 +164,21 @@ def validate_rule(rule: RouteRule, catalog: Catalog) -> tuple[str, str] | None:
     return None
 
 
-def validate(table: RouteTable, catalog: Catalog | None = None) -> RouteTable:
+def validate(
+    table: RouteTable,
+    catalog: Catalog | None = None,
+    *,
+    problems: Sequence[RouteTableError] = (),
+) -> RouteTable:
     """Check every rule (see the module docstring); raise one RouteTableError listing them all.
 
-    Rules of generated files that this process cannot route are moved from ``table.rules`` to
-    ``table.skipped`` as (rule, reason). Returns ``table``.
+    ``problems``: errors found before (syntax errors of the table, bad ``FLAGOS_OP_*``
+    variables), reported in the same error, sorted by file and line. Rules of generated files that
+    this process cannot route are moved from ``table.rules`` to ``table.skipped`` as (rule,
+    reason). Returns ``table``.
     """
     catalog = catalog or RuntimeCatalog()
-    errors: list[RouteTableError] = []
+    errors: list[RouteTableError] = list(problems)
     kept: list[RouteRule] = []
     skipped: list[tuple[RouteRule, str]] = []
     for rule in table.rules:
@@ -185,7 +192,11 @@ def validate(table: RouteTable, catalog: Catalog | None = None) -> RouteTable:
             continue
         errors.append(rule.error(message))
     if errors:
-        raise RouteTableError.merge(errors)
+        try:  # dtype rules without a plain rule, among the rules that are otherwise valid
+            RouteTable(rules=kept).resolve()
+        except RouteTableError as exc:
+            errors.append(exc)
+        raise RouteTableError.merge(errors, files=table.files)
     table.rules = kept
     table.skipped.extend(skipped)
     table.resolve()  # dtype rules without a plain rule

@@ -20,7 +20,27 @@ from pathlib import Path
 
 from torch.autograd import ProfilerActivity
 
-__all__ = ["Vendor", "Selection", "activate", "active", "active_vendor"]
+__all__ = [
+    "Vendor",
+    "Selection",
+    "VendorActivationError",
+    "activate",
+    "active",
+    "active_vendor",
+]
+
+
+class VendorActivationError(RuntimeError):
+    """The chosen vendor could not be activated: its runtime library does not load (its SDK is
+    missing) or its activate() hook failed. The message names the vendor, why it was chosen, and
+    the fix."""
+
+
+def _brief(exc: BaseException) -> str:
+    """``exc``'s message without the C++ backtrace c10 errors append."""
+    text = str(exc)
+    cut = text.find("\nException raised from ")
+    return (text[:cut] if cut != -1 else text).strip()
 
 
 class Vendor:
@@ -63,6 +83,17 @@ class Vendor:
     #: ``call_count``, ``live_bytes``, ``live_allocations``) and acts on the loaded runtime. The
     #: contract suites' injected-failure tests use it and skip, naming the vendor, without one.
     fault_injection: str | None = None
+    #: What emulates this vendor's devices when they are not the hardware (a vendor package built
+    #: against an SDK emulator), as a phrase for ``python -m torch_fl``, or None for real devices.
+    #: A subclass may make it a property: it is read when ``torch_fl.info()`` runs.
+    emulated: str | None = None
+    #: Whether flagos tensors sent to another process (a ``torch.multiprocessing`` queue, a pipe,
+    #: ``Process`` arguments) share their memory with it, as CUDA tensors do. Declare it only where
+    #: the runtime mirrors CUDA (flagos memory is torch's CUDA caching-allocator memory), so torch's
+    #: CUDA IPC carries it; elsewhere (False) sending a flagos tensor raises an error naming the
+    #: device and the way out (``.cpu()``), in the sender, at ``put()``. See docs/device.md and
+    #: :mod:`torch_fl.multiprocessing`.
+    shares_memory_between_processes: bool = False
 
     def is_present(self) -> bool:
         """Whether this machine has at least one device of this vendor (driver loaded, device seen).
@@ -157,22 +188,33 @@ def activate(selection: Selection) -> None:
 
     if selection.present:
         where = f"vendor {selection.name!r} (chosen because {selection.reason})"
+        others = [name for name in selection.installed if name != selection.name]
+        instead = (
+            f"set FLAGOS_VENDOR to another installed vendor ({', '.join(others)})"
+            if others
+            else "uninstall its package"
+        )
         try:
             path = selection.vendor.runtime_library()
         except Exception as exc:
-            raise RuntimeError(
-                f"torch_fl: {where} could not name its runtime library: {exc}"
+            raise VendorActivationError(
+                f"torch_fl: {where} could not name its runtime library: {_brief(exc)}. "
+                f"Reinstall the vendor's package, or {instead}."
             ) from exc
         try:
             _C.activate_runtime(str(path))
         except Exception as exc:
-            raise RuntimeError(
-                f"torch_fl: {where} could not load its runtime library {path}: {exc}"
+            raise VendorActivationError(
+                f"torch_fl: {where} could not load its runtime library {path}: {_brief(exc)}. "
+                f"Install the vendor's SDK (or put its lib directory on LD_LIBRARY_PATH), or "
+                f"{instead}."
             ) from exc
         try:
             selection.vendor.activate()
         except Exception as exc:
-            raise RuntimeError(f"torch_fl: the activate() hook of {where} failed: {exc}") from exc
+            raise VendorActivationError(
+                f"torch_fl: the activate() hook of {where} failed: {_brief(exc)}"
+            ) from exc
         # The route table: validated now (errors name file:line), installed in the router.
         from torch_fl import routing
 

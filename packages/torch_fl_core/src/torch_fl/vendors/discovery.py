@@ -21,7 +21,7 @@ import dataclasses
 import importlib.metadata
 import os
 
-from torch_fl.vendors import Selection, Vendor
+from torch_fl.vendors import Selection, Vendor, _brief
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -69,7 +69,7 @@ def _load(ep: importlib.metadata.EntryPoint) -> _Installed:
     try:
         found.vendor = _as_vendor(ep.load(), ep.name)
     except Exception as exc:  # reported when this vendor matters, see select()
-        found.load_error = f"{type(exc).__name__}: {exc}"
+        found.load_error = f"{type(exc).__name__}: {_brief(exc)}"
     return found
 
 
@@ -106,7 +106,8 @@ def _presence(vendor: Vendor) -> tuple[bool, str]:
 
 def _broken(item: _Installed) -> VendorSelectionError:
     return VendorSelectionError(
-        f"torch_fl: the vendor package {item.origin} failed to load: {item.load_error}. "
+        f"torch_fl: the vendor package {item.origin} failed to load: "
+        f"{item.load_error.rstrip('.')}. "
         f"Fix or uninstall it, or set {ENV_VAR} to another installed vendor."
     )
 

@@ -1,0 +1,347 @@
+"""Sharing ``flagos`` tensors between processes (``torch.multiprocessing``).
+
+torch.multiprocessing pickles tensors and storages for another process with reducers registered on
+``multiprocessing.reduction.ForkingPickler`` (``torch/multiprocessing/reductions.py``): a CPU
+storage moves to shared memory, a CUDA tensor travels as a CUDA IPC handle. Any other device takes
+the CPU path and fails there, which on a ``Queue`` happens in its feeder thread: ``put()`` returns
+and the data never arrives. :func:`install` (run by ``import torch_fl``) wraps torch's tensor and
+storage reducers; tensors and storages not on ``flagos`` go to torch's reducers unchanged.
+
+- Where the vendor declares :attr:`~torch_fl.vendors.Vendor.shares_memory_between_processes` and
+  the runtime mirrors CUDA (``delegate:cuda``: flagos memory is CUDA caching-allocator memory), a
+  flagos tensor travels as its CUDA alias (``torch.ops.torch_fl.alias_as``) through torch's own
+  CUDA IPC reduction and the receiver adopts it onto the same flagos device
+  (``torch.ops.torch_fl.adopt``), with its shape, strides, storage offset, dtype, ``requires_grad``
+  and class (``Parameter``): the memory is shared, as with CUDA tensors. A flagos storage travels
+  as a byte tensor over it.
+- Elsewhere the memory is private to the process: pickling a flagos tensor or storage for another
+  process raises :class:`SharingError`, naming the device, the runtime and the way out
+  (``.cpu()``). ``multiprocessing.queues.Queue.put`` (and ``JoinableQueue.put``), which only
+  buffers the object for the feeder thread, first checks it (:func:`check_shareable`), so
+  ``put()`` itself raises. ``SimpleQueue``, ``Pipe`` connections and ``Process`` arguments pickle
+  in the caller and raise there.
+
+Plain ``pickle`` and ``torch.save`` do not use these reducers and are unchanged.
+"""
+
+from __future__ import annotations
+
+import copyreg
+import functools
+import pickle
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from torch_fl import _C
+
+__all__ = ["SharingError", "can_share", "check_shareable", "install"]
+
+_BACKEND = "flagos"
+# Set on every wrapper this module installs: the function it wraps (re-imports unwrap first).
+_ORIGINAL = "__torch_fl_original__"
+# The torch device types whose memory torch's own reducers share between processes.
+_IPC_TYPES = ("cuda",)
+
+
+class SharingError(RuntimeError):
+    """A flagos tensor or storage cannot be sent to another process on this runtime."""
+
+
+# The mirrored device type flagos tensors travel as, None where they cannot travel; decided once
+# the vendor is active (the vendor is fixed for the life of a process).
+_UNDECIDED = object()
+_sharing: Any = _UNDECIDED
+
+
+def _decide() -> Any:
+    from torch_fl import vendors
+
+    selection = vendors.active()
+    if selection is None:
+        return _UNDECIDED
+    if not selection.present:
+        return None
+    if not getattr(selection.vendor, "shares_memory_between_processes", False):
+        return None
+    runtime = str(_C.runtime_name())
+    mirrored = runtime.split(":", 1)[1] if runtime.startswith("delegate:") else None
+    return mirrored if mirrored in _IPC_TYPES else None
+
+
+def _sharing_type() -> str | None:
+    global _sharing
+    if _sharing is _UNDECIDED:
+        decided = _decide()
+        if decided is _UNDECIDED:
+            return None
+        _sharing = decided
+    return _sharing
+
+
+def can_share() -> bool:
+    """Whether flagos tensors sent to another process share their memory with it here."""
+    return _sharing_type() is not None
+
+
+def _why_private() -> str:
+    from torch_fl import vendors
+
+    selection = vendors.active()
+    if selection is not None and getattr(
+        selection.vendor, "shares_memory_between_processes", False
+    ):
+        return (
+            f"vendor {selection.name!r} declares shares_memory_between_processes, but the runtime "
+            f"mirrors none of {', '.join(_IPC_TYPES)}, whose IPC would carry it"
+        )
+    return "its memory is private to the process"
+
+
+def _error(obj: Any, what: str, way_out: str) -> SharingError:
+    return SharingError(
+        f"{obj.device} {what} cannot be shared between processes on runtime "
+        f"{str(_C.runtime_name())!r} ({_why_private()}); send {way_out} instead"
+    )
+
+
+def _tensor_error(tensor: torch.Tensor) -> SharingError:
+    return _error(tensor, "tensors", "t.cpu() (or t.cpu().share_memory_())")
+
+
+def _storage_error(storage: Any) -> SharingError:
+    return _error(storage, "storages", "storage.cpu() (or a CPU tensor)")
+
+
+# ---------------------------------------------------------------------------------------------
+# reducers
+# ---------------------------------------------------------------------------------------------
+
+# torch's tensor reducer (torch.multiprocessing.reductions.reduce_tensor), set by install().
+_torch_reduce_tensor: Callable[[torch.Tensor], Any] | None = None
+
+
+def _reduce_flagos_tensor(tensor: torch.Tensor, torch_reduce: Callable[[torch.Tensor], Any]):
+    mirrored = _sharing_type()
+    if mirrored is None:
+        raise _tensor_error(tensor)
+    if tensor.layout != torch.strided or tensor.is_nested:
+        # torch reduces the parts (indices, values) as tensors and their storages: each flagos
+        # storage reaches the storage reducer below.
+        return torch_reduce(tensor)
+    if tensor.requires_grad and not tensor.is_leaf:
+        return torch_reduce(tensor)  # torch's "Cowardly refusing to serialize non-leaf tensor"
+    torch.utils.hooks.warn_if_has_hooks(tensor)
+    with torch.no_grad():
+        alias = torch.ops.torch_fl.alias_as(tensor.detach(), mirrored)
+    rebuild, args = torch_reduce(alias)
+    flags = (tensor.requires_grad, tensor.is_conj(), tensor.is_neg())
+    return (_rebuild_tensor, (rebuild, args, type(tensor), tensor.device.index, *flags))
+
+
+def _rebuild_tensor(rebuild, args, cls, index, requires_grad, conj, neg):
+    """The receiver's side: torch rebuilds the mirrored tensor (``cuda:i``), flagos adopts it onto
+    ``flagos:i`` (zero-copy: the same memory)."""
+    alias = rebuild(*args)
+    t = torch.ops.torch_fl.adopt(alias, torch.device(_BACKEND, index))
+    if conj and not t.is_conj():
+        t = t.conj()
+    if neg and not t.is_neg():
+        t = torch._neg_view(t)
+    if cls is torch.nn.Parameter:
+        # Integer tensors must get requires_grad=False through the constructor (as torch does).
+        return torch.nn.Parameter(t, requires_grad=requires_grad)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _rebuild_storage(rebuild, args):
+    return rebuild(*args).untyped_storage()
+
+
+def _wrap_tensor_reducer(torch_reduce: Callable[[torch.Tensor], Any]):
+    @functools.wraps(torch_reduce)
+    def reduce_tensor(tensor):
+        if tensor.device.type != _BACKEND:
+            return torch_reduce(tensor)
+        return _reduce_flagos_tensor(tensor, torch_reduce)
+
+    setattr(reduce_tensor, _ORIGINAL, torch_reduce)
+    return reduce_tensor
+
+
+def _wrap_storage_reducer(torch_reduce: Callable[[Any], Any]):
+    @functools.wraps(torch_reduce)
+    def reduce_storage(storage):
+        if storage.device.type != _BACKEND:
+            return torch_reduce(storage)
+        if _sharing_type() is None or _torch_reduce_tensor is None:
+            raise _storage_error(storage)
+        # As a byte tensor over the whole storage (torch pickles no CUDA storage on its own).
+        with torch.no_grad():
+            t = torch.empty(0, dtype=torch.uint8, device=storage.device)
+            t.set_(storage, 0, (storage.nbytes(),), (1,))
+        rebuild, args = _reduce_flagos_tensor(t, _torch_reduce_tensor)
+        return (_rebuild_storage, (rebuild, args))
+
+    setattr(reduce_storage, _ORIGINAL, torch_reduce)
+    return reduce_storage
+
+
+def _install_reducers() -> None:
+    global _torch_reduce_tensor
+    from multiprocessing import reduction
+
+    # Importing torch.multiprocessing registers torch's reducers (torch's import already did).
+    from torch.multiprocessing import reductions
+
+    registered = reduction.ForkingPickler._extra_reducers
+    # Every type torch registered its tensor or storage reducer for (Tensor, Parameter, the
+    # legacy tensor classes, UntypedStorage), and the two that matter if it registered none.
+    registered.setdefault(torch.Tensor, reductions.reduce_tensor)
+    registered.setdefault(torch.UntypedStorage, reductions.reduce_storage)
+    for cls, reducer in list(registered.items()):
+        original = getattr(reducer, _ORIGINAL, reducer)
+        if original is reductions.reduce_tensor:
+            reduction.ForkingPickler.register(cls, _wrap_tensor_reducer(original))
+        elif original is reductions.reduce_storage:
+            reduction.ForkingPickler.register(cls, _wrap_storage_reducer(original))
+    _torch_reduce_tensor = reductions.reduce_tensor
+
+
+# ---------------------------------------------------------------------------------------------
+# the check before a Queue buffers an object
+# ---------------------------------------------------------------------------------------------
+
+_ATOMS = frozenset(
+    {str, bytes, bytearray, int, float, complex, bool, type(None), range, slice, type(...)}
+)
+_CONTAINERS = frozenset({list, tuple, set, frozenset, dict})
+_STORAGES = (torch.UntypedStorage, torch.TypedStorage)
+_PLACEHOLDER = (int, ())
+
+
+def _check_tensor(t: torch.Tensor) -> None:
+    if not t.is_cpu and t.device.type == _BACKEND:
+        raise _tensor_error(t)
+
+
+def _check_storage(s: Any) -> None:
+    if s.device.type == _BACKEND:
+        raise _storage_error(s)
+
+
+def _placeholder(obj: Any):
+    return _PLACEHOLDER
+
+
+class _Sink:
+    __slots__ = ()
+
+    def write(self, data) -> int:
+        return len(data)
+
+
+_SINK = _Sink()
+
+
+class _Probe(pickle.Pickler):
+    """Pickles into nothing to find flagos tensors inside objects of any type: tensors, storages
+    and whatever ForkingPickler has its own reducer for (sockets, connections: reducing those
+    duplicates descriptors) are not reduced at all, and CPU arrays' data is skipped."""
+
+    def __init__(self) -> None:
+        from multiprocessing import reduction
+
+        super().__init__(_SINK)
+        table = copyreg.dispatch_table.copy()
+        table.update(dict.fromkeys(reduction.ForkingPickler._extra_reducers, _placeholder))
+        self.dispatch_table = table
+
+    def reducer_override(self, obj):
+        if isinstance(obj, torch.Tensor):
+            _check_tensor(obj)
+            return _PLACEHOLDER
+        if isinstance(obj, _STORAGES):
+            _check_storage(obj)
+            return _PLACEHOLDER
+        np = sys.modules.get("numpy")
+        if np is not None and isinstance(obj, np.ndarray) and not obj.dtype.hasobject:
+            return _PLACEHOLDER
+        return NotImplemented
+
+
+def _probe(obj: Any) -> None:
+    try:
+        _Probe().dump(obj)
+    except SharingError:
+        raise
+    except Exception:
+        # Not picklable for another reason: the queue reports it as it always has.
+        pass
+
+
+def check_shareable(obj: Any) -> None:
+    """Raise :class:`SharingError` if ``obj`` holds a flagos tensor or storage that this runtime
+    cannot share with another process (nothing to check where it can).
+
+    Tensors, storages and the builtin containers are walked directly; an object of any other type
+    is pickled into nothing (tensors' and arrays' data skipped) to find the tensors inside it.
+    """
+    if _sharing_type() is not None:
+        return
+    stack = [obj]
+    seen: set[int] = set()
+    while stack:
+        o = stack.pop()
+        cls = type(o)
+        if cls in _ATOMS:
+            continue
+        if isinstance(o, torch.Tensor):
+            _check_tensor(o)
+        elif isinstance(o, _STORAGES):
+            _check_storage(o)
+        elif cls in _CONTAINERS:
+            if id(o) in seen:
+                continue
+            seen.add(id(o))
+            if cls is dict:
+                stack.extend(o.keys())
+                stack.extend(o.values())
+            else:
+                stack.extend(o)
+        else:
+            _probe(o)
+
+
+def _checked_put(put: Callable[..., None]):
+    @functools.wraps(put)
+    def checked_put(self, obj, block=True, timeout=None):
+        # The feeder thread pickles later, where an error only prints a traceback: check now.
+        check_shareable(obj)
+        return put(self, obj, block, timeout)
+
+    setattr(checked_put, _ORIGINAL, put)
+    return checked_put
+
+
+def _install_put_checks() -> None:
+    import multiprocessing.queues
+
+    for cls in (multiprocessing.queues.Queue, multiprocessing.queues.JoinableQueue):
+        put = cls.__dict__.get("put")
+        if put is not None:
+            cls.put = _checked_put(getattr(put, _ORIGINAL, put))
+
+
+def install(selection) -> None:
+    """Install the reducers, and where flagos tensors exist but cannot be shared, the check in
+    ``Queue.put``. Idempotent (a re-import replaces the wrappers of an earlier one)."""
+    global _sharing
+    _sharing = _UNDECIDED
+    _install_reducers()
+    if selection.present and not can_share():
+        _install_put_checks()
