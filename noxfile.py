@@ -39,7 +39,7 @@ BUILD_DEPS = ["scikit-build-core>=0.10", "nanobind>=2.0", "cmake>=3.26", "ninja"
 #: Installed next to torch in every session that builds core: torch's numpy bridge is optional,
 #: but without numpy every `import torch` prints "Failed to initialize NumPy".
 RUN_DEPS = ["numpy"]
-TEST_DEPS = ["pytest>=8", "pytest-timeout", "numpy", "expecttest", "transformers>=4.40"]
+TEST_DEPS = ["pytest>=8", "pytest-timeout", "expecttest", "transformers>=4.40"]
 SYSTEM_TORCH = os.environ.get("TORCH_FL_SYSTEM_TORCH") == "1"
 TORCH_REQ = os.environ.get("TORCH_FL_TORCH", "torch==2.13.0")
 
