@@ -25,6 +25,10 @@ def _ints(device):
     return torch.arange(1, 7, device=device)
 
 
+def _long(device):
+    return torch.arange(40.0, device=device)
+
+
 # (name, make the tensor, the program on it). Each program returns the tensors to compare.
 CASES = [
     # partial overlap between a written tensor and an input: CPU raises
@@ -53,6 +57,25 @@ CASES = [
     ("copy_-same-data", _square, lambda x: x.copy_(x.view(16).view(4, 4))),
     ("abs-out-self", _line, lambda d: torch.abs(d, out=d)),
     ("neg_-row", _square, lambda x: x[1].neg_()),
+    # many tensors in one call (looked up by hash, not scanned)
+    ("cat-20-views", _square, lambda x: (x, torch.cat([x.view(16)[i : i + 1] for i in range(16)]))),
+    (
+        "cat-out-disjoint",
+        _long,
+        lambda d: torch.cat([d[i : i + 1] for i in range(20)], out=d[20:40]),
+    ),
+    (
+        "cat-out-overlapping",
+        _long,
+        lambda d: torch.cat([d[i : i + 1] for i in range(20)], out=d[10:30]),
+    ),
+    (
+        "foreach-add_-shifted",
+        _long,
+        lambda d: torch._foreach_add_(
+            [d[i : i + 2] for i in range(0, 36, 2)], [d[i + 1 : i + 3] for i in range(0, 36, 2)]
+        ),
+    ),
     # internal overlap that CPU accepts
     ("expand-fill_", lambda dev: torch.zeros(3, device=dev), lambda z: z.expand(4, 3).fill_(7)),
     ("expand-zero_", lambda dev: torch.ones(3, device=dev), lambda z: z.expand(4, 3).zero_()),

@@ -3,6 +3,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/MemoryOverlap.h>
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 #include <unordered_set>
@@ -65,33 +66,48 @@ void throw_two_devices(const c10::OperatorHandle& op, c10::DeviceIndex a, c10::D
 
 bool has_aliased_write(const c10::FunctionSchema& schema, torch::jit::Stack::const_iterator begin,
                        torch::jit::Stack::const_iterator end) {
-  const auto& args = schema.arguments();
-  auto overlaps = [&](const at::Tensor& w) {
-    if (!w.defined() || !w.device().is_privateuseone() || w.numel() == 0) return false;
-    if (at::has_internal_overlap(w) == at::MemOverlap::Yes) return true;
-    const c10::StorageImpl* storage =
-        w.unsafeGetTensorImpl()->unsafe_storage().unsafeGetStorageImpl();
-    bool found = false;
-    for_each_tensor(begin, end, [&](const at::Tensor& t) {
-      if (found || !t.defined() || t.unsafeGetTensorImpl() == w.unsafeGetTensorImpl() ||
-          t.unsafeGetTensorImpl()->unsafe_storage().unsafeGetStorageImpl() != storage) {
-        return;
-      }
-      found = at::get_overlap_status(w, t) != at::MemOverlapStatus::No;
-    });
-    return found;
+  // Every flagos tensor argument with its storage, marked when written; then
+  // only tensors that share a storage are compared (sorted: a foreach over a
+  // model's parameters stays n log n, not n^2).
+  struct Arg {
+    const c10::StorageImpl* storage;
+    c10::TensorImpl* impl;
+    bool written;
   };
+  c10::SmallVector<Arg, 8> flagos;
+  const auto& args = schema.arguments();
+  bool any_written = false;
   size_t i = 0;
-  for (auto it = begin; it != end && i < args.size(); ++it, ++i) {
-    const auto* info = args[i].alias_info();
-    if (info == nullptr || !info->isWrite()) continue;
-    if (it->isTensor()) {
-      if (overlaps(it->toTensor())) return true;
-    } else if (it->isTensorList()) {
-      for (const at::Tensor& t : it->toTensorList().vec()) {
-        if (overlaps(t)) return true;
+  for (auto it = begin; it != end; ++it, ++i) {
+    const auto* info = i < args.size() ? args[i].alias_info() : nullptr;
+    const bool written = info != nullptr && info->isWrite();
+    for_each_tensor(it, it + 1, [&](const at::Tensor& t) {
+      if (!t.defined() || !t.device().is_privateuseone() || t.numel() == 0) return;
+      c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+      flagos.push_back(Arg{impl->unsafe_storage().unsafeGetStorageImpl(), impl, written});
+      any_written = any_written || written;
+    });
+  }
+  if (!any_written) return false;
+  for (const Arg& a : flagos) {
+    if (a.written && at::has_internal_overlap(a.impl) == at::MemOverlap::Yes) return true;
+  }
+  if (flagos.size() < 2) return false;
+  std::sort(flagos.begin(), flagos.end(),
+            [](const Arg& x, const Arg& y) { return x.storage < y.storage; });
+  for (size_t lo = 0; lo < flagos.size();) {
+    size_t hi = lo + 1;
+    while (hi < flagos.size() && flagos[hi].storage == flagos[lo].storage) ++hi;
+    for (size_t w = lo; w < hi; ++w) {
+      if (!flagos[w].written) continue;
+      for (size_t o = lo; o < hi; ++o) {
+        if (o != w && flagos[o].impl != flagos[w].impl &&
+            at::get_overlap_status(flagos[w].impl, flagos[o].impl) != at::MemOverlapStatus::No) {
+          return true;
+        }
       }
     }
+    lo = hi;
   }
   return false;
 }

@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <unordered_map>
+
 #include "boxing/alias_pool.h"
 #include "boxing/alias_view.h"
 #include "boxing/call_arguments.h"
@@ -9,20 +11,54 @@
 
 namespace torch_fl::boxing {
 
+struct CallMapper::Index {
+  std::unordered_map<const c10::TensorImpl*, size_t> by_source;
+  std::unordered_map<const c10::StorageImpl*, size_t> by_storage;  // the first entry
+  std::unordered_map<const void*, size_t> by_data;                 // the first entry
+};
+
+CallMapper::CallMapper(c10::DeviceIndex device, c10::Device target, c10::DispatchKey key,
+                       Aliases aliases)
+    : device_(device), target_(target), key_(key), aliases_(aliases) {}
+
+CallMapper::~CallMapper() = default;
+
+void CallMapper::index(size_t i) {
+  const Entry& e = entries_[i];
+  index_->by_source.emplace(e.source, i);
+  index_->by_storage.emplace(e.storage, i);
+  if (const void* data = e.source->unsafe_storage().data()) index_->by_data.emplace(data, i);
+}
+
 at::Tensor CallMapper::arg(const at::Tensor& t) {
   if (!t.defined() || !t.device().is_privateuseone()) return t;
   const c10::TensorImpl* source = t.unsafeGetTensorImpl();
   const c10::StorageImpl* storage = source->unsafe_storage().unsafeGetStorageImpl();
-  // A handful of arguments per call: a linear scan is the cheapest lookup.
   const Entry* sibling = nullptr;
-  for (const Entry& e : entries_) {
-    if (e.source == source) return e.alias;
-    if (sibling == nullptr && e.storage == storage) sibling = &e;
+  if (C10_LIKELY(!index_)) {
+    // A handful of arguments per call: a linear scan is the cheapest lookup.
+    for (const Entry& e : entries_) {
+      if (e.source == source) return e.alias;
+      if (sibling == nullptr && e.storage == storage) sibling = &e;
+    }
+  } else {
+    if (auto it = index_->by_source.find(source); it != index_->by_source.end()) {
+      return entries_[it->second].alias;
+    }
+    if (auto it = index_->by_storage.find(storage); it != index_->by_storage.end()) {
+      sibling = &entries_[it->second];
+    }
   }
   at::Tensor alias = sibling != nullptr             ? alias_sharing_storage(sibling->alias, t, key_)
                      : aliases_ == Aliases::kPooled ? pooled_alias(t, target_, key_)
                                                     : make_alias(t, target_, key_);
   entries_.push_back(Entry{source, storage, alias});
+  if (index_) {
+    index(entries_.size() - 1);
+  } else if (entries_.size() == kScanned) {
+    index_ = std::make_unique<Index>();
+    for (size_t i = 0; i < entries_.size(); ++i) index(i);
+  }
   return alias;
 }
 
@@ -38,9 +74,13 @@ at::Tensor CallMapper::result(const at::Tensor& r) const {
   // flagos tensors.)
   if (!target_.is_cpu() && r.device().type() != target_.type()) return r;
   if (const void* data = r.storage().data()) {
-    for (const Entry& e : entries_) {
-      const c10::Storage& s = e.source->unsafe_storage();
-      if (s.data() == data) return flagos_over(s, r);
+    if (C10_LIKELY(!index_)) {
+      for (const Entry& e : entries_) {
+        const c10::Storage& s = e.source->unsafe_storage();
+        if (s.data() == data) return flagos_over(s, r);
+      }
+    } else if (auto it = index_->by_data.find(data); it != index_->by_data.end()) {
+      return flagos_over(entries_[it->second].source->unsafe_storage(), r);
     }
   }
   return to_flagos(r, device_, target_.type());

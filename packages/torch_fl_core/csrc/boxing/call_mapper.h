@@ -14,6 +14,7 @@
 #include <ATen/core/stack.h>
 #include <c10/util/SmallVector.h>
 
+#include <memory>
 #include <vector>
 
 namespace torch_fl::boxing {
@@ -27,8 +28,8 @@ class CallMapper {
 
   // `device` is the call's flagos device, `target` the device aliases have
   // (CPU, or the mirrored device of that index), `key` their dispatch key.
-  CallMapper(c10::DeviceIndex device, c10::Device target, c10::DispatchKey key, Aliases aliases)
-      : device_(device), target_(target), key_(key), aliases_(aliases) {}
+  CallMapper(c10::DeviceIndex device, c10::Device target, c10::DispatchKey key, Aliases aliases);
+  ~CallMapper();
   CallMapper(const CallMapper&) = delete;
   CallMapper& operator=(const CallMapper&) = delete;
 
@@ -64,6 +65,12 @@ class CallMapper {
   c10::DispatchKey key_;
   Aliases aliases_;
   c10::SmallVector<Entry, 6> entries_;
+  // A call with many tensors (a cat, a foreach over a model's parameters)
+  // looks them up by hash once it has kScanned of them, instead of scanning.
+  static constexpr size_t kScanned = 16;
+  struct Index;
+  std::unique_ptr<Index> index_;
+  void index(size_t i);
 };
 
 // A boxed call through a CallMapper: the stack's arguments are mapped in
