@@ -178,9 +178,10 @@ def test_tuning_tables_are_the_tuning_device_types(flagos):
 class Block(nn.Module):
     """A GPT-style pre-norm block: causal self-attention and an MLP."""
 
-    def __init__(self, dim: int = 32, heads: int = 4) -> None:
+    def __init__(self, dim: int = 32, heads: int = 4, sdpa: bool = False) -> None:
         super().__init__()
         self.heads = heads
+        self.sdpa = sdpa
         self.ln1 = nn.LayerNorm(dim)
         self.qkv = nn.Linear(dim, 3 * dim)
         self.proj = nn.Linear(dim, dim)
@@ -192,18 +193,22 @@ class Block(nn.Module):
         b, t, c = x.shape
         q, k, v = self.qkv(self.ln1(x)).split(c, dim=-1)
         q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) * (1.0 / (c // self.heads) ** 0.5)
-        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
-        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).reshape(b, t, c)
+        if self.sdpa:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / (c // self.heads) ** 0.5)
+            mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+            y = att.masked_fill(~mask, float("-inf")).softmax(dim=-1) @ v
+        y = y.transpose(1, 2).reshape(b, t, c)
         x = x + self.proj(y)
         return x + self.out(F.gelu(self.fc(self.ln2(x))))
 
 
-def test_transformer_block_forward_backward(dynamo):
+@pytest.mark.parametrize("attention", ["explicit", "sdpa"])
+def test_transformer_block_forward_backward(dynamo, attention):
     torch.manual_seed(0)
-    eager = Block().to("flagos")
-    compiled_model = Block().to("flagos")
+    eager = Block(sdpa=attention == "sdpa").to("flagos")
+    compiled_model = Block(sdpa=attention == "sdpa").to("flagos")
     compiled_model.load_state_dict(eager.state_dict())
     step = torch.compile(compiled_model)
     x = torch.randn(2, 8, 32, device="flagos")
@@ -221,6 +226,117 @@ def test_transformer_block_forward_backward(dynamo):
             pc.grad, pe.grad, **tolerances.COMPILED_BLOCK_GRAD.kwargs(), msg=name
         )
     assert graph_breaks() == 0, "a fully traceable block must compile to one graph"
+
+
+# scaled_dot_product_attention: every Hugging Face model calls it. The kernel SDPA picks on flagos is
+# asked of the vendor at run time (_fused_sdp_choice); under tracing that choice must come from the
+# operands' metadata, not from a dispatcher call recorded in the graph or from their memory.
+_FUSED_SDPA_OPS = {
+    "flash_attention": (
+        "_scaled_dot_product_flash_attention_for_cpu",
+        "_scaled_dot_product_flash_attention",
+    ),
+    "efficient_attention": ("_scaled_dot_product_efficient_attention",),
+    "cudnn_attention": ("_scaled_dot_product_cudnn_attention",),
+    "overrideable": ("_scaled_dot_product_fused_attention_overrideable",),
+}
+_SDPA_CASES = {
+    "causal": {"is_causal": True},
+    "mask": {"mask": True},
+    "plain": {},
+    "gqa": {"enable_gqa": True},
+}
+
+
+def _sdpa_inputs(dtype: torch.dtype, case: str, heads_kv: int = 4):
+    g = torch.Generator().manual_seed(3)
+    q = torch.randn(2, 4, 8, 16, generator=g, dtype=dtype)
+    kv_heads = 2 if case == "gqa" else heads_kv
+    k = torch.randn(2, kv_heads, 8, 16, generator=g, dtype=dtype)
+    v = torch.randn(2, kv_heads, 8, 16, generator=g, dtype=dtype)
+    mask = (torch.rand(8, 8, generator=g) > 0.3) | torch.eye(8, dtype=torch.bool)
+    return q, k, v, mask
+
+
+def _sdpa(case: str):
+    kwargs = dict(_SDPA_CASES[case])
+    use_mask = kwargs.pop("mask", False)
+
+    def f(q, k, v, mask):
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask if use_mask else None, **kwargs
+        )
+
+    return f
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case", list(_SDPA_CASES))
+def test_sdpa_forward_backward(dynamo, dtype, case):
+    import torch_fl.testing
+
+    f = _sdpa(case)
+    q, k, v, mask = _sdpa_inputs(dtype, case)
+    leaves_c = [t.to("flagos").requires_grad_() for t in (q, k, v)]
+    leaves_r = [t.clone().requires_grad_() for t in (q, k, v)]
+    out = torch.compile(f)(*leaves_c, mask.to("flagos"))
+    ref = f(*leaves_r, mask)
+    _on_flagos(out)
+    if dtype == torch.float32:
+        tol, grad_tol = TOL, tolerances.COMPILED_BLOCK_GRAD.kwargs()
+    else:
+        tol = grad_tol = tolerances.for_lower_precision(
+            dtype, cpu_kernels=torch_fl.testing.cpu_kernels()
+        ).kwargs()
+    torch.testing.assert_close(out.cpu(), ref, **tol)
+    grad = torch.randn(ref.shape, generator=torch.Generator().manual_seed(5), dtype=dtype)
+    out.backward(grad.to("flagos"))
+    ref.backward(grad)
+    for name, a, b in zip("qkv", leaves_c, leaves_r, strict=True):
+        assert a.grad is not None, name
+        _on_flagos(a.grad)
+        torch.testing.assert_close(a.grad.cpu(), b.grad, **grad_tol, msg=name)
+
+
+def test_sdpa_without_grad_and_dynamic_shapes(dynamo):
+    f = _sdpa("causal")
+    fn = torch.compile(f, dynamic=True)
+    with torch.no_grad():
+        for seq in (8, 12, 20):
+            q = torch.randn(1, 2, seq, 16)
+            out = fn(q.to("flagos"), q.to("flagos"), q.to("flagos"), None)
+            _on_flagos(out)
+            torch.testing.assert_close(out.cpu(), f(q, q, q, None), **TOL)
+
+
+def test_sdpa_traced_kernel_is_the_eager_choice(flagos):
+    """Tracing asks the vendor's choice on the operands' geometry: the graph holds the fused kernel
+    eager mode runs (or the math decomposition when the vendor picks math), never a call of
+    _fused_sdp_choice itself (an int node the joint-graph partitioner rejects)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.nn.attention import SDPBackend
+
+    def f(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    q = torch.randn(2, 4, 8, 16, device="flagos")
+    eager_choice = SDPBackend(torch._fused_sdp_choice(q, q, q, is_causal=True)).name.lower()
+    graph = make_fx(f, tracing_mode="fake")(q, q, q)
+    called = {
+        str(n.target).split(".")[1]
+        for n in graph.graph.nodes
+        if n.op == "call_function"
+        if str(n.target).startswith("aten.")
+    }
+    assert "_fused_sdp_choice" not in called, sorted(called)
+    fused = {op for ops in _FUSED_SDPA_OPS.values() for op in ops}
+    if eager_choice == "math":
+        assert not called & fused, f"eager runs math, the traced graph {sorted(called & fused)}"
+    else:
+        expected = set(_FUSED_SDPA_OPS[eager_choice])
+        assert called & expected, (
+            f"eager picks {eager_choice}; the traced graph calls {sorted(called)}"
+        )
 
 
 def test_dynamic_shapes(dynamo):

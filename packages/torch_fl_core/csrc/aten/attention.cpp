@@ -25,9 +25,12 @@
 #include <ATen/native/transformers/attention.h>
 #include <torch/library.h>
 
+#include <optional>
+
 #include "glue/runtime_access.h"
 #include "router/backend.h"
 #include "boxing/alias_pool.h"
+#include "boxing/alias_view.h"
 #include "router/router.h"
 
 namespace torch_fl {
@@ -68,9 +71,58 @@ bool flash_bridge_fits(const at::Tensor& q, const at::Tensor& k, const at::Tenso
 // without the router's scope (device switch, result handling) per attention
 // call. (Its DispatchStub cannot be called from here: DispatchStubImpl's
 // exported signature depends on torch's CPU-capability build macros.)
+//
+// Under tracing (Dynamo's FakeTensors, AOT's functional tensors, symbolic
+// shapes) the operands have no memory to alias, and a dispatcher call would
+// record _fused_sdp_choice in the traced graph as a node returning an int,
+// which the joint-graph partitioner rejects. The choice reads only metadata:
+// a box chooser is asked on storage-less tensors of the operands' geometry,
+// so a compiled graph picks the kernel eager mode picks; any other chooser
+// cannot be asked without memory and tracing takes the math path.
+bool traced(const at::Tensor& t) {
+  const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  constexpr auto tracing_keys = c10::python_ks | c10::functorch_transforms_ks |
+                                c10::DispatchKeySet(c10::DispatchKey::Functionalize);
+  return t.key_set().has_any(tracing_keys) || !impl->has_storage() ||
+         impl->has_symbolic_sizes_strides();
+}
+
+at::Tensor geometry_only(const at::Tensor& t, c10::Device device, c10::DispatchKey key) {
+  c10::Storage storage(c10::Storage::use_byte_size_t(), 0, c10::DataPtr(nullptr, device),
+                       /*allocator=*/nullptr, /*resizable=*/false);
+  auto impl =
+      c10::make_intrusive<c10::TensorImpl>(std::move(storage), c10::DispatchKeySet(key), t.dtype());
+  impl->set_sizes_and_strides(t.sym_sizes(), t.sym_strides(), t.sym_storage_offset());
+  return at::Tensor(std::move(impl));
+}
+
+int64_t ask_on_geometry(Backend& chooser, const at::Tensor& q, const at::Tensor& k,
+                        const at::Tensor& v, const std::optional<at::Tensor>& mask,
+                        double dropout_p, bool is_causal, std::optional<double> scale,
+                        bool enable_gqa) {
+  const auto box = chooser.box_target();
+  if (!box) return kMath;
+  const c10::DeviceIndex index = q.device().index();
+  const c10::Device device = boxing::target_device(box->second, index);
+  std::optional<CurrentDeviceScope> current;
+  if (device.type() != c10::DeviceType::CPU) current.emplace(index);
+  auto shaped = [&](const at::Tensor& t) {
+    return t.defined() && t.device().is_privateuseone() ? geometry_only(t, device, box->first)
+                                                         : t;
+  };
+  std::optional<at::Tensor> mask_shaped;
+  if (mask.has_value()) mask_shaped = shaped(*mask);
+  return at::_ops::_fused_sdp_choice::redispatch(c10::DispatchKeySet(box->first), shaped(q),
+                                                 shaped(k), shaped(v), mask_shaped, dropout_p,
+                                                 is_causal, scale, enable_gqa);
+}
+
 int64_t ask_chooser(Backend& chooser, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                     const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal,
                     std::optional<double> scale, bool enable_gqa) {
+  if (traced(q) || traced(k) || traced(v) || (mask.has_value() && mask->defined() && traced(*mask))) {
+    return ask_on_geometry(chooser, q, k, v, mask, dropout_p, is_causal, scale, enable_gqa);
+  }
   const auto box = chooser.box_target();
   const auto mirror = mirror_device_type();
   if (box && mirror && box->second == *mirror && q.device().is_privateuseone()) {
