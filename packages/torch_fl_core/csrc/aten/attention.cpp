@@ -107,8 +107,7 @@ int64_t ask_on_geometry(Backend& chooser, const at::Tensor& q, const at::Tensor&
   std::optional<CurrentDeviceScope> current;
   if (device.type() != c10::DeviceType::CPU) current.emplace(index);
   auto shaped = [&](const at::Tensor& t) {
-    return t.defined() && t.device().is_privateuseone() ? geometry_only(t, device, box->first)
-                                                         : t;
+    return t.defined() && t.device().is_privateuseone() ? geometry_only(t, device, box->first) : t;
   };
   std::optional<at::Tensor> mask_shaped;
   if (mask.has_value()) mask_shaped = shaped(*mask);
@@ -120,7 +119,8 @@ int64_t ask_on_geometry(Backend& chooser, const at::Tensor& q, const at::Tensor&
 int64_t ask_chooser(Backend& chooser, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                     const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal,
                     std::optional<double> scale, bool enable_gqa) {
-  if (traced(q) || traced(k) || traced(v) || (mask.has_value() && mask->defined() && traced(*mask))) {
+  if (traced(q) || traced(k) || traced(v) ||
+      (mask.has_value() && mask->defined() && traced(*mask))) {
     return ask_on_geometry(chooser, q, k, v, mask, dropout_p, is_causal, scale, enable_gqa);
   }
   const auto box = chooser.box_target();

@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "boxing/call_arguments.h"
+#include "glue/graph_capture.h"
 #include "profiler/route_scope.h"
 #include "router/backend.h"
 #include "router/fallback_counts.h"
@@ -211,6 +212,9 @@ void run_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, b
   TORCH_INTERNAL_ASSERT(stack->size() >= num_args);
   const auto args_begin = stack->end() - static_cast<std::ptrdiff_t>(num_args);
   boxing::check_same_device(op, args_begin, stack->end());
+  if (C10_UNLIKELY(capturing_device() >= 0)) {
+    check_not_capturing(full_name(schema.operator_name()) + " (routed to the CPU fallback)");
+  }
   if (batch_norm_through_legit(op, stack)) return;
   const bool aliased =
       schema.is_mutable() && boxing::has_aliased_write(schema, args_begin, stack->end());

@@ -9,6 +9,7 @@
 // that wait (event_synchronize) run with it released, so a thread blocked on
 // the allocator never holds up a stream. No GIL, no Python, anywhere here.
 #include "glue/caching_allocator.h"
+#include "glue/graph_capture.h"
 
 #include "glue/runtime_access.h"
 #include "glue/stream_pool.h"
@@ -910,6 +911,7 @@ c10::DataPtr allocate_on_current(c10::DeviceIndex device, c10::StreamId stream_i
 }
 
 c10::DataPtr allocate_for_host_writer(c10::DeviceIndex device, c10::StreamId stream_id, size_t n) {
+  check_not_capturing("a kernel writing its result from the host");
   c10::DataPtr block = allocate_on_current(device, stream_id, n);
   const c10::Stream stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, device),
                            stream_id);

@@ -14,6 +14,7 @@
 #include "router/fallback_counts.h"
 #include "glue/caching_allocator.h"
 #include "glue/generator.h"
+#include "glue/graph_capture.h"
 #include "glue/host_allocator.h"
 #include "glue/runtime_access.h"
 #include "glue/stream_pool.h"
@@ -124,6 +125,9 @@ NB_MODULE(_C, m) {
       nb::arg("path"), nb::call_guard<nb::gil_scoped_release>());
   m.def("runtime_active", &runtime_active);
   m.def("runtime_name", &runtime_name);
+  m.def("_set_capturing_device",
+        [](int device) { set_capturing_device(static_cast<c10::DeviceIndex>(device)); });
+  m.def("_capturing_device", [] { return static_cast<int>(capturing_device()); });
   m.def("runtime_abi_version", [] { return static_cast<int>(TFL_RUNTIME_ABI_VERSION); });
   m.def("runtime_capabilities", [] { return runtime_active() ? runtime().capabilities : 0; });
 

@@ -23,6 +23,9 @@ class CudaVendor(Vendor):
     compile_scheduling = "triton"
     #: Triton compiles for the CUDA target of the same index (flagos:i is cuda:i).
     triton_target = "cuda"
+    #: mode="reduce-overhead" and torch.flagos.graph: flagos work is CUDA work on CUDA streams, so
+    #: it is captured as CUDA graphs (docs/compile.md).
+    compile_graphs = True
     #: torch.profiler: boxed ops launch CUDA kernels, which CUPTI traces (docs/profiler.md).
     profiler_activity = ProfilerActivity.CUDA
     #: torch.multiprocessing: flagos memory is CUDA memory, so flagos tensors travel by CUDA IPC.

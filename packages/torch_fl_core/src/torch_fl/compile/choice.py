@@ -109,5 +109,8 @@ def triton_device_module() -> types.ModuleType:
 
 
 def graphs_supported() -> bool:
-    """Whether ``mode="reduce-overhead"`` captures device graphs on this vendor."""
-    return bool(getattr(_vendor(), "compile_graphs", False))
+    """Whether ``mode="reduce-overhead"`` captures device graphs here: the vendor declares
+    ``compile_graphs`` and its runtime records graphs (:func:`torch_fl.device.graphs.supported`)."""
+    from torch_fl.device import graphs
+
+    return bool(getattr(_vendor(), "compile_graphs", False)) and graphs.supported()

@@ -334,3 +334,7 @@ def register(_compile_fx: ModuleType) -> None:
     if source is not None:
         _share_template_heuristics(source)
         _share_config_heuristics()
+    if scheduling.graphs_supported():
+        from torch_fl.compile import graph_wrapping
+
+        graph_wrapping.install(_compile_fx)

@@ -11,6 +11,7 @@ finds the functions it looks for here. Each concept lives in its own file:
 - ``memory``: caching-allocator statistics
 - ``random``: per-device default generators and seeding
 - ``amp``: autocast dtypes
+- ``graphs``: device graphs (Graph, graph, graph_pool_handle), where the runtime records them
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import torch
 
 from torch_fl.device.amp import get_amp_supported_dtype, is_bf16_supported
+from torch_fl.device.graphs import Graph, graph, graph_pool_handle, is_current_stream_capturing
 from torch_fl.device.lazy import _is_in_bad_fork as _is_in_bad_fork
 from torch_fl.device.lazy import _lazy_call as _lazy_call
 from torch_fl.device.lazy import _lazy_init as _lazy_init
@@ -81,6 +83,7 @@ _TORCH_FL_DEVICE_MODULE = True
 __all__ = [
     "DeviceProperties",
     "Event",
+    "Graph",
     "OutOfMemoryError",
     "Stream",
     "StreamContext",
@@ -98,11 +101,14 @@ __all__ = [
     "get_device_properties",
     "get_rng_state",
     "get_rng_state_all",
+    "graph",
+    "graph_pool_handle",
     "host_memory_stats",
     "init",
     "initial_seed",
     "is_available",
     "is_bf16_supported",
+    "is_current_stream_capturing",
     "is_initialized",
     "manual_seed",
     "manual_seed_all",

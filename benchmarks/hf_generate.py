@@ -1,0 +1,213 @@
+"""Hugging Face ``generate()`` decode speed on flagos against the native device, in process pairs.
+
+A Qwen3-style causal LM from a config (random weights, nothing downloaded; about 220M parameters
+by default), bfloat16, batch 1, a 16-token prompt and ``--new-tokens`` greedy tokens (128; EOS is
+ignored so every run decodes all of them). Two ways:
+
+- ``eager``: ``model.generate(...)`` as a user writes it (dynamic KV cache);
+- ``graphs``: the static KV cache and ``torch.compile(model.forward, mode="reduce-overhead")``,
+  HF's documented fast decode: compiled decode steps replayed as device graphs (CUDA graph trees
+  on the native side; flagos graphs, ``torch_fl.compile.graph_wrapping``, on flagos).
+
+Method: decode is launch-bound, so it runs at the speed of its process's host thread, and on the
+one-GPU host that speed differs by up to 1.8x from one process to the next. Each side therefore
+runs in fresh child processes, ``--pairs`` (flagos, native) pairs in alternating order, both
+children of a pair pinned to the same CPU; each child warms up (and compiles), then times
+``--reps`` generate() calls. The figure per pair is the ratio of the children's median ms/token;
+the result is the median over pairs, with its spread. The native child never imports torch-fl
+(``TORCH_DEVICE_BACKEND_AUTOLOAD=0``). Greedy ids of both sides are compared (bf16 kernels may
+legitimately differ late in a long decode; the share of equal ids is printed).
+
+    python benchmarks/hf_generate.py [--modes eager,graphs] [--pairs 5] [--native cuda]
+
+Prints ratios (native ms/token over flagos ms/token: 1.0 is parity, higher is faster); asserts
+nothing about timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+SIZES = {
+    "default": {"hidden": 1024, "layers": 12, "heads": 16, "kv_heads": 8, "ffn": 3072},
+    "quick": {"hidden": 128, "layers": 2, "heads": 4, "kv_heads": 2, "ffn": 256},
+}
+
+
+def build(size: str, device: str):
+    import torch
+    import transformers
+
+    s = SIZES[size]
+    config = transformers.Qwen3Config(
+        vocab_size=32000,
+        hidden_size=s["hidden"],
+        intermediate_size=s["ffn"],
+        num_hidden_layers=s["layers"],
+        num_attention_heads=s["heads"],
+        num_key_value_heads=s["kv_heads"],
+        head_dim=s["hidden"] // s["heads"],
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+    )
+    torch.manual_seed(0)
+    model = transformers.Qwen3ForCausalLM(config).to(dtype=torch.bfloat16).eval()
+    return model.to(device), config
+
+
+def child(args: argparse.Namespace) -> None:
+    """One side: build, warm up, time; print one JSON line."""
+    import torch
+
+    if args.device == "flagos":
+        import torch_fl  # noqa: F401
+    dev = torch.device(args.device)
+    sync = torch.get_device_module(dev).synchronize if dev.type != "cpu" else (lambda: None)
+    model, config = build(args.size, args.device)
+    prompt = torch.randint(
+        3, config.vocab_size, (1, 16), generator=torch.Generator().manual_seed(1)
+    )
+    prompt = prompt.to(dev)
+    kwargs = {
+        "max_new_tokens": args.new_tokens,
+        "min_new_tokens": args.new_tokens,
+        "do_sample": False,
+        "pad_token_id": 0,
+    }
+    if args.mode == "graphs":
+        kwargs["cache_implementation"] = "static"
+        model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        for _ in range(args.warmup):
+            ids = model.generate(prompt, **kwargs)
+        sync()
+        warm_s = time.perf_counter() - t0
+        times = []
+        for _ in range(args.reps):
+            sync()
+            t = time.perf_counter()
+            ids = model.generate(prompt, **kwargs)
+            sync()
+            times.append(time.perf_counter() - t)
+    report = {
+        "ms_per_token": [x / args.new_tokens * 1e3 for x in times],
+        "warmup_s": warm_s,
+        "ids": ids[0, prompt.shape[1] :].tolist(),
+        "params_m": sum(p.numel() for p in model.parameters()) / 1e6,
+    }
+    if dev.type == "flagos":
+        from torch_fl.compile import graph_wrapping
+
+        report["graphs"] = graph_wrapping.stats()
+    print("RESULT " + json.dumps(report), flush=True)
+
+
+def run_child(device: str, mode: str, args: argparse.Namespace, cpus: list[int] | None) -> dict:
+    env = dict(os.environ)
+    if device != "flagos":
+        env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+    cmd = [sys.executable, __file__, "--child", "--device", device, "--mode", mode]
+    cmd += ["--size", args.size, "--new-tokens", str(args.new_tokens), "--reps", str(args.reps)]
+    cmd += ["--warmup", str(args.warmup)]
+
+    def pin() -> None:
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, preexec_fn=pin)
+    for line in out.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT ") :])
+    raise RuntimeError(f"{device}/{mode} child failed (rc {out.returncode}):\n{out.stderr[-3000:]}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--modes", default="eager,graphs")
+    p.add_argument("--pairs", type=int, default=5)
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--new-tokens", type=int, default=128)
+    p.add_argument("--size", choices=sorted(SIZES), default="default")
+    p.add_argument("--native", default="cuda")
+    p.add_argument("--cpus", default="auto", help="CPUs of every child ('auto': the last allowed)")
+    p.add_argument("--json", default=None)
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--device", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--mode", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        child(args)
+        return
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _bench_env import describe, load_avg
+    from _report import Table, write_record
+
+    env = describe(load_avg())
+    cpus = None
+    if args.cpus != "none" and hasattr(os, "sched_getaffinity"):
+        allowed = sorted(os.sched_getaffinity(0))
+        cpus = allowed[-1:] if args.cpus == "auto" else [int(c) for c in args.cpus.split(",")]
+    print(
+        f"Qwen3-style {args.size} config, bf16, batch 1, 16-token prompt, {args.new_tokens} new "
+        f"tokens; {args.pairs} process pairs x {args.reps} timed generate() each; CPUs {cpus}"
+    )
+    results = {}
+    table = Table(
+        "{:<8}{:>12.3f}{:>12.3f}{:>9.3f}{:>17}{:>11.3f}",
+        "mode",
+        "flagos ms",
+        "native ms",
+        "ratio",
+        "pair range",
+        "ids equal",
+    )
+    for mode in args.modes.split(","):
+        ratios, f_ms, n_ms, equal, detail = [], [], [], [], []
+        for i in range(args.pairs):
+            order = ["flagos", args.native] if i % 2 == 0 else [args.native, "flagos"]
+            got = {dev: run_child(dev, mode, args, cpus) for dev in order}
+            f = statistics.median(got["flagos"]["ms_per_token"])
+            n = statistics.median(got[args.native]["ms_per_token"])
+            f_ms.append(f)
+            n_ms.append(n)
+            ratios.append(n / f)
+            a, b = got["flagos"]["ids"], got[args.native]["ids"]
+            equal.append(sum(x == y for x, y in zip(a, b, strict=True)) / len(a))
+            detail.append(
+                {dev: {k: v for k, v in r.items() if k != "ids"} for dev, r in got.items()}
+            )
+        results[mode] = {
+            "flagos_ms_per_token": statistics.median(f_ms),
+            "native_ms_per_token": statistics.median(n_ms),
+            "ratio": statistics.median(ratios),
+            "pair_ratios": ratios,
+            "ids_equal": min(equal),
+            "pairs": detail,
+        }
+    print()
+    table.header()
+    for mode, r in results.items():
+        spread = f"{min(r['pair_ratios']):.3f}-{max(r['pair_ratios']):.3f}"
+        table.row(
+            mode,
+            r["flagos_ms_per_token"],
+            r["native_ms_per_token"],
+            r["ratio"],
+            spread,
+            r["ids_equal"],
+        )
+    print("ratio = native ms/token / flagos ms/token (median over process pairs)")
+    write_record(args.json, "hf_generate", env, vars(args), results=results)
+
+
+if __name__ == "__main__":
+    main()
