@@ -99,22 +99,36 @@ def test_default_stream_capture_is_refused(capturing):
             g.capture_begin()
 
 
+# An operator with a CPU kernel only: on flagos it reaches the CPU fallback. Defined once per
+# process and never destroyed (a destroyed library leaves a stale op behind in torch.ops, which
+# Inductor's decomposition tables trip over later).
+_HOST_ONLY: list = []
+
+
+def _host_only_op():
+    if not _HOST_ONLY:
+        lib = torch.library.Library("flagos_graph_test", "FRAGMENT")  # noqa: TOR901
+        lib.define("host_only(Tensor x) -> Tensor")
+        lib.impl("host_only", lambda x: x + 1, "CPU")
+        _HOST_ONLY.append(lib)
+    return torch.ops.flagos_graph_test.host_only
+
+
 def test_cpu_fallback_inside_a_capture_names_the_operator(capturing):
-    lib = torch.library.Library("flagos_graph_test", "FRAGMENT")  # noqa: TOR901
-    lib.define("host_only(Tensor x) -> Tensor")
-    lib.impl("host_only", lambda x: x + 1, "CPU")
+    host_only = _host_only_op()
     x = torch.zeros(8, device="flagos")
-    assert torch.ops.flagos_graph_test.host_only(x).cpu().eq(1).all()  # eager: the CPU fallback
+    assert host_only(x).cpu().eq(1).all()  # eager: the CPU fallback
     g = torch.flagos.Graph()
     with pytest.raises(RuntimeError, match=r"host_only.*CPU fallback.*captured"):
         with torch.flagos.graph(g):
-            torch.ops.flagos_graph_test.host_only(x)
+            host_only(x)
     assert not torch.flagos.is_current_stream_capturing()
     assert (x + 2).cpu().eq(2).all()  # the device is usable after the refused capture
 
 
 def test_reduce_overhead_replays_a_flagos_graph(capturing):
     import torch._dynamo
+    import torch._inductor.compile_fx  # noqa: F401 - Inductor first, as torch.compile imports it
     import torch_fl.compile
     from torch_fl.compile import graph_wrapping
 
