@@ -243,6 +243,9 @@ def main() -> None:
         "ids equal",
     )
     for mode in args.modes.split(","):
+        if mode == "graphs" and args.native == "cpu":
+            print("graphs: skipped (the CPU records no device graphs to compare with)")
+            continue
         ratios, f_ms, n_ms, equal, detail = [], [], [], [], []
         for i in range(args.pairs):
             order = ["flagos", args.native] if i % 2 == 0 else [args.native, "flagos"]
