@@ -304,6 +304,27 @@ def _full_fp32_precision():
     torch.backends.cuda.matmul.allow_tf32 = saved
 
 
+def compile_skip_reason() -> str | None:
+    """Why torch.compile is absent on this vendor, or None where it compiles: a vendor with no
+    compile scheduling (device memory the host cannot read, no Triton target) declares it absent."""
+    import torch_fl.compile
+
+    if torch_fl.compile.scheduling() is None:
+        return (
+            f"vendor {_vendor_name()!r} declares no compile_scheduling and its memory is not "
+            "host-addressable: torch.compile is absent there (docs/compile.md)"
+        )
+    return None
+
+
+@pytest.fixture
+def vendor_compiles(flagos) -> None:
+    """Skips, saying why, where the vendor cannot run torch.compile'd code."""
+    reason = compile_skip_reason()
+    if reason is not None:
+        pytest.skip(reason)
+
+
 @pytest.fixture
 def require_cap(vendor_caps):
     """require_cap("EVENT_TIMING") skips, naming the vendor and runtime, unless it is declared."""
