@@ -718,3 +718,240 @@ def test_routed_results_are_plain_flagos_tensors():
     (x.exp() * b).sum().backward()
     assert x.grad.device == x.device and keys(x.grad) == plain
     torch.testing.assert_close(x.grad.cpu(), (x.detach().cpu().exp() * b.cpu()))
+
+
+# ---------------------------------------------------------------------------------------------
+# preference lists, explain, scoped overrides, fallback budget, spellings
+# ---------------------------------------------------------------------------------------------
+
+# A backend name some vendor provides but none of torch-fl's runtimes registers: a first choice
+# that is unavailable on every vendor.
+ABSENT = "box:mps"
+
+
+def _routes() -> dict[str, str]:
+    from torch_fl import _C
+
+    return {op: backend for op, backend, _ in _C.router_routes()}
+
+
+def test_preference_list_first_choice_missing_loads_with_the_next(
+    tmp_path, vendor_table, restore_routes
+):
+    import torch_fl
+    from torch_fl import routing
+
+    conf = tmp_path / "pref.conf"
+    conf.write_text(
+        f"{_include_vendor(vendor_table)}abs = {ABSENT}, ascend, cpu\nneg[int64] = {ABSENT}, none\n"
+        "neg = cpu\nneg[int64] = ascend, cpu\n"
+    )
+    active = routing.load_routes(path=conf)
+    assert _routes()["aten::abs"] == "cpu"
+    (rule,) = [r for r in active.preference_rules() if r.op == "aten::abs"]
+    assert rule.backend == "cpu" and rule.choices == (ABSENT, "ascend", "cpu")
+    assert [c for c, _ in rule.skipped_choices] == [ABSENT, "ascend"]
+    assert all("not registered in this process" in why for _, why in rule.skipped_choices)
+    # The dtype rule keeps later-wins: the second neg[int64] list is the one in force.
+    assert active.routes["aten::neg"].dtype_rules == ((("int64",), "cpu"),)
+    text = torch_fl.info()
+    assert "preference lists resolved" in text and f"{ABSENT} passed over for " in text
+    x = torch.tensor([-1.0, 2.0], device="flagos")
+    assert torch.abs(x).cpu().tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    ("rhs", "message"),
+    [
+        ("flaggems, gcux, cpu", "unknown backend 'gcux' in 'flaggems, gcux, cpu' for abs: "),
+        (f"{ABSENT}, ascend", f"no backend of '{ABSENT}, ascend' is available for abs ("),
+        ("cpu, , cpu", "empty backend in the preference list"),
+    ],
+)
+def test_bad_preference_list_errors_with_file_and_line(
+    tmp_path, vendor_table, restore_routes, rhs, message
+):
+    from torch_fl import _C, routing
+
+    conf = tmp_path / "bad.conf"
+    conf.write_text(f"{_include_vendor(vendor_table)}# comment\nabs = {rhs}\n")
+    lineno = 3 if vendor_table else 2
+    before = _C.router_routes()
+    with pytest.raises(routing.RouteTableError) as err:
+        routing.load_routes(path=conf)
+    assert str(err.value).startswith(f"{conf.resolve()}:{lineno}: {message}"), str(err.value)
+    assert _C.router_routes() == before
+
+
+def test_explain_names_rule_include_list_and_environment(tmp_path):
+    base = tmp_path / "base.conf"
+    base.write_text("abs = cpu\nneg = cpu\n")
+    conf = tmp_path / "top.conf"
+    conf.write_text(f"include base.conf\nabs = {ABSENT}, cpu\nabs[int64] = none\n")
+    proc = run_child(
+        "import sys; from torch_fl.routing.__main__ import main; "
+        "sys.exit(main(['explain', 'abs', 'aten::neg.default', 'sum.dim_IntList', 'view', "
+        "'linear', 'aten::mm.out']))",
+        FLAGOS_BACKEND_CONFIG=str(conf),
+        FLAGOS_OP_sum__dim_IntList="cpu",
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert f"table: {conf.resolve()} (FLAGOS_BACKEND_CONFIG is set)" in out
+    assert f"{conf.resolve()}:2: abs = {ABSENT}, cpu" in out
+    assert f"{ABSENT}: passed over at load: not registered in this process" in out
+    assert "cpu: chosen (first available)" in out
+    assert f"{conf.resolve()}:3: abs[int64] = none" in out
+    assert "route: cpu (by first tensor dtype: int64 -> cpu; other dtypes -> cpu)" in out
+    assert f"{base.resolve()}:1 (included from {conf.resolve()}:1): abs = cpu" in out
+    assert f"{base.resolve()}:2 (included from {conf.resolve()}:1): neg = cpu" in out
+    assert "FLAGOS_OP_sum__dim_IntList=cpu (environment): sum.dim_IntList = cpu" in out
+    assert "served natively by core" in out
+    assert "CompositeImplicitAutograd" in out
+    mm_out = out.split("aten::mm.out (mm.out)", 1)[1]
+    assert "route: none; " in mm_out and "CPU fallback" in mm_out
+    bad = run_child(
+        "import sys; from torch_fl.routing.__main__ import main; sys.exit(main(['explain', "
+        "'add.Tensr']))"
+    )
+    assert bad.returncode == 2 and "unknown overload 'add.Tensr': add has " in bad.stderr
+
+
+def test_override_nests_restores_and_shows_in_explain():
+    from torch_fl import routing
+
+    before = _routes()
+    op = "aten::abs"
+    assert "torch_fl.routing.override" not in routing.explain("abs")
+    with routing.override({"abs": "cpu"}):
+        assert _routes()[op] == "cpu"
+        text = routing.explain("abs")
+        assert "scoped overrides active now" in text and "override() at " in text
+        with routing.override({"abs": f"{ABSENT}, none", "neg": "cpu"}):
+            assert _routes()[op] == "cpu" and _routes()["aten::neg"] == "cpu"
+            assert f"{ABSENT}: passed over" in routing.explain("abs")
+        assert "aten::neg" not in _routes() or _routes()["aten::neg"] == before.get("aten::neg")
+        x = torch.tensor([-3.0], device="flagos")
+        assert torch.abs(x).cpu().tolist() == [3.0]
+    assert _routes() == before
+    with pytest.raises(RuntimeError, match="boom"):
+        with routing.override({"abs": "cpu"}):
+            raise RuntimeError("boom")
+    assert _routes() == before
+    with pytest.raises(routing.RouteTableError, match="unknown backend 'warp_drive' for abs"):
+        routing.override({"abs": "warp_drive"})
+    with pytest.raises(routing.RouteTableError, match="unknown operator 'abss'"):
+        routing.override({"abss": "cpu"})
+    assert _routes() == before
+
+
+def test_override_from_many_threads_leaves_the_table_intact():
+    from torch_fl import routing
+
+    before = _routes()
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(8)
+
+    def worker(i: int) -> None:
+        try:
+            barrier.wait()
+            x = torch.tensor([-1.0, 2.0], device="flagos")
+            for _ in range(25):
+                with routing.override({"abs": "cpu", "neg": "cpu"} if i % 2 else {"neg": "cpu"}):
+                    assert _routes()["aten::neg"] == "cpu"
+                    assert torch.abs(x).cpu().tolist() == [1.0, 2.0]
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert _routes() == before
+    assert routing.activation.scoped_overrides() == []
+
+
+BUDGET_CHILD = """
+import torch
+x = torch.tensor([-1.0, 2.0], device="flagos")
+for _ in range(20):
+    x.abs()
+print("workload done", flush=True)
+"""
+
+
+def test_fallback_budget_exit_status():
+    over = run_child(BUDGET_CHILD, FLAGOS_FALLBACK_BUDGET="0.05", FLAGOS_OP_abs="cpu")
+    assert over.returncode == 3, (over.returncode, over.stderr)
+    assert "workload done" in over.stdout
+    assert "FLAGOS_FALLBACK_BUDGET=0.05: the CPU fallback served " in over.stderr
+    assert re.search(r"^  abs  20  \(routed to cpu\)$", over.stderr, re.M), over.stderr
+    within = run_child(BUDGET_CHILD, FLAGOS_FALLBACK_BUDGET="100%", FLAGOS_OP_abs="cpu")
+    assert within.returncode == 0, within.stderr
+    bad = run_child("import torch", FLAGOS_FALLBACK_BUDGET="lots")
+    assert bad.returncode != 0
+    assert "FLAGOS_FALLBACK_BUDGET=lots: expected the largest share" in bad.stderr
+
+
+def test_backend_alias_spellings(tmp_path, vendor_table, restore_routes):
+    from torch_fl import _C, routing
+
+    conf = tmp_path / "alias.conf"
+    conf.write_text(f"{_include_vendor(vendor_table)}abs = none\nneg = cuda, flagos_python, cpu\n")
+    active = routing.load_routes(path=conf)
+    routes = _routes()
+    assert routes["aten::abs"] == "cpu"
+    (rule,) = [r for r in active.preference_rules() if r.op == "aten::neg"]
+    have = set(_C.router_backends())
+    expected = "box:cuda" if "box:cuda" in have else "flaggems" if "flaggems" in have else "cpu"
+    if expected != "cpu" and not _C.backend_has_kernel(expected, "aten::neg"):
+        expected = "cpu"
+    assert routes["aten::neg"] == expected == rule.backend_name
+    if "flaggems" not in have:
+        assert any(c == "flagos_python" and "FlagGems" in why for c, why in rule.skipped_choices), (
+            rule.skipped_choices
+        )
+
+
+def test_force_backend_routes_everything_and_op_variables_still_win():
+    from torch_fl import _C
+
+    # Another backend of this vendor serving abs (box:cpu on sim, gcu on gcu), if it has one.
+    others = [
+        b for b in _C.router_backends() if b != "cpu" and _C.backend_has_kernel(b, "aten::abs")
+    ]
+    env = {"FLAGOS_OP_abs": others[0]} if others else {}
+    proc = run_child(
+        """
+        import torch, torch_fl
+        from torch_fl import _C, routing
+        routes = {op: b for op, b, rules in _C.router_routes()}
+        dtype_rules = [op for op, b, rules in _C.router_routes() if rules and op != "aten::abs"]
+        print(sorted(set(b for op, b in routes.items() if op != "aten::abs")), routes["aten::abs"])
+        print("forced to none by FLAGOS_FORCE_BACKEND" in torch_fl.info(), dtype_rules)
+        """,
+        FLAGOS_FORCE_BACKEND="none",
+        **env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    first, second = proc.stdout.strip().splitlines()[-2:]
+    assert first == f"['cpu'] {others[0] if others else 'cpu'}", first
+    assert second == "True []", second
+    bad = run_child("import torch", FLAGOS_FORCE_BACKEND="warp_drive")
+    assert bad.returncode != 0
+    assert "FLAGOS_FORCE_BACKEND=warp_drive: unknown backend 'warp_drive'" in bad.stderr
+
+
+def test_unknown_flagos_variable_warns_once_with_the_closest_name():
+    proc = run_child(
+        "import torch, torch_fl, importlib; importlib.reload(torch_fl.routing.environment)\n"
+        "torch_fl.routing.environment.warn_unknown_variables()",
+        FLAGOS_BACKEND_CONFG="x.conf",
+        FLAGOS_OP_abs="",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("FLAGOS_BACKEND_CONFG is not a variable torch-fl reads") == 1
+    assert "did you mean FLAGOS_BACKEND_CONFIG?" in proc.stderr
+    assert "FLAGOS_OP_abs" not in proc.stderr

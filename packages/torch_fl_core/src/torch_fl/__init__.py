@@ -88,8 +88,13 @@ def _generate_methods() -> None:
 
 def _setup() -> None:
     from torch_fl import vendors
+    from torch_fl.routing import environment
     from torch_fl.vendors import discovery
 
+    # A misspelled variable (FLAGOS_VENDER) would otherwise be silently ignored.
+    environment.warn_unknown_variables()
+    # Checked before anything is set up: a bad value is a configuration error naming the variable.
+    budget = environment.fallback_budget()
     # Choose first: a configuration error (unknown FLAGOS_VENDOR) leaves torch untouched.
     selection = discovery.select()
     _rename_backend()
@@ -126,6 +131,10 @@ def _setup() -> None:
     from torch_fl import _shutdown
 
     _shutdown.register()
+    if budget is not None:
+        # Registered after the autograd hook, so it runs before it (atexit is last in, first out)
+        # and counts only the program's calls.
+        _shutdown.register_fallback_budget(budget)
 
 
 def _torch_is_importing() -> bool:

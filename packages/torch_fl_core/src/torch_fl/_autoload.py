@@ -50,6 +50,7 @@ def _configuration_types() -> tuple[type[BaseException], ...]:
         ("torch_fl.vendors.discovery", "VendorSelectionError"),
         ("torch_fl.vendors", "VendorActivationError"),
         ("torch_fl.routing.route_table", "RouteTableError"),
+        ("torch_fl.routing.environment", "VariableError"),
     ):
         found = getattr(sys.modules.get(module), name, None)
         if isinstance(found, type):

@@ -25,10 +25,21 @@ import contextlib
 import json
 import runpy
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["FALLBACK", "Counts", "collect", "counting", "fallback_ops", "main", "report", "summary"]
+__all__ = [
+    "FALLBACK",
+    "Counts",
+    "collect",
+    "counting",
+    "fallback_ops",
+    "fallback_share",
+    "main",
+    "report",
+    "resolutions",
+    "summary",
+]
 
 #: The backend name under which the router reports calls served by the CPU fallback.
 FALLBACK = "cpu"
@@ -79,6 +90,30 @@ def _routed_to(op: str) -> str | None:
     return None if route is None else route.backend
 
 
+def resolutions(ops: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """op -> how its preference list resolved at load (``winner``, ``choices``, ``skipped``:
+    choice -> why), for the ``ops`` whose route in force came from a preference list."""
+    from torch_fl import routing
+
+    active = routing.active_table()
+    out: dict[str, dict[str, Any]] = {}
+    if active is None:
+        return out
+    for op in ops:
+        live, _ = active.rules_for(op)
+        for rule in live:
+            if not rule.choices:
+                continue
+            key = op + (f"[{','.join(rule.dtypes)}]" if rule.dtypes else "")
+            out[key] = {
+                "winner": rule.backend_name,
+                "choices": list(rule.choices),
+                "skipped": dict(rule.skipped_choices),
+                "rule": rule.where,
+            }
+    return out
+
+
 def fallback_ops(counts: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
     """op -> calls the CPU fallback served (routed to ``cpu`` or not routed at all)."""
     return {op: per[FALLBACK] for op, per in counts.items() if per.get(FALLBACK)}
@@ -120,7 +155,14 @@ def report(counts: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
             op: {"calls": n, "routed": _routed_to(op) == FALLBACK}
             for op, n in sorted(fallback.items(), key=lambda kv: (-kv[1], kv[0]))
         },
+        "preference_lists": resolutions(sorted(counts)),
     }
+
+
+def fallback_share(counts: Mapping[str, Mapping[str, int]]) -> tuple[int, int]:
+    """(calls the CPU fallback served, all counted calls)."""
+    total = sum(n for per in counts.values() for n in per.values())
+    return sum(fallback_ops(counts).values()), total
 
 
 def summary(counts: Mapping[str, Mapping[str, int]], *, title: str = "Operator census") -> str:
@@ -153,6 +195,15 @@ def summary(counts: Mapping[str, Mapping[str, int]], *, title: str = "Operator c
             lines.append(f"  {op.removeprefix('aten::')}  {n}  ({why})")
     else:
         lines.append("CPU fallback: none")
+    resolved = resolutions(sorted(counts))
+    if resolved:
+        lines.append("Preference lists of these operators (resolved at load):")
+        for op, res in sorted(resolved.items()):
+            passed = "".join(f"; skipped {c}: {why}" for c, why in res["skipped"].items())
+            lines.append(
+                f"  {op.removeprefix('aten::')} = {', '.join(res['choices'])} -> {res['winner']}"
+                f"{passed}"
+            )
     return "\n".join(lines)
 
 

@@ -7,12 +7,22 @@
 - :mod:`~torch_fl.routing.python_backend`: backends whose kernels are Python callables;
 - :mod:`~torch_fl.routing.library_backend`: backends whose kernels are a vendor's C++ operators;
 - :mod:`~torch_fl.routing.activation`: loading and installing the table when a vendor activates;
+- :mod:`~torch_fl.routing.explanation`: why an overload is served where it is
+  (``python -m torch_fl.routing explain mm``);
 - :mod:`~torch_fl.routing.generate`: the generator of the built-in ``sim`` table.
 """
 
 from __future__ import annotations
 
-from torch_fl.routing.activation import ActiveRoutes, active_table, load_routes, router_available
+from torch_fl.routing.activation import (
+    ActiveRoutes,
+    RouteOverride,
+    active_table,
+    effective_routes,
+    load_routes,
+    override,
+    router_available,
+)
 from torch_fl.routing.library_backend import register_library_backend
 from torch_fl.routing.python_backend import (
     PythonBackend,
@@ -33,11 +43,15 @@ __all__ = [
     "ActiveRoutes",
     "PythonBackend",
     "ResolvedRoute",
+    "RouteOverride",
     "RouteRule",
     "RouteTable",
     "RouteTableError",
     "active_table",
+    "effective_routes",
+    "explain",
     "load_routes",
+    "override",
     "parse_file",
     "parse_text",
     "python_backends",
@@ -46,3 +60,11 @@ __all__ = [
     "router_available",
     "validate",
 ]
+
+
+def explain(op: str) -> str:
+    """Why ``op`` (``mm``, ``mm.default``, ``aten::mm.out``) is served by its backend here: the
+    winning rule and its file:line, its preference list, dtype rules, scoped overrides."""
+    from torch_fl.routing.explanation import explain as _explain
+
+    return _explain(op)

@@ -12,38 +12,87 @@
     ``fallback`` prints ``[flagos fallback] <op> -> cpu`` for every call served by the CPU
     fallback; either prints ``[flagos] loading backend config from <path>`` once per process.
     ``all`` means both. Separators: commas or spaces.
+``FLAGOS_FORCE_BACKEND=<backend>``
+    Route every overload the table routes to this backend (those it has no kernel for keep
+    their route); ``FLAGOS_OP_*`` still apply on top.
+``FLAGOS_FALLBACK_BUDGET=<fraction>``
+    At exit, fail the process when more than this share of routed calls ran on the CPU fallback.
+
+:data:`KNOWN_VARIABLES` lists every ``FLAGOS_*`` name torch-fl and its vendors read, in one place:
+an unknown one (a misspelling) warns once at import with the closest known name.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import re
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from torch_fl.routing.route_table import RouteRule, RouteTableError, full_op_name
+from torch_fl.routing.route_table import RouteRule, RouteTableError, full_op_name, parse_backends
 
 __all__ = [
+    "BUDGET_VAR",
     "CONFIG_VAR",
+    "FORCE_VAR",
+    "KNOWN_VARIABLES",
     "LOG_VAR",
     "OP_PREFIX",
     "LogFlags",
+    "VariableError",
     "config_override",
+    "fallback_budget",
+    "force_backend",
     "log_flags",
     "op_from_variable",
     "op_overrides",
+    "unknown_variables",
+    "warn_unknown_variables",
 ]
 
 CONFIG_VAR = "FLAGOS_BACKEND_CONFIG"
 OP_PREFIX = "FLAGOS_OP_"
 LOG_VAR = "FLAGOS_LOG"
+FORCE_VAR = "FLAGOS_FORCE_BACKEND"
+BUDGET_VAR = "FLAGOS_FALLBACK_BUDGET"
+
+#: Every FLAGOS_* variable read by torch-fl, its vendors, tests and tools (docs/environment.md),
+#: besides the FLAGOS_OP_<op> family.
+KNOWN_VARIABLES = (
+    "FLAGOS_VENDOR",
+    CONFIG_VAR,
+    LOG_VAR,
+    FORCE_VAR,
+    BUDGET_VAR,
+    "FLAGOS_FLAGGEMS",
+    "FLAGOS_DIST_TIER",
+    "FLAGOS_DIST_CHECK_SHAPES",
+    "FLAGOS_SIM_DEVICES",
+    "FLAGOS_SIM_MEMORY",
+    "FLAGOS_SIM_FAULTS",
+    "FLAGOS_DCU_PRELOAD",
+    "FLAGOS_DCU_SKIP_RUNTIME_CHECK",
+    "FLAGOS_DCU_BUNDLE",
+    "FLAGOS_DCU_TORCH_LIB",
+    "FLAGOS_DCU_TEST_ON_CUDA_TORCH",
+)
+#: Prefixes of variable families: FLAGOS_OP_<op>, and FLAGOS_TEST_* of the test suites.
+KNOWN_PREFIXES = (OP_PREFIX, "FLAGOS_TEST_")
+# Attribute of the torch module (it outlives re-imports of torch_fl): names already warned about.
+_WARNED_ATTR = "_torch_fl_warned_variables"
 LOG_CATEGORIES = ("dispatch", "fallback")
 # Categories read by other parts of torch_fl (dist: torch_fl.distributed.log); known, so not warned.
 OTHER_LOG_CATEGORIES = ("dist",)
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class VariableError(ValueError):
+    """A FLAGOS_* variable with a value torch-fl cannot use (a configuration mistake: uncaught,
+    it prints as its message, ``NAME=value: what is expected``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,9 +201,82 @@ def op_overrides(
         except ValueError as exc:
             errors.append(RouteTableError(where, None, str(exc)))
             continue
-        rules.append(RouteRule(op=op, backend=backend, file=where, line=None))
+        try:
+            names = parse_backends(backend)
+        except ValueError as exc:
+            errors.append(RouteTableError(where, None, str(exc)))
+            continue
+        choices = names if len(names) > 1 else ()
+        rules.append(RouteRule(op=op, backend=names[0], file=where, line=None, choices=choices))
     if errors:
         if problems is None:
             raise RouteTableError.merge(errors)
         problems.extend(errors)
     return rules
+
+
+def force_backend(environ: Mapping[str, str] | None = None) -> str | None:
+    """The backend FLAGOS_FORCE_BACKEND names (as written), or None when unset or empty."""
+    value = _env(environ).get(FORCE_VAR, "").strip()
+    if not value:
+        return None
+    try:
+        names = parse_backends(value)
+    except ValueError as exc:
+        raise RouteTableError(f"{FORCE_VAR}={value}", None, str(exc)) from None
+    if len(names) > 1:
+        raise RouteTableError(
+            f"{FORCE_VAR}={value}", None, "names one backend (use FLAGOS_OP_<op> for lists)"
+        )
+    return names[0]
+
+
+def fallback_budget(environ: Mapping[str, str] | None = None) -> float | None:
+    """FLAGOS_FALLBACK_BUDGET as a fraction in [0, 1] (``0.05`` or ``5%``); None when unset.
+
+    Raises VariableError naming the variable for anything else."""
+    raw = _env(environ).get(BUDGET_VAR, "")
+    value = raw.strip()
+    if not value:
+        return None
+    try:
+        budget = float(value[:-1]) / 100 if value.endswith("%") else float(value)
+    except ValueError:
+        budget = float("nan")
+    if not 0.0 <= budget <= 1.0:  # also NaN
+        raise VariableError(
+            f"{BUDGET_VAR}={raw}: expected the largest share of calls the CPU fallback may "
+            f"serve, a number from 0 to 1 (0.05) or a percentage (5%)"
+        )
+    return budget
+
+
+def unknown_variables(environ: Mapping[str, str] | None = None) -> list[tuple[str, str | None]]:
+    """(name, closest known name or None) for every FLAGOS_* variable torch-fl does not read."""
+    out: list[tuple[str, str | None]] = []
+    for name in sorted(_env(environ)):
+        if not name.startswith("FLAGOS_") or name in KNOWN_VARIABLES:
+            continue
+        if name.startswith(KNOWN_PREFIXES):
+            continue
+        close = difflib.get_close_matches(name, [*KNOWN_VARIABLES, OP_PREFIX], n=1, cutoff=0.6)
+        out.append((name, close[0] if close else None))
+    return out
+
+
+def warn_unknown_variables(environ: Mapping[str, str] | None = None) -> None:
+    """Warn once per process and name about each unknown FLAGOS_* variable."""
+    import torch
+
+    warned: set[str] = getattr(torch, _WARNED_ATTR, None) or set()
+    for name, close in unknown_variables(environ):
+        if name in warned:
+            continue
+        warned.add(name)
+        hint = f"did you mean {close}? " if close else ""
+        warnings.warn(
+            f"{name} is not a variable torch-fl reads ({hint}known: docs/environment.md)",
+            UserWarning,
+            stacklevel=2,
+        )
+    setattr(torch, _WARNED_ATTR, warned)

@@ -19,7 +19,15 @@ work queued on the stream before it runs (docs/routing.md, "Producers on one str
 
 from __future__ import annotations
 
-__all__ = ["register_library_backend"]
+__all__ = ["library_backends", "register_library_backend"]
+
+# name -> namespace, so that routing can say "the SDK has no kernel" rather than a generic reason.
+_registered: dict[str, str] = {}
+
+
+def library_backends() -> dict[str, str]:
+    """The library backends registered in this process: name -> operator namespace."""
+    return dict(_registered)
 
 
 def register_library_backend(name: str, namespace: str) -> None:
@@ -35,3 +43,4 @@ def register_library_backend(name: str, namespace: str) -> None:
             f"namespace, got {namespace!r}"
         )
     _C.register_library_backend(name, namespace)
+    _registered[name] = namespace

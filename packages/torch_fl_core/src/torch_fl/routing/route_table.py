@@ -6,12 +6,18 @@ Grammar, one statement per line::
     include other.conf                  # relative to the including file's directory
     abs = box:cpu                       # op (default overload) = backend
     add.Tensor = flaggems               # op.overload = backend
+    mm = flaggems, gcu, cpu             # preference list: the first available backend wins
     mul.out[int64, float64] = cpu       # only when the first tensor argument has these dtypes
     # generated-for: torch 2.13         # pragma of generated tables (see validation)
 
 Statements apply in order and the later one wins: a plain rule replaces every earlier rule of the
 same overload (plain and dtype-qualified); a dtype rule overrides the earlier rules for its dtypes
 only. Includes are expanded in place, so a line after ``include`` overrides the included file.
+
+A preference list ``a, b, c`` is resolved once, when the table is validated: the first backend
+available in this process (registered, with a kernel for the overload) becomes the rule's backend,
+and the choices passed over are recorded with why (``RouteRule.skipped_choices``). After that a
+list rule is an ordinary rule, so "later wins" treats it exactly like a single-backend one.
 
 Parsing checks syntax, dtype names and include files; :mod:`torch_fl.routing.validation` checks
 operators and backends against the dispatcher and the router. Every error is a
@@ -32,8 +38,10 @@ __all__ = [
     "RouteRule",
     "RouteTable",
     "RouteTableError",
+    "BACKEND_ALIASES",
     "canonical_backend",
     "canonical_dtype",
+    "parse_backends",
     "full_op_name",
     "parse_file",
     "parse_text",
@@ -48,7 +56,7 @@ _OP_RE = re.compile(
     r"(?:\.(?P<overload>[A-Za-z_][A-Za-z0-9_]*))?$"
 )
 _RULE_RE = re.compile(
-    r"^(?P<op>[^\s\[=]+)\s*(?:\[(?P<dtypes>[^\]]*)\])?\s*=\s*(?P<backend>\S*)\s*$"
+    r"^(?P<op>[^\s\[=]+)\s*(?:\[(?P<dtypes>[^\]]*)\])?\s*=\s*(?P<backend>[^=]*?)\s*$"
 )
 _BACKEND_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(?::[A-Za-z0-9_\-]+)?$")
 _PRAGMA_RE = re.compile(r"^#\s*generated-for:\s*torch\s+(?P<version>\d+\.\d+)\s*$")
@@ -108,9 +116,30 @@ class RouteTableError(ValueError):
         return self._format()
 
 
+#: Spellings accepted for a backend, and the backend they name. ``cuda`` is CUDA's in-process
+#: kernels on alias views (``box:cuda``); ``flagos_python`` is the Python backend torch-fl ships
+#: (``flaggems``, the FlagGems kernels).
+BACKEND_ALIASES = {"none": "cpu", "cuda": "box:cuda", "flagos_python": "flaggems"}
+
+
 def canonical_backend(name: str) -> str:
-    """``none`` is an alias of ``cpu``; every other name is itself."""
-    return "cpu" if name == "none" else name
+    """The backend a spelling names (:data:`BACKEND_ALIASES`); every other name is itself."""
+    return BACKEND_ALIASES.get(name, name)
+
+
+def parse_backends(text: str) -> tuple[str, ...]:
+    """``("flaggems", "gcu", "cpu")`` for ``"flaggems, gcu, cpu"``, ``("cpu",)`` for ``"cpu"``.
+
+    Raises ValueError for an empty item or what is not a backend name."""
+    names = tuple(n.strip() for n in text.split(","))
+    if len(names) == 1 and not names[0]:
+        raise ValueError("no backend")
+    for name in names:
+        if not name:
+            raise ValueError(f"empty backend in the preference list {text.strip()!r}")
+        if not _BACKEND_RE.match(name):
+            raise ValueError(f"{name!r} is not a backend name")
+    return names
 
 
 def canonical_dtype(name: str) -> str | None:
@@ -149,17 +178,23 @@ def short_op_name(full: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class RouteRule:
-    """One statement ``op[dtypes] = backend`` and where it came from."""
+    """One statement ``op[dtypes] = backend`` (or ``= a, b, c``) and where it came from."""
 
     #: Full operator name: ``"aten::add.Tensor"``, ``"aten::abs"`` (default overload).
     op: str
-    #: Backend as written (``none`` kept as written; see :attr:`backend_name`).
+    #: Backend as written (``none`` kept as written; see :attr:`backend_name`). For a preference
+    #: list: its first choice when parsed, the chosen one once validated.
     backend: str
     #: Canonical dtype names (``"int64"``); empty for a plain rule.
     dtypes: tuple[str, ...] = ()
     #: The file (or ``FLAGOS_OP_<op>``) and 1-based line (None for the environment).
     file: str = "<routes>"
     line: int | None = None
+    #: The preference list as written (``("flaggems", "gcu", "cpu")``); empty for one backend.
+    choices: tuple[str, ...] = ()
+    #: Filled by validation for a preference list: the choices before the chosen one, with why
+    #: each was unavailable (``("flaggems", "not registered in this process: ...")``).
+    skipped_choices: tuple[tuple[str, str], ...] = ()
 
     @property
     def backend_name(self) -> str:
@@ -172,9 +207,14 @@ class RouteRule:
     def error(self, message: str) -> RouteTableError:
         return RouteTableError(self.file, self.line, message)
 
+    @property
+    def written(self) -> str:
+        """The right-hand side as written: ``"flaggems, gcu, cpu"`` or ``"cpu"``."""
+        return ", ".join(self.choices) if self.choices else self.backend
+
     def __str__(self) -> str:
         dt = f"[{','.join(self.dtypes)}]" if self.dtypes else ""
-        return f"{short_op_name(self.op)}{dt} = {self.backend}"
+        return f"{short_op_name(self.op)}{dt} = {self.written}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,6 +252,17 @@ class RouteTable:
     generated_for: dict[str, str] = dataclasses.field(default_factory=dict)
     #: Rules skipped when the table was validated (generated tables on another torch minor).
     skipped: list[tuple[RouteRule, str]] = dataclasses.field(default_factory=list)
+    #: Included file -> (including file, line) of the ``include`` that first read it.
+    included_from: dict[str, tuple[str, int]] = dataclasses.field(default_factory=dict)
+
+    def include_chain(self, file: str) -> list[tuple[str, int]]:
+        """The ``include`` statements (file, line) through which ``file`` was read, outermost
+        first; empty for the top-level file."""
+        chain: list[tuple[str, int]] = []
+        while file in self.included_from and len(chain) < 64:
+            file, line = self.included_from[file]
+            chain.append((file, line))
+        return chain[::-1]
 
     def extend(self, rules: Iterable[RouteRule]) -> None:
         self.rules.extend(rules)
@@ -265,7 +316,8 @@ def _strip_comment(line: str) -> str:
 
 def _parse_rule(text: str, path: str, lineno: int) -> RouteRule:
     m = _RULE_RE.match(text)
-    if not m:
+    # A space inside one backend ("abs = box cpu") is a malformed statement, not a list.
+    if not m or any(re.search(r"\S\s+\S", b) for b in m.group("backend").split(",")):
         raise RouteTableError(
             path,
             lineno,
@@ -276,11 +328,14 @@ def _parse_rule(text: str, path: str, lineno: int) -> RouteRule:
         op = full_op_name(m.group("op"))
     except ValueError as exc:
         raise RouteTableError(path, lineno, str(exc)) from None
-    backend = m.group("backend")
-    if not backend:
+    if not m.group("backend"):
         raise RouteTableError(path, lineno, f"no backend after '=' for {short_op_name(op)}")
-    if not _BACKEND_RE.match(backend):
-        raise RouteTableError(path, lineno, f"{backend!r} is not a backend name")
+    try:
+        names = parse_backends(m.group("backend"))
+    except ValueError as exc:
+        raise RouteTableError(path, lineno, str(exc)) from None
+    backend = names[0]
+    choices = names if len(names) > 1 else ()
     dtypes: tuple[str, ...] = ()
     if m.group("dtypes") is not None:
         names = [d.strip() for d in m.group("dtypes").split(",")]
@@ -300,7 +355,7 @@ def _parse_rule(text: str, path: str, lineno: int) -> RouteRule:
             if dtype not in canon:
                 canon.append(dtype)
         dtypes = tuple(canon)
-    return RouteRule(op=op, backend=backend, dtypes=dtypes, file=path, line=lineno)
+    return RouteRule(op=op, backend=backend, dtypes=dtypes, file=path, line=lineno, choices=choices)
 
 
 def _parse_into(
@@ -342,6 +397,7 @@ def _parse_into(
                 continue
             if include not in table.files:
                 table.files.append(include)
+                table.included_from.setdefault(str(include), (shown, lineno))
             _parse_into(table, included, include, [*stack, include], errors)
             continue
         try:

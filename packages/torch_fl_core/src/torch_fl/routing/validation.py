@@ -12,6 +12,14 @@ Each rule is checked when the table loads, never at the first call:
 4. the backend is known (``torch_fl._C.router_backends()``, plus ``none``);
 5. the backend has a kernel for that overload (``torch_fl._C.backend_has_kernel``).
 
+A preference list (``mm = flaggems, gcu, cpu``) is resolved here, once: checks 1-3 apply to the
+rule, then the first choice that passes 4 and 5 becomes its backend; the choices before it are
+recorded with why they were passed over (``RouteRule.skipped_choices``). A choice that is not
+registered in this process is no error as long as it is a name some vendor or core provides
+(:func:`possible_backend`): a table can ship ``flaggems, gcu, cpu`` and load where FlagGems is
+absent. A choice no vendor could provide (a misspelling) is an error, and so is a list none of
+whose choices is available.
+
 A file carrying the pragma ``# generated-for: torch X.Y`` is a generated table: its generator's
 ``--check`` (run by the test suite on the torch minor it names) is what keeps it exact, and the
 loader is tolerant of it so that ``import torch`` keeps working on other torch minors and while a
@@ -25,6 +33,7 @@ in every ``FLAGOS_OP_*`` override.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 from collections.abc import Iterable, Sequence
@@ -39,7 +48,50 @@ from torch_fl.routing.route_table import (
     short_op_name,
 )
 
-__all__ = ["Catalog", "RuntimeCatalog", "torch_minor", "validate", "validate_rule"]
+__all__ = [
+    "Catalog",
+    "RuntimeCatalog",
+    "possible_backend",
+    "resolve_rule",
+    "torch_minor",
+    "validate",
+    "validate_rule",
+]
+
+#: Backends that a vendor package or core registers somewhere (beyond ``cpu`` and ``box:<key>``):
+#: in a preference list they may be absent from this process without being an error.
+KNOWN_BACKENDS = ("cpu", "flaggems", "gcu", "dcu", "ascend")
+
+
+@functools.lru_cache(maxsize=256)
+def _device_type(key: str) -> bool:
+    try:
+        torch.device(key)
+    except (RuntimeError, ValueError):
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=1)
+def installed_vendor_names() -> frozenset[str]:
+    """The names of the installed vendors (entry points, not loaded), and ``sim``."""
+    import importlib.metadata
+
+    from torch_fl.vendors.discovery import ENTRY_POINT_GROUP
+
+    eps = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+    return frozenset({"sim", *(ep.name for ep in eps)})
+
+
+def possible_backend(name: str) -> bool:
+    """Whether some vendor or core could provide backend ``name`` (canonical spelling): ``cpu``,
+    ``box:<device type>``, the Python and library backends torch-fl's vendors register, the
+    installed vendors' names."""
+    if name in KNOWN_BACKENDS:
+        return True
+    if name.startswith("box:"):
+        return _device_type(name[4:])
+    return name in installed_vendor_names()
 
 
 def torch_minor(version: str | None = None) -> str:
@@ -109,6 +161,24 @@ class Catalog:
     def has_kernel(self, backend: str, op: str) -> bool:
         raise NotImplementedError
 
+    def is_possible_backend(self, backend: str) -> bool:
+        """A name a preference list may hold even when it is not registered here."""
+        return backend in self.backends() or possible_backend(backend)
+
+    def why_unregistered(self, backend: str) -> str:
+        return "not registered in this process"
+
+    def why_no_kernel(self, backend: str, op: str) -> str:
+        return f"backend has no kernel for {short_op_name(op)}"
+
+    def unavailable(self, backend: str, op: str) -> str | None:
+        """None when ``backend`` (canonical) can serve ``op`` here, else why not."""
+        if backend not in self.backends():
+            return self.why_unregistered(backend)
+        if not self.has_kernel(backend, op):
+            return self.why_no_kernel(backend, op)
+        return None
+
 
 class RuntimeCatalog(Catalog):
     """The catalog of this process: torch's dispatcher and ``torch_fl._C``'s router."""
@@ -132,14 +202,42 @@ class RuntimeCatalog(Catalog):
     def has_kernel(self, backend: str, op: str) -> bool:
         return bool(self._C.backend_has_kernel(backend, op))
 
+    def why_unregistered(self, backend: str) -> str:
+        if backend == "flaggems":
+            import importlib.util
+
+            from torch_fl.routing import flaggems
+
+            state = flaggems.status()
+            if state.startswith("off: "):
+                return f"not registered in this process: FlagGems is {state}"
+            if importlib.util.find_spec("flag_gems") is None:
+                return "not registered in this process: FlagGems is not importable"
+            return "not registered in this process: the vendor does not enable FlagGems"
+        if backend in installed_vendor_names():
+            return f"not registered in this process (vendor {backend!r} is not the active one)"
+        if backend.startswith("box:"):
+            return (
+                f"not registered in this process (the runtime gives no {backend[4:]} views of "
+                f"flagos memory)"
+            )
+        return "not registered in this process"
+
+    def why_no_kernel(self, backend: str, op: str) -> str:
+        from torch_fl.routing.library_backend import library_backends
+
+        namespace = library_backends().get(backend)
+        if namespace is not None:
+            return f"the SDK kernel is absent ({namespace} has no {short_op_name(op)})"
+        return super().why_no_kernel(backend, op)
+
 
 def valid_backends_text(catalog: Catalog) -> str:
     names = sorted({*catalog.backends(), "none"})
     return ", ".join(names)
 
 
-def validate_rule(rule: RouteRule, catalog: Catalog) -> tuple[str, str] | None:
-    """None if ``rule`` is valid, else (kind, message); kind "backend" is never tolerated."""
+def _op_problem(rule: RouteRule, catalog: Catalog) -> tuple[str, str] | None:
     op = rule.op
     short = short_op_name(op)
     if not catalog.op_exists(op):
@@ -152,6 +250,17 @@ def validate_rule(rule: RouteRule, catalog: Catalog) -> tuple[str, str] | None:
             f"device and has no kernel to route (a flagos kernel would bypass their autograd); "
             f"route the operators it calls instead"
         )
+    return None
+
+
+def validate_rule(rule: RouteRule, catalog: Catalog) -> tuple[str, str] | None:
+    """None if ``rule`` (one backend) is valid, else (kind, message); kind "backend" is never
+    tolerated."""
+    problem = _op_problem(rule, catalog)
+    if problem is not None:
+        return problem
+    op = rule.op
+    short = short_op_name(op)
     backend = canonical_backend(rule.backend)
     known = catalog.backends()
     if backend not in known:
@@ -162,6 +271,39 @@ def validate_rule(rule: RouteRule, catalog: Catalog) -> tuple[str, str] | None:
     if not catalog.has_kernel(backend, op):
         return "op", f"backend {rule.backend!r} has no kernel for {short}"
     return None
+
+
+def resolve_rule(
+    rule: RouteRule, catalog: Catalog
+) -> tuple[RouteRule | None, tuple[str, str] | None]:
+    """(the rule to install, None) or (None, (kind, message)), as :func:`validate_rule`; a
+    preference list comes back as a rule of its first available choice."""
+    if not rule.choices:
+        problem = validate_rule(rule, catalog)
+        return (rule, None) if problem is None else (None, problem)
+    problem = _op_problem(rule, catalog)
+    if problem is not None:
+        return None, problem
+    short = short_op_name(rule.op)
+    for choice in rule.choices:
+        if not catalog.is_possible_backend(canonical_backend(choice)):
+            return None, (
+                "backend",
+                f"unknown backend {choice!r} in '{rule.written}' for {short}: no vendor or core "
+                f"provides it (valid backends here: {valid_backends_text(catalog)})",
+            )
+    skipped: list[tuple[str, str]] = []
+    for choice in rule.choices:
+        why = catalog.unavailable(canonical_backend(choice), rule.op)
+        if why is None:
+            return dataclasses.replace(rule, backend=choice, skipped_choices=tuple(skipped)), None
+        skipped.append((choice, why))
+    # Only a registered backend lacking the kernel depends on the torch a generated table was
+    # made for; a list of backends none of which is registered is always an error.
+    registered = set(catalog.backends())
+    kind = "op" if any(canonical_backend(c) in registered for c, _ in skipped) else "backend"
+    reasons = "; ".join(f"{c}: {why}" for c, why in skipped)
+    return None, (kind, f"no backend of '{rule.written}' is available for {short} ({reasons})")
 
 
 def validate(
@@ -182,9 +324,10 @@ def validate(
     kept: list[RouteRule] = []
     skipped: list[tuple[RouteRule, str]] = []
     for rule in table.rules:
-        problem = validate_rule(rule, catalog)
+        resolved, problem = resolve_rule(rule, catalog)
         if problem is None:
-            kept.append(rule)
+            assert resolved is not None
+            kept.append(resolved)
             continue
         kind, message = problem
         if kind != "backend" and rule.file in table.generated_for:
