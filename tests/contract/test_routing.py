@@ -955,3 +955,28 @@ def test_unknown_flagos_variable_warns_once_with_the_closest_name():
     assert proc.stderr.count("FLAGOS_BACKEND_CONFG is not a variable torch-fl reads") == 1
     assert "did you mean FLAGOS_BACKEND_CONFIG?" in proc.stderr
     assert "FLAGOS_OP_abs" not in proc.stderr
+
+
+def test_census_shows_how_preference_lists_resolved(tmp_path, vendor_table):
+    conf = tmp_path / "pref.conf"
+    conf.write_text(f"{_include_vendor(vendor_table)}abs = {ABSENT}, cpu\n")
+    script = tmp_path / "w.py"
+    script.write_text("import torch\ntorch.abs(torch.tensor([-1.0], device='flagos'))\n")
+    out = tmp_path / "c.json"
+    cmd = [sys.executable, "-m", "torch_fl.census", "--json", "--output", str(out), "--"]
+    env = _child_env(FLAGOS_BACKEND_CONFIG=str(conf))
+    proc = subprocess.run([*cmd, str(script)], capture_output=True, text=True, env=env, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(out.read_text())["preference_lists"]["aten::abs"]
+    assert res["winner"] == "cpu" and res["choices"] == [ABSENT, "cpu"]
+    assert "not registered in this process" in res["skipped"][ABSENT]
+    assert res["rule"] == f"{conf.resolve()}:{2 if vendor_table else 1}"
+    text = subprocess.run(
+        [sys.executable, "-m", "torch_fl.census", "--", str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+    )
+    assert text.returncode == 0, text.stderr
+    assert f"  abs = {ABSENT}, cpu -> cpu; skipped {ABSENT}: not registered" in text.stdout
