@@ -31,7 +31,7 @@ def close(actual: torch.Tensor, expected: torch.Tensor) -> None:
     torch.testing.assert_close(actual.cpu(), expected.cpu(), **tolerances.COLLECTIVE.kwargs())
 
 
-def init(rank: int, world: int, store_file: str, spec: str = "flagos") -> torch.device:
+def init(rank: int, world: int, store_file: str, spec: str | None = "flagos") -> torch.device:
     import torch_fl  # noqa: F401  (import torch is enough; explicit so a broken install fails here)
 
     device = torch.device("flagos", rank % torch.flagos.device_count())
@@ -40,6 +40,9 @@ def init(rank: int, world: int, store_file: str, spec: str = "flagos") -> torch.
     if spec == "device_id":
         kwargs["device_id"] = device
         spec = None
+    elif spec and spec.endswith("+device_id"):
+        kwargs["device_id"] = device
+        spec = spec.removesuffix("+device_id")
     dist.init_process_group(
         spec,
         init_method=f"file://{store_file}",
@@ -388,6 +391,307 @@ def scenario_mismatch(rank: int, world: int, store_file: str, out: dict) -> None
     os._exit(0)
 
 
+# ---------------------------------------------------------------------------------------------
+# torch's own gloo groups: init_process_group("gloo") and the specs that name gloo for flagos.
+def _gloo_group_tier(spec: str | None) -> str:
+    """The tier flagos tensors must take on a group created with ``spec``."""
+    if spec is None or "flagos:flagos" in spec:
+        return expected_tier()  # a flagos group: the vendor's tier
+    forced = os.environ.get("FLAGOS_DIST_TIER")
+    if forced in ("gloo-alias", "gloo-staged"):
+        return forced
+    from torch_fl.distributed import profile
+
+    return "gloo-alias" if profile.vendor_profile()[1] == "host-memory" else "gloo-staged"
+
+
+def scenario_gloo_collectives(
+    rank: int, world: int, store_file: str, out: dict, specs: str
+) -> None:
+    """For each of ``specs`` ("|"-separated; "default": no backend), one after the other in this
+    process: every collective on flagos tensors gives exactly what it gives on CPU tensors."""
+    out["tiers"] = {}
+    for i, spec in enumerate(specs.split("|")):
+        _gloo_collectives(
+            rank, world, f"{store_file}.{i}", out, None if spec == "default" else spec
+        )
+        out["tiers"][spec] = out.pop("tier")
+    out["ok"] = True
+
+
+def _gloo_collectives(rank: int, world: int, store_file: str, out: dict, spec: str | None) -> None:
+    from torch_fl import distributed as fld
+
+    dev = init(rank, world, store_file, spec)
+    cpu = torch.device("cpu")
+    group = dist.group.WORLD
+    out["tier"] = fld.tier().name
+    assert out["tier"] == _gloo_group_tier(spec), fld.tier().describe()
+    if spec and "flagos:flagos" not in spec.split("+")[0]:
+        # torch's own ProcessGroup with one gloo backend for every device, as for CUDA.
+        assert type(group) is dist.ProcessGroup, type(group)
+        assert isinstance(group._get_backend(cpu), dist.ProcessGroupGloo)
+        assert isinstance(group._get_backend(dev), dist.ProcessGroupGloo)
+    if spec == "gloo":
+        assert dist.get_backend() == "gloo"
+    ranks = range(world)
+    nxt, prv = (rank + 1) % world, (rank - 1) % world
+    R = dist.ReduceOp
+
+    def same(run) -> None:
+        """``run(device)`` returns result tensors; flagos must equal CPU bit for bit."""
+        on_cpu, on_flagos = run(cpu), run(dev)
+        assert len(on_cpu) == len(on_flagos)
+        for c, f in zip(on_cpu, on_flagos, strict=True):
+            assert f.device == dev, f.device
+            assert torch.equal(f.cpu(), c), (f.cpu(), c)
+
+    for op in (R.SUM, R.PRODUCT, R.MIN, R.MAX, R.AVG):
+        same(lambda d, op=op: [_all_reduce(data(rank).to(d), op)])
+    for op in (R.BAND, R.BOR, R.BXOR):
+        same(lambda d, op=op: [_all_reduce(data(rank, dtype=torch.int64).to(d), op)])
+    close(_all_reduce(data(rank).to(dev), R.SUM), sum(data(r) for r in ranks))
+
+    def broadcast(d):
+        t = data(rank).to(d)
+        dist.broadcast(t, src=world - 1)
+        return [t]
+
+    def all_gather(d):
+        outs = [torch.empty(6, device=d) for _ in ranks]
+        dist.all_gather(outs, data(rank).to(d))
+        flat = torch.empty(6 * world, device=d)
+        dist.all_gather_into_tensor(flat, data(rank).to(d))
+        return [*outs, flat]
+
+    def reduce_scatter(d):
+        chunks = [(data(rank) * (j + 1)).to(d) for j in ranks]
+        o, o2 = torch.empty(6, device=d), torch.empty(6, device=d)
+        dist.reduce_scatter(o, chunks)
+        dist.reduce_scatter_tensor(o2, torch.cat(chunks))
+        return [o, o2]
+
+    def all_to_all(d):
+        o = torch.empty(world * 2, device=d)
+        dist.all_to_all_single(o, (torch.arange(world * 2.0) + 100 * rank).to(d))
+        in_splits = [r + 1 for r in ranks]
+        uneven = torch.empty((rank + 1) * world, device=d)
+        dist.all_to_all_single(
+            uneven,
+            torch.full((sum(in_splits),), float(rank), device=d),
+            [rank + 1] * world,
+            in_splits,
+        )
+        # gloo's list form takes one shape for every tensor (CPU or not)
+        outs = [torch.empty(3, 2, device=d) for _ in ranks]
+        dist.all_to_all(outs, [torch.full((3, 2), rank * 10.0 + r, device=d) for r in ranks])
+        return [o, uneven, *outs]
+
+    def rooted(d):
+        gl = [torch.empty(6, device=d) for _ in ranks] if rank == 0 else None
+        dist.gather(data(rank).to(d), gl, dst=0)
+        sc = torch.empty(6, device=d)
+        dist.scatter(sc, [data(r).to(d) * 3 for r in ranks] if rank == 0 else None, src=0)
+        red = data(rank).to(d)
+        dist.reduce(red, dst=0)
+        return [*(gl or []), sc] + ([red] if rank == 0 else [])
+
+    def point_to_point(d):
+        got = torch.empty(6, device=d)
+        if rank % 2 == 0:
+            dist.send(data(rank).to(d), nxt)
+            dist.recv(got, prv)
+        else:
+            dist.recv(got, prv)
+            dist.send(data(rank).to(d), nxt)
+        recv_a, recv_b = torch.empty(6, device=d), torch.empty(6, device=d)
+        ops = [
+            dist.P2POp(dist.isend, data(rank).to(d), nxt),
+            dist.P2POp(dist.irecv, recv_a, prv),
+            dist.P2POp(dist.isend, data(rank).to(d) * 2, prv),
+            dist.P2POp(dist.irecv, recv_b, nxt),
+        ]
+        if rank % 2:
+            ops = [ops[1], ops[0], ops[3], ops[2]]
+        for w in dist.batch_isend_irecv(ops):
+            w.wait()
+        return [got, recv_a, recv_b]
+
+    def coalesced(d):
+        a, b = data(rank).to(d), data(rank, n=3).to(d)
+        dist.all_reduce_coalesced([a, b])
+        params = [data(rank).to(d), data(rank, n=9).to(d)]
+        dist._broadcast_coalesced(group, params, 1 << 20, 0)
+        return [a, b, *params]
+
+    def in_flight(d):
+        # async_op: several in flight, waited on out of order; the future yields the tensors.
+        ts = [data(rank, n=1000 + i).to(d) for i in range(3)]
+        works = [dist.all_reduce(x, async_op=True) for x in ts]
+        b = data(rank).to(d)  # each in-flight call its own tensors: gloo may run them concurrently
+        works.append(dist.broadcast(b, src=0, async_op=True))
+        outs = [torch.empty(6, device=d) for _ in ranks]
+        works.append(dist.all_gather(outs, data(rank).to(d), async_op=True))
+        for w in reversed(works):
+            assert w.wait()
+            assert w.is_completed()
+        value = dist.all_reduce(ts[1], async_op=True).get_future().wait()
+        assert value[0] is ts[1], value
+        return [*ts, b, *outs]
+
+    for run in (broadcast, all_gather, reduce_scatter, all_to_all, rooted, point_to_point):
+        same(run)
+    for run in (coalesced, in_flight):
+        same(run)
+
+    # Stream order: the input comes from flagos work on a side stream just before the call.
+    side = torch.flagos.Stream()
+    with torch.flagos.stream(side):
+        t = (torch.full((1 << 16,), float(rank + 1), device=dev) * 2).add_(1)
+        work = dist.all_reduce(t, async_op=True)
+        work.wait()
+        t.mul_(0.5)
+    side.synchronize()
+    close(t, torch.full((1 << 16,), sum(2 * (r + 1) + 1 for r in ranks) * 0.5))
+
+    # The same local argument errors as on CPU.
+    errors = []
+    for d in (cpu, dev):
+        try:
+            dist.all_gather_into_tensor(torch.empty(5, device=d), torch.empty(3, device=d))
+        except Exception as exc:
+            errors.append(type(exc))
+    assert len(errors) == 2 and errors[0] is errors[1], errors
+
+    # Objects (CPU, or flagos where asked for), barriers.
+    objs = [None] * world
+    dist.all_gather_object(objs, {"rank": rank})
+    assert objs == [{"rank": r} for r in ranks], objs
+    sent = [{"from": rank}, rank * 7]
+    dist.broadcast_object_list(sent, src=world - 1, device=dev)
+    assert sent == [{"from": world - 1}, (world - 1) * 7], sent
+    dist.barrier()
+    dist.barrier(device_ids=[dev.index])
+
+    # Subgroups: the default backend and backend="gloo" by name.
+    evens = list(range(0, world, 2))
+    subgroups = [(list(ranks), dist.new_group(backend="gloo"))]
+    if "device_id" not in str(spec):
+        # With a bound device, torch has the ranks outside a new gloo group split the bound
+        # device's backend, which gloo cannot (AttributeError: perform_nocolor_split), on CUDA
+        # as here: only groups of every rank then.
+        subgroups.append((evens, dist.new_group(evens)))
+    for members, sub in subgroups:
+        if rank in members:
+            t = data(rank).to(dev)
+            dist.all_reduce(t, group=sub)
+            close(t, sum(data(r) for r in members))
+    dist.destroy_process_group()
+
+
+def _all_reduce(t: torch.Tensor, op) -> torch.Tensor:
+    dist.all_reduce(t, op=op)
+    return t
+
+
+def scenario_gloo_training(rank: int, world: int, store_file: str, out: dict) -> None:
+    """DDP (and FSDP2) over flagos under init_process_group("gloo") match a single-process run."""
+    from torch.distributed.fsdp import fully_shard
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    dev = init(rank, world, store_file, "gloo")
+    assert type(dist.group.WORLD) is dist.ProcessGroup
+    reference = _reference(world)
+    for as_view in (False, True):  # the reducer copies results into grads, or grads are views
+        ddp = DDP(_model().to(dev), bucket_cap_mb=0.0001, gradient_as_bucket_view=as_view)
+        _train(ddp, rank, world, dev)
+        for p, ref in zip(ddp.module.parameters(), reference, strict=True):
+            assert p.device == dev and p.grad.device == dev
+            close(p.detach(), ref)
+    out["ddp"] = True
+    model = _model().to(dev)
+    for layer in model:
+        if isinstance(layer, torch.nn.Linear):
+            fully_shard(layer)
+    fully_shard(model)
+    _train(model, rank, world, dev)
+    for p, ref in zip([p.full_tensor() for p in model.parameters()], reference, strict=True):
+        close(p.detach(), ref)
+    out["fsdp2"] = True
+    dist.destroy_process_group()
+    out["ok"] = True
+
+
+def scenario_gloo_cpu_only(rank: int, world: int, store_file: str, out: dict) -> None:
+    """A process that never touches flagos: plain gloo on CPU tensors. Imports nothing of
+    torch-fl itself, so the test can run it with and without torch-fl and compare reports."""
+    dist.init_process_group(
+        "gloo", init_method=f"file://{store_file}", rank=rank, world_size=world, timeout=TIMEOUT
+    )
+    group = dist.group.WORLD
+    ranks = range(world)
+    t = data(rank)
+    dist.all_reduce(t)
+    outs = [torch.empty(6) for _ in ranks]
+    dist.all_gather(outs, data(rank))
+    b = data(rank)
+    work = dist.broadcast(b, src=world - 1, async_op=True)
+    work.wait()
+    got = torch.zeros(6)
+    if rank == 0:
+        dist.send(data(rank), 1)
+    elif rank == 1:
+        dist.recv(got, 0)
+    objs = [None] * world
+    dist.all_gather_object(objs, rank)
+    dist.barrier()
+    sub = dist.new_group(list(ranks), backend="gloo")
+    s = data(rank)
+    dist.all_reduce(s, group=sub)
+    out["report"] = {
+        "group": type(group).__name__,
+        "cpu_backend": type(group._get_backend(torch.device("cpu"))).__name__,
+        "backend": str(dist.get_backend()),
+        "object_device": dist.distributed_c10d._get_object_coll_device(group),
+        "future": [x.tolist() for x in work.get_future().value()],
+        "values": [x.tolist() for x in (t, *outs, b, got, s)],
+        "objects": objs,
+    }
+    if "torch_fl" in sys.modules:
+        out["flagos_initialized"] = bool(torch.flagos.is_initialized())
+    dist.destroy_process_group()
+    out["ok"] = True
+
+
+def scenario_gloo_rank_dies(rank: int, world: int, store_file: str, out: dict) -> None:
+    """Under plain gloo, a lost peer surfaces on flagos tensors: from the future of an
+    asynchronous collective, and from the next collective."""
+    import time
+
+    dev = init(rank, world, store_file, "gloo")
+    t = data(rank).to(dev)
+    dist.all_reduce(t)
+    if rank == world - 1:
+        out["ok"] = True
+        os._exit(0)
+    start = time.monotonic()
+    work = dist.all_reduce(t, async_op=True)
+    errors = {}
+    for name, step in (
+        ("future", lambda: work.get_future().wait()),
+        ("next", lambda: dist.all_reduce(t)),
+    ):
+        try:
+            step()
+            errors[name] = None
+        except Exception as exc:
+            errors[name] = f"{type(exc).__name__}: {exc}"
+    out["errors"] = errors
+    out["seconds"] = time.monotonic() - start
+    out["ok"] = True
+    os._exit(0)  # the group cannot be destroyed cleanly with a lost peer
+
+
 SCENARIOS = {
     "collectives": scenario_collectives,
     "collectives_device_id": lambda *a: scenario_collectives(*a, spec="device_id"),
@@ -398,11 +702,17 @@ SCENARIOS = {
     "rank_dies": scenario_rank_dies,
     "rank_hangs": scenario_rank_hangs,
     "mismatch": scenario_mismatch,
+    "gloo_training": scenario_gloo_training,
+    "gloo_cpu_only": scenario_gloo_cpu_only,
+    "gloo_rank_dies": scenario_gloo_rank_dies,
 }
 
 
 def main() -> None:
     scenario, rank, world, store_file, out_dir = sys.argv[1:6]
+    if scenario.startswith("gloo_collectives[") and scenario.endswith("]"):
+        specs = scenario.removeprefix("gloo_collectives[").removesuffix("]")
+        SCENARIOS[scenario] = lambda *a: scenario_gloo_collectives(*a, specs=specs)
     rank, world = int(rank), int(world)
     out: dict = {"rank": rank}
     path = os.path.join(out_dir, f"rank{rank}.json")

@@ -4,7 +4,8 @@ Multi-process tests launch one subprocess per rank (``_dist_worker.py``) with a 
 vendor under test: with ``sim`` every process gets its own virtual devices and the group runs gloo
 on CPU alias views (``FLAGOS_DIST_TIER=gloo-staged`` runs the host-staged tier instead). The NCCL
 tier (CUDA alias views over ProcessGroupNCCL) is tested by the same scenarios on two GPUs with the
-``cuda`` vendor; see docs/distributed.md.
+``cuda`` vendor; see docs/distributed.md. The ``test_gloo_*`` cases run flagos tensors on torch's
+own groups created with backend ``gloo``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ pytestmark = [
 
 WORKER = Path(__file__).with_name("_dist_worker.py")
 DEADLINE_S = 150
+_NO_AUTOLOAD = {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
 
 
 def _vendor() -> str:
@@ -56,7 +58,7 @@ def launch(
         )
     store = tmp_path / "store"
     out = tmp_path / "out"
-    out.mkdir()
+    out.mkdir(parents=True)
     child_env = {**os.environ, **(env or {}), "OMP_NUM_THREADS": "1"}
     procs = [
         subprocess.Popen(
@@ -254,3 +256,72 @@ def test_mismatched_shapes(flagos, tmp_path):
         ), r
         assert r["cross"] and "flagos all_reduce" in r["cross"], r
         assert "differ across ranks (rank 0: float32[4]; rank 1: float32[8])" in r["cross"], r
+
+
+# ---------------------------------------------------------------------------------------------
+# torch's own gloo groups: init_process_group("gloo") with flagos tensors
+# ---------------------------------------------------------------------------------------------
+
+
+def test_gloo_covers_flagos(flagos):
+    # "gloo" expands to every device in its capability list, as it does to cuda.
+    assert "flagos" in dist.Backend.backend_capability["gloo"]
+    assert dist.Backend.default_device_backend_map["flagos"] == "flagos"
+
+
+def test_gloo_tier_choice(flagos):
+    from torch_fl import distributed as fld
+
+    choice = fld.choose(within=fld.GLOO_TIERS)
+    assert choice.name in fld.GLOO_TIERS
+    assert "backend gloo" in choice.skipped["flagcx"] and "backend gloo" in choice.skipped["nccl"]
+    # A tier forced for flagos groups does not apply to a gloo group; a gloo tier does.
+    forced = fld.choose({"FLAGOS_DIST_TIER": "nccl"}, within=fld.GLOO_TIERS)
+    assert forced.name in fld.GLOO_TIERS and "FLAGOS_DIST_TIER=nccl" in forced.skipped["nccl"]
+    staged = fld.choose({"FLAGOS_DIST_TIER": "gloo-staged"}, within=fld.GLOO_TIERS)
+    assert staged.name == "gloo-staged"
+
+
+# One process after the other: "gloo" alone; a spec naming gloo for flagos, with a bound device;
+# no backend (torch picks flagos for the flagos accelerator: a flagos group, whose CPU tensors go
+# to its gloo). The flagos group of "cpu:gloo,flagos:flagos" runs in test_init_forms.
+GLOO_SPECS = ("gloo", "cpu:gloo,flagos:gloo+device_id", "default")
+
+
+def test_gloo_collectives_match_cpu(flagos, tmp_path):
+    reports = launch(f"gloo_collectives[{'|'.join(GLOO_SPECS)}]", 2, tmp_path)
+    assert list(reports[0]["tiers"]) == list(GLOO_SPECS)
+    assert all(r["tiers"] == reports[0]["tiers"] for r in reports)
+
+
+def test_gloo_collectives_host_staged(flagos, tmp_path):
+    from torch_fl import distributed as fld
+
+    if fld.choose(within=fld.GLOO_TIERS).name == "gloo-staged":
+        pytest.skip("gloo groups already run gloo-staged here (test_gloo_collectives_match_cpu)")
+    reports = launch("gloo_collectives[gloo]", 2, tmp_path, env={"FLAGOS_DIST_TIER": "gloo-staged"})
+    assert reports[0]["tiers"] == {"gloo": "gloo-staged"}
+
+
+def test_gloo_ddp_fsdp2(flagos, tmp_path):
+    reports = launch("gloo_training", 2, tmp_path)
+    assert all(r["ddp"] and r["fsdp2"] for r in reports)
+
+
+def test_gloo_rank_dies(flagos, tmp_path):
+    reports = launch("gloo_rank_dies", 2, tmp_path, env={"FLAGOS_TEST_DIST_TIMEOUT": "10"})
+    errors = reports[0]["errors"]
+    for name in ("future", "next"):
+        assert errors[name] and "flagos all_reduce on flagos:0" in errors[name], errors
+        assert "backend gloo" in errors[name], errors
+    assert reports[0]["seconds"] < 30, reports[0]
+
+
+def test_gloo_cpu_only_unchanged(flagos, tmp_path):
+    # The same CPU program with and without torch-fl loaded reports the same group and results.
+    with_fl = launch("gloo_cpu_only", 2, tmp_path / "with")
+    assert not any(r["flagos_initialized"] for r in with_fl), with_fl
+    without = launch("gloo_cpu_only", 2, tmp_path / "without", env=_NO_AUTOLOAD)
+    assert [r["report"] for r in with_fl] == [r["report"] for r in without]
+    assert with_fl[0]["report"]["group"] == "ProcessGroup"
+    assert with_fl[0]["report"]["cpu_backend"] == "ProcessGroupGloo"

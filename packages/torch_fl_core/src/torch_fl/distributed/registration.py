@@ -2,7 +2,8 @@
 
 After this, ``init_process_group("flagos")``, ``init_process_group(device_id=torch.device(
 "flagos:0"))`` (torch maps the flagos device type to this backend) and specs such as
-``"cpu:gloo,flagos:flagos"`` create a :class:`~torch_fl.distributed.process_group.ProcessGroupFlagos`.
+``"cpu:gloo,flagos:flagos"`` create a :class:`~torch_fl.distributed.process_group.ProcessGroupFlagos`,
+and groups created with backend ``gloo`` take flagos tensors too (:mod:`torch_fl.distributed.gloo`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 import torch.distributed as dist
 
+from torch_fl.distributed import gloo
 from torch_fl.distributed.process_group import BACKEND_NAME, ProcessGroupFlagos
 
 __all__ = ["create", "register"]
@@ -33,9 +35,12 @@ def create(options: Any, backend_options: Any = None) -> ProcessGroupFlagos:
 
 
 def register() -> None:
-    """Register the ``flagos`` backend once (idempotent: torch_fl may be imported again)."""
+    """Register the ``flagos`` backend and flagos on gloo once (idempotent: torch_fl may be
+    imported again)."""
     if not dist.is_available():
         return
-    if BACKEND_NAME.upper() in dist.Backend._plugins:
-        return
-    dist.Backend.register_backend(BACKEND_NAME, create, extended_api=True, devices=[BACKEND_NAME])
+    if BACKEND_NAME.upper() not in dist.Backend._plugins:
+        dist.Backend.register_backend(
+            BACKEND_NAME, create, extended_api=True, devices=[BACKEND_NAME]
+        )
+    gloo.register()

@@ -13,6 +13,9 @@ gloo-staged ProcessGroupGloo on pinned host copies: copy in, collective, copy ba
 ``FLAGOS_DIST_TIER=<tier>`` forces one (an unavailable forced tier is an error saying why). The
 choice and the reason each earlier tier was skipped are kept on the group
 (:func:`torch_fl.distributed.tier`) and printed with ``FLAGOS_LOG=dist``: never silent.
+
+A group created with backend ``gloo`` (:mod:`torch_fl.distributed.gloo`) runs gloo whatever the
+vendor: it chooses among :data:`GLOO_TIERS` only.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from torch_fl.distributed import profile as profiles
 
 __all__ = [
     "ENV_VAR",
+    "GLOO_TIERS",
     "TIERS",
     "TierChoice",
     "TierUnavailableError",
@@ -41,6 +45,8 @@ NCCL = "nccl"
 GLOO_ALIAS = "gloo-alias"
 GLOO_STAGED = "gloo-staged"
 TIERS = (FLAGCX, NCCL, GLOO_ALIAS, GLOO_STAGED)
+#: The tiers whose inner library is ProcessGroupGloo: those a ``gloo`` group can run.
+GLOO_TIERS = (GLOO_ALIAS, GLOO_STAGED)
 
 
 class TierUnavailableError(RuntimeError):
@@ -141,8 +147,12 @@ def _reason(tier: str, vendor: str, profile: str) -> str:
     }[tier]
 
 
-def choose(environ: dict[str, str] | None = None) -> TierChoice:
-    """The tier for a new ``flagos`` process group in this process."""
+def choose(environ: dict[str, str] | None = None, within: tuple[str, ...] = TIERS) -> TierChoice:
+    """The tier for a new ``flagos`` process group in this process.
+
+    ``within``: the tiers the group can run (:data:`GLOO_TIERS` for a group created with backend
+    ``gloo``); the others are skipped, and a tier forced outside them does not apply.
+    """
     env = os.environ if environ is None else environ
     vendor, profile = profiles.vendor_profile()
     runtime = _runtime()
@@ -150,7 +160,18 @@ def choose(environ: dict[str, str] | None = None) -> TierChoice:
     if forced and forced not in TIERS:
         raise TierUnavailableError(f"{ENV_VAR}={forced!r} names no tier; tiers: {', '.join(TIERS)}")
     skipped: dict[str, str] = {}
+    if forced and forced not in within:
+        skipped[forced] = (
+            f"{ENV_VAR}={forced} is set, but this group runs only {', '.join(within)} (the group "
+            f"was created with backend gloo)"
+        )
+        forced = ""
     for tier in TIERS:
+        if tier in skipped:
+            continue
+        if tier not in within:
+            skipped[tier] = f"the group runs only {', '.join(within)} (created with backend gloo)"
+            continue
         if forced and tier != forced:
             skipped[tier] = f"{ENV_VAR}={forced} is set"
             continue
@@ -169,7 +190,7 @@ def choose(environ: dict[str, str] | None = None) -> TierChoice:
         return TierChoice(
             name=tier,
             reason=reason,
-            skipped=skipped,
+            skipped={t: skipped[t] for t in TIERS if t in skipped},
             vendor=vendor,
             profile=profile,
             runtime=runtime,

@@ -64,6 +64,7 @@ class Call:
         self._copy_back: list[tuple[torch.Tensor, torch.Tensor]] = []
         self._copied_in: set[int] = set()
         self._written: set[int] = set()
+        self._origin: dict[int, torch.Tensor] = {}  # id(inner tensor) -> its flagos tensor
         # Keeps every flagos tensor and its view alive until the call has completed.
         self.keep: list[torch.Tensor] = []
 
@@ -78,6 +79,7 @@ class Call:
             else:
                 inner = torch.ops.torch_fl.alias_as(t, self._view)
             self._memo[key] = inner
+            self._origin[id(inner)] = t
             self.keep += [t, inner]
         if self._staged:
             # One host buffer per flagos tensor, copied in at most once (on the current stream,
@@ -96,6 +98,20 @@ class Call:
             return self._one(structure, read, write)
         if isinstance(structure, (list, tuple)):
             return [self.convert(s, read=read, write=write) for s in structure]
+        return structure
+
+    @property
+    def copies_back(self) -> bool:
+        """Whether :meth:`finish` has results to copy into flagos tensors (staged writes)."""
+        return bool(self._copy_back)
+
+    def restore(self, structure: Any) -> Any:
+        """``structure`` with this call's inner tensors replaced by the flagos tensors they stand
+        for (a result the inner library hands back, e.g. its future's value); others unchanged."""
+        if isinstance(structure, torch.Tensor):
+            return self._origin.get(id(structure), structure)
+        if isinstance(structure, (list, tuple)):
+            return [self.restore(s) for s in structure]
         return structure
 
     def finish(self) -> None:
