@@ -126,6 +126,48 @@ def _treat_as_gpu(utils: ModuleType) -> None:
         utils.GPU_TYPES.append(_DEVICE)
 
 
+def _sdpa_constraints_as_target(lowering: ModuleType, target: str) -> None:
+    """Inductor aligns the inputs of fused attention kernels (the attention bias of
+    memory-efficient attention to 8 elements, dense last dimensions) only when their fake values
+    are ``cuda``/``xpu`` tensors; on a vendor whose kernels are that target's (flagos memory is
+    CUDA memory, attention runs CUDA's kernels) a flagos graph needs the same, or the kernel
+    rejects an unaligned bias. The constraint is run with each flagos fake value seen as the same
+    tensor on the target device; the IR it builds stays on flagos."""
+    original = getattr(lowering, "sdpa_constraint", None)
+    table = getattr(lowering, "_maybe_layout_constraints", None)
+    if original is None or table is None:
+        return
+
+    def as_target(val: Any) -> Any:
+        index = val.device.index or 0
+        with val.fake_mode:
+            return torch.empty_strided(
+                val.size(), val.stride(), dtype=val.dtype, device=torch.device(target, index)
+            )
+
+    @functools.wraps(original)
+    def sdpa_constraint(fx_node: Any, *args: Any, **kwargs: Any) -> Any:
+        swapped = []
+        for arg in fx_node.all_input_nodes:
+            val = arg.meta.get("val")
+            if (
+                isinstance(val, torch.Tensor)
+                and val.device.type == _DEVICE
+                and hasattr(val, "fake_mode")
+            ):
+                swapped.append((arg, val))
+                arg.meta["val"] = as_target(val)
+        try:
+            return original(fx_node, *args, **kwargs)
+        finally:
+            for arg, val in swapped:
+                arg.meta["val"] = val
+
+    for op, constraint in list(table.items()):
+        if constraint is original:
+            table[op] = sdpa_constraint
+
+
 def _target_device_properties(hints: ModuleType) -> None:
     """DeviceProperties of a flagos device are those of the vendor's Triton target device.
 
@@ -330,6 +372,10 @@ def register(_compile_fx: ModuleType) -> None:
     elif kind == "triton":
         _treat_as_gpu(utils)
         _target_device_properties(hints)
+        if scheduling.triton_target() in ("cuda", "xpu"):
+            from torch._inductor import lowering
+
+            _sdpa_constraints_as_target(lowering, scheduling.triton_target())
     source = scheduling.tuning_device_type()
     if source is not None:
         _share_template_heuristics(source)
