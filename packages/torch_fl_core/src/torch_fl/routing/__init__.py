@@ -9,6 +9,8 @@
 - :mod:`~torch_fl.routing.activation`: loading and installing the table when a vendor activates;
 - :mod:`~torch_fl.routing.explanation`: why an overload is served where it is
   (``python -m torch_fl.routing explain mm``);
+- :mod:`~torch_fl.routing.bisect`: the overloads whose route changes a workload's result
+  (``python -m torch_fl.routing bisect -- script.py``; scripts publish with :func:`bisect_report`);
 - :mod:`~torch_fl.routing.generate`: the generator of the built-in ``sim`` table.
 """
 
@@ -23,6 +25,7 @@ from torch_fl.routing.activation import (
     override,
     router_available,
 )
+from torch_fl.routing.bisect import bisect_report
 from torch_fl.routing.library_backend import register_library_backend
 from torch_fl.routing.python_backend import (
     PythonBackend,
@@ -48,6 +51,7 @@ __all__ = [
     "RouteTable",
     "RouteTableError",
     "active_table",
+    "bisect_report",
     "effective_routes",
     "explain",
     "load_routes",

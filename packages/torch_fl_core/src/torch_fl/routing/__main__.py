@@ -1,4 +1,5 @@
-"""``python -m torch_fl.routing explain <op>``: why an overload is served where it is."""
+"""``python -m torch_fl.routing explain <op>``: why an overload is served where it is;
+``python -m torch_fl.routing bisect -- script.py args``: which routes change a workload's result."""
 
 from __future__ import annotations
 
@@ -7,6 +8,12 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bisect"]:
+        # Its own parser: everything after "--" belongs to the workload.
+        from torch_fl.routing.bisect import main as bisect_main
+
+        return bisect_main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="python -m torch_fl.routing",
         description="Routing tools for the flagos device (docs/routing.md).",
@@ -17,6 +24,11 @@ def main(argv: list[str] | None = None) -> int:
         help="the rule routing an overload, its file:line, preference list and alternatives",
     )
     ex.add_argument("ops", nargs="+", metavar="OP", help="mm, mm.default, aten::mm.out ...")
+    sub.add_parser(
+        "bisect",
+        help="the overloads whose route changes a workload's published results beyond "
+        "tolerance, against the CPU reference (bisect -- script.py args; bisect -h)",
+    )
     opts = parser.parse_args(argv)
 
     import torch  # noqa: F401  (autoloads torch_fl: the table is loaded as in any program)
