@@ -9,12 +9,13 @@ T5) must match CPU. Mixtral's router must send tokens to every expert and pick C
 experts run as the ``eager`` loop over the picked experts, and in one test as ``transformers``'
 default ``grouped_mm``.
 
-Compiled: each causal LM once through ``torch.compile`` (default Inductor) of its flagos copy, a
-forward with gradients then a backward, against CPU eager: that one compile serves a forward test
-(output, and no graph breaks) and a backward test (loss and gradients). Mixtral compiles with the
-``batched_mm`` experts, which trace to one graph. The encoder models are not compiled: each
-compile costs tens of seconds on a 2-core machine, and the causal LMs already take the suite's
-compile budget. Skipped, saying why, on vendors that declare no compile scheduling.
+Compiled: each causal LM, built again with one layer, once through ``torch.compile`` (default
+Inductor) of its flagos copy, a forward with gradients then a backward, against the same model
+eager on CPU: that one compile serves a forward test (output, and no graph breaks) and a backward
+test (loss and gradients). Mixtral compiles with the ``batched_mm`` experts, which trace to one
+graph. The encoder models are not compiled: each compile costs tens of seconds on a 2-core
+machine, and the causal LMs already take the suite's compile budget. Skipped, saying why, on
+vendors that declare no compile scheduling.
 
 Not covered: diffusion models (a UNet or DiT block). No installed package ships one offline
 (``diffusers`` is not installed, nor a dependency of the suite), and none is added for this.
@@ -71,12 +72,12 @@ _DECODER = {
 }
 
 
-def gpt2():
+def gpt2(layers: int = 2):
     config = transformers.GPT2Config(
         vocab_size=VOCAB,
         n_positions=32,
         n_embd=32,
-        n_layer=2,
+        n_layer=layers,
         n_head=4,
         n_inner=64,
         resid_pdrop=0.0,
@@ -93,33 +94,41 @@ def gpt2():
     return model
 
 
-def llama():
-    return transformers.LlamaForCausalLM(transformers.LlamaConfig(**_DECODER))
+def _decoder(layers: int) -> dict:
+    return {**_DECODER, "num_hidden_layers": layers}
+
+
+def llama(layers: int = 2):
+    return transformers.LlamaForCausalLM(transformers.LlamaConfig(**_decoder(layers)))
 
 
 QWEN = "qwen3" if hasattr(transformers, "Qwen3ForCausalLM") else "qwen2"
 
 
-def qwen():
+def qwen(layers: int = 2):
     # Small Qwen checkpoints tie the LM head to the input embedding; Qwen3 adds q/k RMSNorms.
     if QWEN == "qwen3":
-        config = transformers.Qwen3Config(**_DECODER, head_dim=8, tie_word_embeddings=True)
+        config = transformers.Qwen3Config(**_decoder(layers), head_dim=8, tie_word_embeddings=True)
         return transformers.Qwen3ForCausalLM(config)
-    config = transformers.Qwen2Config(**_DECODER, tie_word_embeddings=True)
+    config = transformers.Qwen2Config(**_decoder(layers), tie_word_embeddings=True)
     return transformers.Qwen2ForCausalLM(config)
 
 
-def mistral():
+def mistral(layers: int = 2):
     # A window shorter than the prompt plus the generated tokens, so the sliding-window mask
     # really drops positions.
-    return transformers.MistralForCausalLM(transformers.MistralConfig(**_DECODER, sliding_window=8))
+    config = transformers.MistralConfig(**_decoder(layers), sliding_window=8)
+    return transformers.MistralForCausalLM(config)
 
 
-def mixtral():
+def mixtral(layers: int = 2):
     # The "eager" experts implementation: a loop over the experts the router picked, with
     # data-dependent shapes (nonzero, where, index_add_); the default one is tested on its own.
     config = transformers.MixtralConfig(
-        **_DECODER, num_local_experts=4, num_experts_per_tok=2, experts_implementation="eager"
+        **_decoder(layers),
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        experts_implementation="eager",
     )
     return transformers.MixtralForCausalLM(config)
 
@@ -435,14 +444,20 @@ class CompiledRun:
     graph_breaks: dict[str, int]  # Dynamo's graph-break reasons during the compile
 
 
+# Compiles cost more than all the eager tests together (mostly C++ compiles of the kernels, on a
+# 2-core CI machine): the compiled models have one layer, which keeps a layer's kernels and the
+# embedding, norm, head and loss around it while dropping a layer's tracing and lowering.
+COMPILED_LAYERS = 1
 # The eager experts loop has data-dependent shapes: graph breaks and recompiles that cost more
 # than the rest of the model's compile. batched_mm (each token's expert weights gathered, batched
 # matmuls) traces to one graph.
 COMPILED_EXPERTS = "batched_mm"
 
 
-def _compiled_run(built, name: str):
-    cpu, fl = pair(built, name)
+def _compiled_run(name: str):
+    torch.manual_seed(1234)
+    model = BUILDERS[name](layers=COMPILED_LAYERS).eval()
+    cpu, fl = pair({name: model}, name)
     if name == "mixtral":
         for model in (cpu, fl):
             model.set_experts_implementation(COMPILED_EXPERTS)
@@ -462,7 +477,7 @@ def _compiled_run(built, name: str):
 
 
 @pytest.fixture
-def compiled(vendor_compiles, built, compiled_runs):
+def compiled(vendor_compiles, compiled_runs):
     """compiled(name) -> the model's entry in ``compiled_runs``, compiled on first use; Dynamo is
     reset around each compile and after the test."""
     import torch._dynamo
@@ -471,7 +486,7 @@ def compiled(vendor_compiles, built, compiled_runs):
         if name not in compiled_runs:
             torch._dynamo.reset()
             try:
-                compiled_runs[name] = _compiled_run(built, name)
+                compiled_runs[name] = _compiled_run(name)
             except Exception as exc:  # the model's other test re-raises it, not compiling again
                 compiled_runs[name] = exc
             finally:
