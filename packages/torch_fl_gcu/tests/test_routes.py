@@ -51,25 +51,108 @@ def test_generation_is_byte_identical(gcu):
     assert generate._current() == generate._current()
 
 
-def test_banner_says_flaggems_routes_are_off_without_enflame_triton(gcu):
-    from torch_fl_gcu import flaggems
+def _rules(text: str) -> dict[str, str]:
+    """op or op[dtypes] -> right-hand side (comments dropped)."""
+    out = {}
+    for ln in text.splitlines():
+        ln = ln.split("#")[0].strip()
+        if " = " in ln:
+            lhs, rhs = ln.split(" = ", 1)
+            out[lhs] = rhs
+    return out
+
+
+def test_shipped_table_is_flaggems_first_for_the_measured_set(gcu):
+    """Independent of the Triton here: the lists come from flaggems_ops.txt and gaps.json."""
+    from torch_fl_gcu.routing.generate import load_gaps
     from torch_fl_gcu.vendor import vendor
 
-    ok, why = flaggems.enflame_triton()
     text = vendor.route_table().read_text()
-    if ok:
-        assert "# FlagGems routes: on" in text
-    else:
-        assert f"# FlagGems routes: none -- {why}" in text
-        assert "= flaggems" not in text
+    rules = _rules(text)
+    firsts = [op for op, rhs in rules.items() if rhs.startswith("flaggems,")]
+    assert len(firsts) > 300
+    assert rules["silu"] == "flaggems, gcu, cpu"  # measured clean, topsaten kernel behind it
+    assert rules["add.Tensor"] == "flaggems, gcu, cpu"
+    assert rules["bitwise_not"] == "flaggems, cpu"  # no topsaten kernel
+    gaps = load_gaps()
+    for op, entry in gaps.items():
+        if entry["dtypes"] == "all" and op in rules:
+            assert "flaggems" not in rules[op], op
+    # One exclusion, with its measured reason carried in gaps.json and named in the table.
+    elu = gaps["elu"]
+    assert elu["dtypes"] == "all" and elu["family"] == "wrong-float"
+    assert "max_diff" in elu["reason"]
+    assert elu["source"]["document"].startswith("gcu-flaggems-test-results.md")
+    assert rules["elu"] == "cpu" and "elu = cpu  # gap: wrong-float" in text
+    # A dtype exclusion: int64 only, flaggems first for the other dtypes.
+    assert gaps["acosh"]["dtypes"] == ["int64"]
+    assert "Pipeline run failed" in gaps["acosh"]["reason"]
+    assert rules["acosh"] == "flaggems, cpu" and rules["acosh[int64]"] == "cpu"
+    assert rules["abs"] == "flaggems, gcu, cpu" and rules["abs[int64, float64]"] == "cpu"
+    # Factories with a Device argument never get a cpu choice (it would return a CPU tensor).
+    assert all("cpu" not in rules.get(op, "") for op in ("randn", "ones", "zeros", "arange"))
+
+
+def test_shipped_table_records_the_measured_flaggems(gcu):
+    from torch_fl.routing.route_table import parse_file
+    from torch_fl_gcu.vendor import vendor
+
+    text = vendor.route_table().read_text()
+    assert "# flaggems-measured: flag_gems git:3c6f7537d on Enflame S60, torch 2.10\n" in text
+    (measured,) = parse_file(vendor.route_table()).flaggems_measured.values()
+    assert (measured.spec, measured.device, measured.torch) == (
+        "git:3c6f7537d",
+        "Enflame S60",
+        "2.10",
+    )
+
+
+def test_without_flaggems_the_lists_resolve_to_the_next_choice(gcu):
+    import torch_fl.routing.activation as activation
+
+    active = activation.active_table()
+    assert active is not None
+    assert active.routes["aten::silu"].backend == "gcu"
+    assert active.routes["aten::bitwise_not"].backend == "cpu"
+    assert not [r for r, _ in active.skipped if r.file.endswith("gcu.conf")]
+
+
+def test_check_detects_a_hand_edited_table(gcu, tmp_path):
+    from torch_fl_gcu.routing import generate
+    from torch_fl_gcu.vendor import vendor
+
+    copy = tmp_path / "gcu.conf"
+    text = vendor.route_table().read_text()
+    copy.write_text(text)
+    assert generate.main(["--check", "--output", str(copy)]) == 0
+    copy.write_text(text.replace("silu = flaggems, gcu, cpu\n", "silu = gcu\n"))
+    assert generate.main(["--check", "--output", str(copy)]) == 1
+    copy.write_text(text.replace("elu = cpu  # gap: wrong-float\n", "elu = flaggems, cpu\n"))
+    assert generate.main(["--check", "--output", str(copy)]) == 1
+
+
+def test_gap_entries_follow_the_schema(gcu):
+    import json
+
+    from torch_fl_gcu.routing.generate import GAPS_FILE
+
+    data = json.loads(GAPS_FILE.read_text())
+    assert data["measured"]["flag_gems"] == "git:3c6f7537d"
+    for op, entry in data["gaps"].items():
+        assert entry["dtypes"] == "all" or entry["dtypes"] == ["int64"], op
+        assert entry["source"]["document"] and entry["source"]["section"], op
 
 
 def test_every_gcu_route_sends_64_bit_dtypes_to_cpu(gcu):
     from torch_fl_gcu.vendor import vendor
 
     lines = [ln.split("#")[0].strip() for ln in vendor.route_table().read_text().splitlines()]
-    gcu_ops = [ln.split(" = ")[0] for ln in lines if ln.endswith("= gcu")]
-    assert len(gcu_ops) > 100
+    gcu_ops = [
+        ln.split(" = ")[0]
+        for ln in lines
+        if " = " in ln and "gcu" in ln.split(" = ")[1].split(", ") and "[" not in ln
+    ]
+    assert len(gcu_ops) > 150
     for op in gcu_ops:
         assert f"{op}[int64, float64] = cpu" in lines, op
 
@@ -85,18 +168,16 @@ def test_flaggems_first_then_the_gap_set(gcu):
         gaps=load_gaps(),
         torch_minor="2.13",
     )
-    routes = {
-        ln.split(" = ")[0]: ln.split(" = ")[1].split()[0]
-        for ln in text.splitlines()
-        if " = " in ln and not ln.startswith("#") and "[" not in ln.split(" = ")[0]
-    }
-    assert routes["silu"] == "flaggems"  # no gap: FlagGems first
-    assert routes["add.Tensor"] == "flaggems"
-    assert routes["abs"] == "gcu"  # int64-only failure, topsaten has a kernel
+    routes = _rules(text)
+    assert routes["silu"] == "flaggems, cpu"  # no gap: FlagGems first
+    assert routes["add.Tensor"] == "flaggems, gcu, cpu"
+    assert routes["abs"] == "flaggems, gcu, cpu"  # int64-only: the 64-bit rule covers it
+    assert routes["abs[int64, float64]"] == "cpu"
     assert routes["_softmax"] == "gcu"  # launch-grid limit
     assert routes["elu"] == "cpu"  # wrong on float profiles, no topsaten kernel
     assert routes["asin"] == "cpu"  # crash
     assert "# gap: crash" in text and "# gap: wrong-float" in text
+    assert "# gap[int64]: int64-only" in text
 
 
 def test_gap_entries_have_reasons_and_name_real_overloads(gcu):
@@ -164,7 +245,8 @@ def test_removing_a_symbol_from_the_sdk_removes_its_route(gcu, tmp_path):
     )
     lines = text.splitlines()
     assert "abs = gcu" not in lines and "abs.out = gcu" not in lines and "abs_ = gcu" not in lines
-    assert "neg = gcu" in lines
+    assert "abs = flaggems, cpu" in lines  # the int64 gap keeps flaggems first, now without gcu
+    assert "neg = flaggems, gcu, cpu" in lines
     assert any(w.startswith("no gcu route for abs:") for w in warnings), warnings
 
 

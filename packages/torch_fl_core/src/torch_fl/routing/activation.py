@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from torch_fl.routing import environment
+from torch_fl.routing import environment, provenance
 from torch_fl.routing.environment import OP_PREFIX
 from torch_fl.routing.route_table import (
     ResolvedRoute,
@@ -242,6 +242,8 @@ def load_routes(
                     )
                 )
         table.extend(overrides)
+        # Before validation, so that a demoted list resolves to its next choice like any other.
+        provenance.demote_unmeasured(table, environ=env)
         validate(table, catalog, problems=problems)
         if table.skipped and flags.any:
             rule, why = table.skipped[0]

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import os
 import re
 import sys
@@ -54,6 +55,7 @@ __all__ = [
     "Generated",
     "classify_box_routes",
     "default_output",
+    "flaggems_route_classes",
     "generate",
     "main",
 ]
@@ -205,6 +207,23 @@ def classify_box_routes(
         else:
             routed.append(op)
     return routed, left
+
+
+@functools.lru_cache(maxsize=1)
+def flaggems_route_classes() -> tuple[frozenset[str], frozenset[str]]:
+    """(overloads a ``cpu`` route can serve, factories with a Device argument), short names, by the
+    rules of :func:`classify_box_routes`: what a vendor generator may write FlagGems preference lists
+    for. A factory routed to ``cpu`` would hand back a CPU tensor, so it may take flaggems or a
+    device backend but not cpu; core-native overloads, views, sparse layouts and decomposing
+    CompositeImplicitAutograd ones (FlagGems names some) take no route at all."""
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    routed, left = classify_box_routes(lambda op: True, route_composite_implicit=True)
+    cpu_ok = {
+        short_op_name(op)
+        for op in routed
+        if not (has(op, "CompositeImplicitAutograd") and not has(op, "CPU"))
+    }
+    return frozenset(cpu_ok), frozenset(short_op_name(op) for op in left["device argument"])
 
 
 def generate_sim() -> Generated:

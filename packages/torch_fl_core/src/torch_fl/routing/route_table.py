@@ -9,6 +9,9 @@ Grammar, one statement per line::
     mm = flaggems, gcu, cpu             # preference list: the first available backend wins
     mul.out[int64, float64] = cpu       # only when the first tensor argument has these dtypes
     # generated-for: torch 2.13         # pragma of generated tables (see validation)
+    # flaggems-measured: flag_gems git:3c6f7537d on Enflame S60, torch 2.10
+                                        # pragma: the file's flaggems choices were measured on
+                                        # that FlagGems (see torch_fl.routing.provenance)
 
 Statements apply in order and the later one wins: a plain rule replaces every earlier rule of the
 same overload (plain and dtype-qualified); a dtype rule overrides the earlier rules for its dtypes
@@ -34,6 +37,8 @@ from pathlib import Path
 
 __all__ = [
     "GENERATED_PRAGMA",
+    "MEASURED_PRAGMA",
+    "FlagGemsMeasured",
     "ResolvedRoute",
     "RouteRule",
     "RouteTable",
@@ -49,6 +54,7 @@ __all__ = [
 ]
 
 GENERATED_PRAGMA = "generated-for"
+MEASURED_PRAGMA = "flaggems-measured"
 _MAX_SHOWN = 25
 
 _OP_RE = re.compile(
@@ -60,6 +66,15 @@ _RULE_RE = re.compile(
 )
 _BACKEND_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(?::[A-Za-z0-9_\-]+)?$")
 _PRAGMA_RE = re.compile(r"^#\s*generated-for:\s*torch\s+(?P<version>\d+\.\d+)\s*$")
+# flag_gems <spec> [on <device>][, torch X.Y]; <spec> is a version (5.0.2), a release series
+# (5.4.x) or a git revision (git:3c6f7537d).
+_MEASURED_RE = re.compile(
+    r"^#\s*flaggems-measured:\s*(?P<rest>.*?)\s*$",
+)
+_MEASURED_BODY_RE = re.compile(
+    r"^flag_gems\s+(?P<spec>git:[0-9a-fA-F]{7,40}|\d+(?:\.\d+)*(?:\.x)?)"
+    r"(?:\s+on\s+(?P<device>[^,]+?))?(?:\s*,\s*torch\s+(?P<torch>\d+\.\d+))?$"
+)
 
 
 class RouteTableError(ValueError):
@@ -177,6 +192,23 @@ def short_op_name(full: str) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
+class FlagGemsMeasured:
+    """A ``# flaggems-measured:`` pragma: the FlagGems its file's ``flaggems`` choices were
+    measured on (``spec``: ``"5.0.2"``, ``"5.4.x"`` or ``"git:3c6f7537d"``), where, and on which
+    torch minor."""
+
+    spec: str
+    device: str = ""
+    torch: str = ""
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f" on {self.device}" if self.device else ""
+        torch_ = f", torch {self.torch}" if self.torch else ""
+        return f"flag_gems {self.spec}{where}{torch_}"
+
+
+@dataclasses.dataclass(frozen=True)
 class RouteRule:
     """One statement ``op[dtypes] = backend`` (or ``= a, b, c``) and where it came from."""
 
@@ -195,6 +227,9 @@ class RouteRule:
     #: Filled by validation for a preference list: the choices before the chosen one, with why
     #: each was unavailable (``("flaggems", "not registered in this process: ...")``).
     skipped_choices: tuple[tuple[str, str], ...] = ()
+    #: Choices taken out of the list before resolution, with why (a ``flaggems`` choice whose
+    #: measurement does not cover the installed FlagGems: :mod:`torch_fl.routing.provenance`).
+    demoted: tuple[tuple[str, str], ...] = ()
 
     @property
     def backend_name(self) -> str:
@@ -250,6 +285,8 @@ class RouteTable:
     files: list[Path] = dataclasses.field(default_factory=list)
     #: File -> torch minor (``"2.13"``) of its ``# generated-for: torch X.Y`` pragma.
     generated_for: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: File -> its ``# flaggems-measured:`` pragma.
+    flaggems_measured: dict[str, FlagGemsMeasured] = dataclasses.field(default_factory=dict)
     #: Rules skipped when the table was validated (generated tables on another torch minor).
     skipped: list[tuple[RouteRule, str]] = dataclasses.field(default_factory=list)
     #: Included file -> (including file, line) of the ``include`` that first read it.
@@ -370,6 +407,23 @@ def _parse_into(
         pragma = _PRAGMA_RE.match(raw.strip())
         if pragma:
             table.generated_for[shown] = pragma.group("version")
+            continue
+        measured = _MEASURED_RE.match(raw.strip())
+        if measured:
+            body = _MEASURED_BODY_RE.match(measured.group("rest"))
+            if body is None:
+                errors.append(
+                    RouteTableError(
+                        shown,
+                        lineno,
+                        f"cannot parse {raw.strip()!r}: expected '# {MEASURED_PRAGMA}: flag_gems "
+                        f"<5.0.2 | 5.4.x | git:<revision>> [on <device>][, torch X.Y]'",
+                    )
+                )
+                continue
+            table.flaggems_measured[shown] = FlagGemsMeasured(
+                body.group("spec"), body.group("device") or "", body.group("torch") or "", lineno
+            )
             continue
         line = _strip_comment(raw)
         if not line:

@@ -292,7 +292,7 @@ def resolve_rule(
                 f"unknown backend {choice!r} in '{rule.written}' for {short}: no vendor or core "
                 f"provides it (valid backends here: {valid_backends_text(catalog)})",
             )
-    skipped: list[tuple[str, str]] = []
+    skipped: list[tuple[str, str]] = list(rule.demoted)
     for choice in rule.choices:
         why = catalog.unavailable(canonical_backend(choice), rule.op)
         if why is None:

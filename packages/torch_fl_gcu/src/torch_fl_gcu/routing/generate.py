@@ -6,26 +6,31 @@
     python -m torch_fl_gcu.routing.generate --check      # exit 1 if it is not up to date
     python -m torch_fl_gcu.routing.generate --output -   # print it
 
-FlagGems-first, as measured on the S60: for every aten
-overload the first available of ``flaggems > gcu > cpu``, where
+FlagGems-first from the measured gap set, independent of what is importable where it runs:
 
-- ``flaggems`` is available only when a Triton with the ``enflame`` backend and FlagGems are
-  importable (:func:`torch_fl_gcu.flaggems.enflame_triton`); otherwise the table is generated
-  without FlagGems routes and its banner says why;
+- the FlagGems overloads are ``routing/flaggems_ops.txt`` (a snapshot of FlagGems' ``_FULL_CONFIG``
+  names) plus every overload of ``routing/gaps.json`` (each was a FlagGems route of the measured
+  revision);
 - ``gcu`` is available for the overloads this build generated topsaten kernels for
   (``lib/kernels.json``: the ops table checked against ``nm -DC libtopsaten.so``); an op the SDK
   lacks has no ``gcu`` route, and the generator warns about it;
-- ``cpu`` is not written: an overload without a line keeps PyTorch's default on flagos (its
-  composite kernel, else core's CPU fallback) -- except the composites whose kernel calls a
+- a FlagGems overload gets the preference list ``flaggems, gcu, cpu`` (``flaggems, cpu`` without
+  a topsaten kernel): where FlagGems is not registered at load the list resolves to the next
+  choice;
+- the gap set (``routing/gaps.json``: per overload the dtypes excluded, ``"all"`` or a list, the
+  family, the measured failure and the document section it was measured in) then takes overloads
+  off ``flaggems``: an ``"all"`` entry routes it to ``gcu`` where topsaten has a kernel, else to
+  ``cpu``; a dtype entry adds ``op[dtypes] = cpu`` and keeps the list for the other dtypes;
+- every rule with ``gcu`` in it gets ``[int64, float64] = cpu``: topsaten has no 64-bit kernels
+  (and the GCU300 Triton front end rejects 64-bit types);
+- ``cpu`` is otherwise not written: an overload without a line keeps PyTorch's default on flagos
+  (its composite kernel, else core's CPU fallback) -- except the composites whose kernel calls a
   DispatchStub for the tensor's device (core's ``STUB_COMPOSITES``, e.g. ``conj_physical_``),
   which are routed to ``cpu`` whole.
 
-Then the measured gap set (``routing/gaps.json``, each entry with its family and reason: wrong on
-float profiles, int64-only failure, crash, launch-grid limit ...) moves overloads off
-``flaggems``: to ``gcu`` where topsaten has a kernel, else to ``cpu``. Every ``gcu`` route gets
-``[int64, float64] = cpu``: topsaten has no 64-bit kernels, so those dtypes never reach it (other
-unsupported dtypes, e.g. a float32 sum into int64, are declined by the kernel and served by core's
-counted CPU fallback).
+``gaps.json``'s ``measured`` (the FlagGems revision, device and torch minor of the measurement)
+becomes the table's ``# flaggems-measured:`` pragma: where the installed FlagGems is another one,
+the loader demotes the ``flaggems`` choices (:mod:`torch_fl.routing.provenance`).
 
 The output is sorted and byte-identical on every run with the same build and torch minor.
 """
@@ -39,32 +44,74 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["GAPS_FILE", "Decision", "generate", "load_gaps", "main"]
+__all__ = [
+    "FLAGGEMS_OPS_FILE",
+    "GAPS_FILE",
+    "Decision",
+    "generate",
+    "load_flaggems_ops",
+    "load_gaps",
+    "load_measured",
+    "main",
+]
 
 GAPS_FILE = Path(__file__).resolve().parent / "gaps.json"
+FLAGGEMS_OPS_FILE = Path(__file__).resolve().parent / "flaggems_ops.txt"
 DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "routes" / "gcu.conf"
 SIXTY_FOUR_BIT = "int64, float64"
 
 
 class Decision:
-    __slots__ = ("op", "backend", "why")
+    __slots__ = ("op", "backend", "why", "dtypes")
 
-    def __init__(self, op: str, backend: str, why: str) -> None:
-        self.op, self.backend, self.why = op, backend, why
+    def __init__(self, op: str, backend: str, why: str, dtypes: tuple[str, ...] = ()) -> None:
+        self.op, self.backend, self.why, self.dtypes = op, backend, why, dtypes
 
 
-def load_gaps(path: Path = GAPS_FILE) -> dict[str, dict[str, str]]:
-    """{overload ("abs", "sum.dim_IntList"): {"family": ..., "reason": ...}}."""
+def load_gaps(path: Path = GAPS_FILE) -> dict[str, dict]:
+    """{overload ("abs", "sum.dim_IntList"): {"dtypes", "family", "reason", "source"}}."""
     data = json.loads(path.read_text())
     gaps = data["gaps"]
     for op, entry in gaps.items():
         if not entry.get("family") or not entry.get("reason"):
             raise ValueError(f"{path}: gap entry {op!r} needs a family and a reason")
+        dtypes = entry.setdefault("dtypes", "all")
+        if dtypes != "all" and not (isinstance(dtypes, list) and dtypes):
+            raise ValueError(f'{path}: gap entry {op!r}: dtypes is "all" or a list of dtypes')
+        source = entry.get("source") or {}
+        if not source.get("document") or not source.get("section"):
+            raise ValueError(f"{path}: gap entry {op!r} needs source.document and source.section")
     return gaps
+
+
+def load_measured(path: Path = GAPS_FILE) -> str | None:
+    """The ``# flaggems-measured:`` pragma's text from gaps.json's ``measured``, or None."""
+    m = json.loads(path.read_text()).get("measured")
+    if not m:
+        return None
+    text = f"flag_gems {m['flag_gems']}"
+    if m.get("device"):
+        text += f" on {m['device']}"
+    if m.get("torch"):
+        text += f", torch {m['torch']}"
+    return text
+
+
+def load_flaggems_ops(path: Path = FLAGGEMS_OPS_FILE) -> list[str]:
+    """The FlagGems overloads of the snapshot (comments and blank lines skipped)."""
+    lines = (ln.split("#", 1)[0].strip() for ln in path.read_text().splitlines())
+    return sorted({ln for ln in lines if ln})
 
 
 def _short(full: str) -> str:
     return full.removeprefix("aten::")
+
+
+def _route_classes() -> tuple[frozenset[str], frozenset[str]]:
+    """(overloads a ``cpu`` route can serve, factories with a Device argument): core's rules."""
+    from torch_fl.routing.generate import flaggems_route_classes
+
+    return flaggems_route_classes()
 
 
 def generate(
@@ -73,22 +120,30 @@ def generate(
     skipped: dict[str, str],
     flaggems_ops: Iterable[str] | None,
     flaggems_why: str,
-    gaps: dict[str, dict[str, str]],
+    gaps: dict[str, dict],
     torch_minor: str,
     stub_composites: dict[str, str] | None = None,
+    measured: str | None = None,
+    route_classes: tuple[Iterable[str], Iterable[str]] | None = None,
 ) -> tuple[str, list[str]]:
     """The table's text and the generator's warnings.
 
     ``gcu_ops``/``flaggems_ops``: overloads (``aten::abs`` or ``abs``) each backend has a kernel
-    for; ``flaggems_ops`` None when FlagGems cannot run here. ``skipped``: overloads the kernel
-    generator left out, with why (SDK lacks the function).
+    for. ``skipped``: overloads the kernel generator left out, with why (SDK lacks the function).
+    ``route_classes``: (overloads a cpu route serves, device-argument factories), default
+    :func:`_route_classes`.
     """
+    cpu_ok, factories = (set(c) for c in (route_classes or _route_classes()))
     gcu = {_short(o) for o in gcu_ops}
-    gems = {_short(o) for o in flaggems_ops} if flaggems_ops is not None else set()
+    gems = {_short(o) for o in flaggems_ops or ()} | set(gaps)
+    gems = {op for op in gems if op in cpu_ok or (op in factories and op in gcu)}
     decisions: dict[str, Decision] = {}
     for op in sorted(gems | gcu):
-        if op in gems:
-            decisions[op] = Decision(op, "flaggems", "")
+        if op in gems and op in factories:
+            decisions[op] = Decision(op, "flaggems, gcu", "")
+        elif op in gems:
+            backend = "flaggems, gcu, cpu" if op in gcu else "flaggems, cpu"
+            decisions[op] = Decision(op, backend, "")
         else:
             decisions[op] = Decision(op, "gcu", "")
     # Composites whose kernel calls a DispatchStub for the tensor's device (no flagos entry):
@@ -96,35 +151,43 @@ def generate(
     for op, why in sorted((stub_composites or {}).items()):
         if _short(op) not in decisions:
             decisions[_short(op)] = Decision(_short(op), "cpu", f"composite {why}")
-    gapped = 0
+    whole = partial = 0
     for op, entry in sorted(gaps.items()):
         d = decisions.get(op)
-        if d is None or d.backend != "flaggems":
+        if d is None or not d.backend.startswith("flaggems"):
             continue
-        gapped += 1
-        target = "gcu" if op in gcu else "cpu"
-        decisions[op] = Decision(op, target, f"gap: {entry['family']}")
+        if entry.get("dtypes", "all") == "all":
+            if op in factories and op not in gcu:
+                continue  # nothing but flaggems could serve it on the device
+            whole += 1
+            target = "gcu" if op in gcu else "cpu"
+            decisions[op] = Decision(op, target, f"gap: {entry['family']}")
+        else:
+            partial += 1
+            d.dtypes = tuple(entry["dtypes"])
+            d.why = f"gap[{', '.join(d.dtypes)}]: {entry['family']}"
     warnings = [f"no gcu route for {_short(op)}: {why}" for op, why in sorted(skipped.items())]
     counts: dict[str, int] = {}
     for d in decisions.values():
-        counts[d.backend] = counts.get(d.backend, 0) + 1
+        key = "flaggems" if d.backend.startswith("flaggems") else d.backend
+        counts[key] = counts.get(key, 0) + 1
     lines = [
         "# Route table of the Enflame GCU vendor (torch-fl-gcu).",
         "# GENERATED by `python -m torch_fl_gcu.routing.generate` -- do not edit; `--check` in tests.",
         f"# generated-for: torch {torch_minor}",
-        "# Per overload the first available of flaggems > gcu > cpu, then the measured gap set",
-        "# (torch_fl_gcu/routing/gaps.json) moves overloads off flaggems to gcu, else cpu.",
     ]
-    if flaggems_ops is None:
-        lines.append(
-            f"# FlagGems routes: none -- {flaggems_why}; regenerate where it is importable."
-        )
-    else:
-        lines.append(f"# FlagGems routes: on -- {flaggems_why}.")
+    if measured:
+        lines.append(f"# flaggems-measured: {measured}")
     lines += [
-        f"# Routes: {counts.get('flaggems', 0)} flaggems, {counts.get('gcu', 0)} gcu, "
-        f"{counts.get('cpu', 0)} cpu; {gapped} of {len(gaps)} gap entries applied.",
-        "# gcu routes send int64/float64 (first tensor) to cpu: topsaten has no 64-bit kernels.",
+        "# FlagGems-first: each overload FlagGems implements (routing/flaggems_ops.txt and the gap",
+        "# set) is 'flaggems, gcu, cpu' ('flaggems, cpu' without a topsaten kernel); the first",
+        "# available at load wins. The measured gap set (torch_fl_gcu/routing/gaps.json) then takes",
+        "# overloads off flaggems (to gcu, else cpu), or only the dtypes it excludes (to cpu).",
+        f"# FlagGems overloads from {flaggems_why}.",
+        f"# Routes: {counts.get('flaggems', 0)} flaggems-first, {counts.get('gcu', 0)} gcu, "
+        f"{counts.get('cpu', 0)} cpu; of {len(gaps)} gap entries {whole} take the overload off "
+        f"flaggems, {partial} only some dtypes.",
+        "# Rules with gcu send int64/float64 (first tensor) to cpu: topsaten has no 64-bit kernels.",
         f"# Without a gcu route (missing from libtopsaten.so, or a measured defect): {len(skipped)}",
         *(f"#   {_short(op)}: {why}" for op, why in sorted(skipped.items())),
         "# Unlisted overloads keep PyTorch's default on flagos (composite, else the CPU fallback).",
@@ -133,9 +196,14 @@ def generate(
     for op in sorted(decisions):
         d = decisions[op]
         comment = f"  # {d.why}" if d.why else ""
-        lines.append(f"{op} = {d.backend}{comment}")
-        if d.backend == "gcu":
-            lines.append(f"{op}[{SIXTY_FOUR_BIT}] = cpu")
+        has_gcu = "gcu" in d.backend.split(", ")
+        # A dtype gap inside the 64-bit rule needs no line of its own; its comment goes there.
+        covered = has_gcu and set(d.dtypes) <= {"int64", "float64"}
+        lines.append(f"{op} = {d.backend}{comment if not d.dtypes else ''}")
+        if has_gcu:
+            lines.append(f"{op}[{SIXTY_FOUR_BIT}] = cpu{comment if d.dtypes and covered else ''}")
+        if d.dtypes and not covered:
+            lines.append(f"{op}[{', '.join(d.dtypes)}] = cpu{comment}")
     return "\n".join(lines) + "\n", warnings
 
 
@@ -143,19 +211,18 @@ def _current() -> tuple[str, list[str]]:
     from torch_fl.routing.generate import STUB_COMPOSITES
     from torch_fl.routing.validation import torch_minor
 
-    from torch_fl_gcu import flaggems, kernels_manifest
+    from torch_fl_gcu import kernels_manifest
 
     manifest = kernels_manifest()
-    ok, why = flaggems.enflame_triton()
-    gems = list(flaggems.flaggems_ops()) if ok else None
     return generate(
         gcu_ops=manifest.get("generated", {}),
         skipped=manifest.get("skipped", {}),
-        flaggems_ops=gems,
-        flaggems_why=why,
+        flaggems_ops=load_flaggems_ops(),
+        flaggems_why=f"routing/{FLAGGEMS_OPS_FILE.name} and the gap set",
         gaps=load_gaps(),
         torch_minor=torch_minor(),
         stub_composites=STUB_COMPOSITES,
+        measured=load_measured(),
     )
 
 
