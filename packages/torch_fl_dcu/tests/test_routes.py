@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 import torch
 from torch_fl.routing.route_table import parse_file, parse_text
 from torch_fl.routing.validation import op_exists
@@ -100,11 +99,68 @@ def test_gaps_override_flaggems_claims():
     assert "aten::_conj" not in routes  # must stay core's lazy view, never FlagGems'
 
 
-def test_banner_says_why_no_flaggems_routes_here():
-    ok, why = flaggems.hcu_triton()
-    if ok:
-        pytest.skip("FlagTree hcu Triton and flag_gems are installed here")
-    assert f"# FlagGems routes: none -- {why}" in FLAGGEMS_TABLE.read_text()
+def _rules(text: str) -> dict[str, str]:
+    out = {}
+    for ln in text.splitlines():
+        ln = ln.split("#")[0].strip()
+        if " = " in ln and ln != "include dcu.conf":
+            lhs, rhs = ln.split(" = ", 1)
+            out[lhs] = rhs
+    return out
+
+
+def test_shipped_flaggems_table_is_flaggems_first_whatever_is_installed():
+    """The lists come from flaggems_ops.txt and gaps.json, not from the Triton found here."""
+    text = FLAGGEMS_TABLE.read_text()
+    rules = _rules(text)
+    firsts = [op for op, rhs in rules.items() if rhs.startswith("flaggems,")]
+    assert len(firsts) > 300
+    assert rules["silu"] == f"flaggems, {BOX}, cpu"
+    assert rules["add.Tensor"] == f"flaggems, {BOX}, cpu"
+    gaps = load_gaps()
+    for op in gaps:
+        assert "flaggems" not in rules.get(op, ""), op
+    # One exclusion, its reason carried from dcu-installation.md into gaps.json and the table.
+    mm = gaps["mm"]
+    assert mm["dtypes"] == "all" and "#6227" in mm["reason"]
+    assert mm["source"]["document"].startswith("dcu-installation.md")
+    assert rules["mm"] == BOX and "mm = box:cuda  # upstream-bug: FlagGems issue #6227" in text
+    assert "# flaggems-measured: flag_gems git:e7b4a865 on Hygon DCU, torch 2.10\n" in text
+    (measured,) = parse_file(FLAGGEMS_TABLE).flaggems_measured.values()
+    assert measured.spec == "git:e7b4a865"
+
+
+def test_check_detects_a_hand_edited_flaggems_table(tmp_path):
+    import shutil
+
+    pkg = tmp_path / "pkg"
+    shutil.copytree(TABLE.parent.parent / "routes", pkg / "routes")
+    shutil.copytree(TABLE.parent.parent / "routing", pkg / "routing")
+    table = pkg / "routes" / "dcu-flaggems.conf"
+    text = table.read_text()
+    assert generate_routes.main(["--check", "--dir", str(pkg)]) == 0
+    table.write_text(text.replace(f"silu = flaggems, {BOX}, cpu\n", f"silu = {BOX}\n"))
+    assert generate_routes.main(["--check", "--dir", str(pkg)]) == 1
+    table.write_text(text.replace("mm = box:cuda  #", "mm = flaggems, box:cuda, cpu  #"))
+    assert generate_routes.main(["--check", "--dir", str(pkg)]) == 1
+
+
+def test_a_dtype_gap_keeps_flaggems_first_for_the_other_dtypes(tmp_path):
+    import json
+
+    data = json.loads(generate_routes.GAPS.read_text())
+    data["gaps"]["abs"] = {
+        "dtypes": ["int64"],
+        "family": "test",
+        "reason": "a measured int64 failure",
+        "source": {"document": "test", "section": "test"},
+    }
+    gaps = tmp_path / "gaps.json"
+    gaps.write_text(json.dumps(data))
+    text = generate_routes.flaggems_text(["abs", "mm"], "test", {"aten::abs", "aten::mm"}, gaps)
+    rules = _rules(text)
+    assert rules["abs"] == f"flaggems, {BOX}, cpu" and rules["abs[int64]"] == BOX
+    assert rules["mm"] == BOX
 
 
 def test_flaggems_backend_off_with_reason_and_gems_vendor_hygon(monkeypatch):

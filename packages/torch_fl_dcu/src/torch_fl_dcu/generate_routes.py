@@ -19,12 +19,17 @@ is generated and ``--check``-ed on any build of the same torch minor, a CPU one 
 process has CUDA-key kernels (DTK's torch, or a loaded bundle), ``--check`` also names the routed
 overloads whose kernel did not register; the loader skips those (the table is generated).
 
-``routes/dcu-flaggems.conf`` includes it, sends to ``flaggems`` every overload FlagGems claims when
-a Triton with the ``hcu`` backend and FlagGems are importable (otherwise none, and the banner says
-why), and then applies the DCU gap set (``routing/gaps.json``, each with its reason): back to
+``routes/dcu-flaggems.conf`` includes it and is FlagGems-first from checked-in inputs only, so it
+is the same wherever it is generated: every overload FlagGems implements
+(``routing/flaggems_ops.txt``, a snapshot of FlagGems' ``_FULL_CONFIG`` names, plus the gap set's
+overloads) gets ``flaggems, box:cuda, cpu`` (``flaggems, cpu`` outside the box:cuda base; none for
+views, factories and decomposing overloads); the first choice available at load wins. Then the DCU
+gap set (``routing/gaps.json``: per overload the dtypes excluded, ``"all"`` or a list, the family,
+the reason and the document section it is stated in) takes overloads off flaggems: back to
 ``box:cuda`` where it has a kernel, else no route at all (PyTorch's default on flagos: the
-composite kernel, or core's lazy view for ``_conj``/``transpose.int``). The vendor loads it when
-its ``flaggems`` backend is registered.
+composite kernel, or core's lazy view for ``_conj``/``transpose.int``). gaps.json's ``measured``
+becomes the table's ``# flaggems-measured:`` pragma (:mod:`torch_fl.routing.provenance`). The
+vendor loads this table when its ``flaggems`` backend is registered.
 """
 
 from __future__ import annotations
@@ -38,7 +43,12 @@ from pathlib import Path
 
 import torch
 import yaml
-from torch_fl.routing.generate import EXCLUDED, STUB_COMPOSITES, classify_box_routes
+from torch_fl.routing.generate import (
+    EXCLUDED,
+    STUB_COMPOSITES,
+    classify_box_routes,
+    flaggems_route_classes,
+)
 from torch_fl.routing.route_table import short_op_name
 from torch_fl.routing.validation import torch_minor
 
@@ -50,7 +60,9 @@ __all__ = [
     "cuda_declared",
     "flaggems_text",
     "generate_box",
+    "load_flaggems_ops",
     "load_gaps",
+    "load_measured",
     "main",
 ]
 
@@ -58,6 +70,7 @@ HERE = Path(__file__).resolve().parent
 TABLE = HERE / "routes" / "dcu.conf"
 FLAGGEMS_TABLE = HERE / "routes" / "dcu-flaggems.conf"
 GAPS = HERE / "routing" / "gaps.json"
+FLAGGEMS_OPS = HERE / "routing" / "flaggems_ops.txt"
 BOX = "box:cuda"
 
 
@@ -125,42 +138,94 @@ def box_text() -> str:
     return "\n".join(lines) + "\n"
 
 
-def load_gaps(path: Path = GAPS) -> dict[str, dict[str, str]]:
-    """{overload: {"family", "reason"}} of the DCU gap set; every entry must have both."""
+def load_gaps(path: Path = GAPS) -> dict[str, dict]:
+    """{overload: {"dtypes", "family", "reason", "source"}} of the DCU gap set; every entry needs a
+    family, a reason and its source (document and section); dtypes default to "all"."""
     gaps = json.loads(path.read_text(encoding="utf-8"))["gaps"]
     for op, entry in gaps.items():
         if not entry.get("reason") or not entry.get("family"):
             raise ValueError(f"{path}: gap {op!r} needs a family and a reason")
+        dtypes = entry.setdefault("dtypes", "all")
+        if dtypes != "all" and not (isinstance(dtypes, list) and dtypes):
+            raise ValueError(f'{path}: gap {op!r}: dtypes is "all" or a list of dtypes')
+        source = entry.get("source") or {}
+        if not source.get("document") or not source.get("section"):
+            raise ValueError(f"{path}: gap {op!r} needs source.document and source.section")
     return gaps
 
 
+def load_measured(path: Path = GAPS) -> str | None:
+    """The ``# flaggems-measured:`` pragma's text from gaps.json's ``measured``, or None."""
+    m = json.loads(path.read_text(encoding="utf-8")).get("measured")
+    if not m:
+        return None
+    text = f"flag_gems {m['flag_gems']}"
+    if m.get("device"):
+        text += f" on {m['device']}"
+    if m.get("torch"):
+        text += f", torch {m['torch']}"
+    return text
+
+
+def load_flaggems_ops(path: Path = FLAGGEMS_OPS) -> list[str]:
+    """The FlagGems overloads of the snapshot (comments and blank lines skipped)."""
+    lines = (ln.split("#", 1)[0].strip() for ln in path.read_text(encoding="utf-8").splitlines())
+    return sorted({ln for ln in lines if ln})
+
+
 def flaggems_text(
-    gems: Iterable[str] | None, gems_why: str, boxed: set[str], gaps_path: Path = GAPS
+    gems: Iterable[str], gems_why: str, boxed: set[str], gaps_path: Path = GAPS
 ) -> str:
-    """``gems``: overloads FlagGems claims (None when it cannot run here); ``boxed``: the
-    overloads of the box:cuda base (``aten::`` names)."""
+    """``gems``: overloads FlagGems implements; ``boxed``: the overloads of the box:cuda base
+    (``aten::`` names)."""
     gaps = load_gaps(gaps_path)
-    gem_ops = sorted(set(gems or ()) - set(gaps))
+    measured = load_measured(gaps_path)
+    cpu_ok, _factories = flaggems_route_classes()
+    base = {short_op_name(o) for o in boxed}
+    body: list[str] = []
+    n_lists = n_dtype = 0
+    for op in sorted({*gems, *gaps}):
+        entry = gaps.get(op)
+        if op not in cpu_ok or (entry and entry["dtypes"] == "all"):
+            continue  # no route a CPU fallback could back (views, factories), or gapped whole
+        body.append(f"{op} = flaggems, {BOX}, cpu" if op in base else f"{op} = flaggems, cpu")
+        n_lists += 1
+        if entry:
+            n_dtype += 1
+            target = BOX if op in base else "cpu"
+            body.append(
+                f"{op}[{', '.join(entry['dtypes'])}] = {target}  # {entry['family']}: "
+                f"{entry['reason']}"
+            )
+    n_whole = sum(1 for e in gaps.values() if e["dtypes"] == "all")
     head = [
         "# dcu-flaggems.conf: the dcu vendor's table when FlagGems runs (Triton hcu backend).",
         "# GENERATED by `python -m torch_fl_dcu.generate_routes` from routing/gaps.json; do not edit.",
         "#",
         f"# generated-for: torch {torch_minor()}",
-        "# FlagGems-first: every overload FlagGems claims goes to flaggems, then the DCU gap set",
-        "# (routing/gaps.json) sends its overloads back to box:cuda, or to no route at all where",
-        "# the box:cuda base has none (no CUDA kernel of its own, a view, or a decomposing",
-        "# CompositeImplicitAutograd overload: PyTorch's default on flagos).",
     ]
-    if gems is None:
-        head.append(f"# FlagGems routes: none -- {gems_why}; regenerate where it is importable.")
-    else:
-        head.append(f"# FlagGems routes: {len(gem_ops)} -- {gems_why}.")
-    head += ["", "include dcu.conf", ""]
-    body = [f"{op} = flaggems" for op in gem_ops]
+    if measured:
+        head.append(f"# flaggems-measured: {measured}")
+    head += [
+        "# FlagGems-first: every overload FlagGems implements (routing/flaggems_ops.txt and the gap",
+        f"# set) is 'flaggems, {BOX}, cpu' ('flaggems, cpu' outside the {BOX} base); the first",
+        "# choice available at load wins. The DCU gap set (routing/gaps.json) then sends its",
+        f"# overloads back to {BOX}, or to no route at all where the {BOX} base has none (no CUDA",
+        "# kernel of its own, a view, or a decomposing CompositeImplicitAutograd overload:",
+        "# PyTorch's default on flagos).",
+        f"# FlagGems overloads from {gems_why}.",
+        f"# FlagGems routes: {n_lists} flaggems-first ({n_dtype} with a dtype gap); {n_whole} gap "
+        "entries take the overload off flaggems.",
+        "",
+        "include dcu.conf",
+        "",
+    ]
     if body:
         body.append("")
     body.append("# The DCU gap set.")
     for op, entry in sorted(gaps.items()):
+        if entry["dtypes"] != "all":
+            continue
         full = "aten::" + op
         if full in boxed:
             body.append(f"{op} = {BOX}  # {entry['family']}: {entry['reason']}")
@@ -171,13 +236,6 @@ def flaggems_text(
                 f"-- {entry['family']}: {entry['reason']}"
             )
     return "\n".join(head + body) + "\n"
-
-
-def _flaggems_claims() -> tuple[list[str] | None, str]:
-    from torch_fl_dcu import flaggems
-
-    ok, why = flaggems.hcu_triton()
-    return (flaggems.claimed_overloads() if ok else None), why
 
 
 def unregistered(routed: Iterable[str]) -> list[str]:
@@ -201,7 +259,8 @@ def main(argv: Iterable[str] | None = None) -> int:
     here = Path(args.dir).resolve() if args.dir else HERE
     table, gems_table = here / "routes" / TABLE.name, here / "routes" / FLAGGEMS_TABLE.name
     routed, _left = generate_box()
-    gems, why = _flaggems_claims()
+    gems = load_flaggems_ops(here / "routing" / FLAGGEMS_OPS.name)
+    why = f"routing/{FLAGGEMS_OPS.name} and the gap set"
     texts = {
         table: box_text(),
         gems_table: flaggems_text(gems, why, set(routed), here / "routing" / GAPS.name),
