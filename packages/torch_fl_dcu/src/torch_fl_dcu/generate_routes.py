@@ -156,21 +156,16 @@ def load_gaps(path: Path = GAPS) -> dict[str, dict]:
 
 def load_measured(path: Path = GAPS) -> str | None:
     """The ``# flaggems-measured:`` pragma's text from gaps.json's ``measured``, or None."""
-    m = json.loads(path.read_text(encoding="utf-8")).get("measured")
-    if not m:
-        return None
-    text = f"flag_gems {m['flag_gems']}"
-    if m.get("device"):
-        text += f" on {m['device']}"
-    if m.get("torch"):
-        text += f", torch {m['torch']}"
-    return text
+    from torch_fl.routing import provenance
+
+    return provenance.measured_pragma(path)
 
 
 def load_flaggems_ops(path: Path = FLAGGEMS_OPS) -> list[str]:
     """The FlagGems overloads of the snapshot (comments and blank lines skipped)."""
-    lines = (ln.split("#", 1)[0].strip() for ln in path.read_text(encoding="utf-8").splitlines())
-    return sorted({ln for ln in lines if ln})
+    from torch_fl.routing import provenance
+
+    return provenance.read_op_list(path)
 
 
 def flaggems_text(

@@ -24,14 +24,18 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import json
 import os
 import re
 import warnings
 from collections.abc import Mapping
+from pathlib import Path
 
 from torch_fl.routing.route_table import FlagGemsMeasured, RouteTable, canonical_backend
 
 __all__ = [
+    "measured_pragma",
+    "read_op_list",
     "UNMEASURED_VAR",
     "demote_unmeasured",
     "installed_flaggems_version",
@@ -139,3 +143,25 @@ def demote_unmeasured(
             stacklevel=3,
         )
     return sum(demoted.values())
+
+
+def measured_pragma(gaps_json: Path) -> str | None:
+    """The ``# flaggems-measured:`` pragma's text from a vendor's ``gaps.json`` (its ``measured``
+    object), or None when it records no measurement. The vendors' generators share it, so every
+    shipped table spells its provenance the same way."""
+    m = json.loads(gaps_json.read_text(encoding="utf-8")).get("measured")
+    if not m:
+        return None
+    text = f"flag_gems {m['flag_gems']}"
+    if m.get("device"):
+        text += f" on {m['device']}"
+    if m.get("torch"):
+        text += f", torch {m['torch']}"
+    return text
+
+
+def read_op_list(path: Path) -> list[str]:
+    """The overload names of a checked-in list (one per line; ``#`` comments and blank lines
+    skipped), sorted and unique."""
+    lines = (ln.split("#", 1)[0].strip() for ln in path.read_text(encoding="utf-8").splitlines())
+    return sorted({ln for ln in lines if ln})
