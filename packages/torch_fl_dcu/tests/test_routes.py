@@ -124,7 +124,7 @@ def test_shipped_flaggems_table_is_flaggems_first_whatever_is_installed():
     mm = gaps["mm"]
     assert mm["dtypes"] == "all" and "#6227" in mm["reason"]
     assert mm["source"]["document"].startswith("dcu-installation.md")
-    assert rules["mm"] == BOX and "mm = box:cuda  # upstream-bug: FlagGems issue #6227" in text
+    assert rules["mm"] == BOX and "mm = box:cuda  # upstream-bug: FlagGems#6227" in text
     assert "# flaggems-measured: flag_gems git:e7b4a865 on Hygon DCU, torch 2.10\n" in text
     (measured,) = parse_file(FLAGGEMS_TABLE).flaggems_measured.values()
     assert measured.spec == "git:e7b4a865"
