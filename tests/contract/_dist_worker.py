@@ -286,10 +286,25 @@ def _train(model: torch.nn.Module, rank: int, world: int, dev: torch.device) -> 
         opt.step()
 
 
+def _train_fsdp2(dev, rank: int, world: int, reference) -> torch.nn.Module:
+    """FSDP2 with each Linear and the root sharded over the world: trained as _train does, the
+    full parameters must equal the single-process reference. Returns the sharded model."""
+    from torch.distributed.fsdp import fully_shard
+
+    model = _model().to(dev)
+    for layer in model:
+        if isinstance(layer, torch.nn.Linear):
+            fully_shard(layer)
+    fully_shard(model)
+    _train(model, rank, world, dev)
+    for p, ref in zip([p.full_tensor() for p in model.parameters()], reference, strict=True):
+        close(p.detach(), ref)
+    return model
+
+
 def scenario_training(
     rank: int, world: int, store_file: str, out: dict, ckpt_dir: str = ""
 ) -> None:
-    from torch.distributed.fsdp import fully_shard
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     dev = init(rank, world, store_file)
@@ -302,16 +317,7 @@ def scenario_training(
         close(p.detach(), ref)
     out["ddp"] = True
 
-    # FSDP2: each Linear and the root sharded over the world.
-    model = _model().to(dev)
-    for layer in model:
-        if isinstance(layer, torch.nn.Linear):
-            fully_shard(layer)
-    fully_shard(model)
-    _train(model, rank, world, dev)
-    full = [p.full_tensor().detach() for p in model.parameters()]
-    for p, ref in zip(full, reference, strict=True):
-        close(p, ref)
+    model = _train_fsdp2(dev, rank, world, reference)
     out["fsdp2"] = True
 
     # DCP: save the sharded state, perturb, load, compare.
@@ -596,7 +602,6 @@ def _all_reduce(t: torch.Tensor, op) -> torch.Tensor:
 
 def scenario_gloo_training(rank: int, world: int, store_file: str, out: dict) -> None:
     """DDP (and FSDP2) over flagos under init_process_group("gloo") match a single-process run."""
-    from torch.distributed.fsdp import fully_shard
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     dev = init(rank, world, store_file, "gloo")
@@ -609,14 +614,7 @@ def scenario_gloo_training(rank: int, world: int, store_file: str, out: dict) ->
             assert p.device == dev and p.grad.device == dev
             close(p.detach(), ref)
     out["ddp"] = True
-    model = _model().to(dev)
-    for layer in model:
-        if isinstance(layer, torch.nn.Linear):
-            fully_shard(layer)
-    fully_shard(model)
-    _train(model, rank, world, dev)
-    for p, ref in zip([p.full_tensor() for p in model.parameters()], reference, strict=True):
-        close(p.detach(), ref)
+    _train_fsdp2(dev, rank, world, reference)
     out["fsdp2"] = True
     dist.destroy_process_group()
     out["ok"] = True
