@@ -43,14 +43,16 @@ endforeach()
 if(_tops_missing)
   set(TopsRider_FOUND FALSE)
   string(REPLACE ";" ", " _tops_missing "${_tops_missing}")
-  set(_tops_msg
+  # One string (string(CONCAT)): set() with several arguments would make a list, and the message
+  # would show its `;` separators.
+  string(CONCAT _tops_msg
     "TopsRider SDK not found under TOPS_HOME=${TOPS_HOME} (missing: ${_tops_missing}; looked for "
     "include/tops_runtime_api.h, include[/gcu]/topsaten/topsaten.h, lib[64]/libtopsrt.so, "
     "lib[64]/libtopsaten.so).\n"
     "Point TOPS_HOME at an SDK install (export TOPS_HOME=/path/to/tops, or -DTOPS_HOME=...), or "
     "build the TopsRider emulator that ships with torch-fl-gcu and use it:\n"
     "  cmake -S packages/torch_fl_gcu/emulator -B packages/torch_fl_gcu/emulator/build "
-    "-DCMAKE_INSTALL_PREFIX=packages/torch_fl_gcu/emulator/prefix\n"
+    "-DCMAKE_INSTALL_PREFIX=$PWD/packages/torch_fl_gcu/emulator/prefix\n"
     "  cmake --build packages/torch_fl_gcu/emulator/build && "
     "cmake --install packages/torch_fl_gcu/emulator/build\n"
     "  export TOPS_HOME=$PWD/packages/torch_fl_gcu/emulator/prefix\n"

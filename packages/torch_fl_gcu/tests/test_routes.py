@@ -262,6 +262,16 @@ def test_missing_sdk_is_a_configure_error_that_says_what_to_do(tmp_path):
     err = " ".join(proc.stderr.split())  # CMake wraps long messages
     assert "TopsRider SDK not found under TOPS_HOME=" in err, err
     assert "export TOPS_HOME" in err and "emulator" in err and "nox -s build-gcu" in err, err
+    # One message, not a CMake list: the suggested commands are lines of their own, and the only
+    # `;` is the one of "(missing: ...; looked for".
+    message = err[err.index("TopsRider SDK not found") : err.index("Call Stack")]
+    assert message.count(";") == 1, message
+    for command in (
+        "cmake --build packages/torch_fl_gcu/emulator/build && "
+        "cmake --install packages/torch_fl_gcu/emulator/build",
+        "export TOPS_HOME=$PWD/packages/torch_fl_gcu/emulator/prefix",
+    ):
+        assert f"    {command}" in proc.stderr.splitlines(), proc.stderr
 
 
 def test_a_measured_sdk_defect_is_skipped_although_exported(gcu):
