@@ -120,13 +120,14 @@ def test_the_vendor_says_it_runs_on_the_emulator(emu, gcu):
     import os
     import subprocess
     import sys
+    from pathlib import Path
 
     import torch_fl
-    from torch_fl_gcu import sdk_info
+    from torch_fl_gcu import sdk
 
     described = torch_fl.vendor().emulated
     assert isinstance(described, str) and "TopsRider emulator" in described
-    assert sdk_info()["tops_home"] in described
+    assert f"at {Path(sdk.loaded().runtime).parent.parent} " in described  # the one loaded
     env = {**os.environ, "FLAGOS_VENDOR": "gcu"}
     proc = subprocess.run(
         [sys.executable, "-m", "torch_fl"], capture_output=True, text=True, env=env, timeout=240

@@ -1,8 +1,10 @@
 """torch-fl-gcu: Enflame GCU under the ``flagos`` device.
 
 ``pip install torch-fl-core torch-fl-gcu`` and ``import torch`` give ``flagos`` devices backed by
-GCUs: core finds this package through the ``torch_fl.vendors`` entry point (``gcu``), loads the
-topsrt runtime (``lib/libtorch_fl_gcu_runtime.so``, torch_fl/runtime.h over ``libtopsrt.so``),
+GCUs: core finds this package through the ``torch_fl.vendors`` entry point (``gcu``), the vendor
+loads the TopsRider SDK from where it is installed (:mod:`torch_fl_gcu.sdk`: ``$TOPS_HOME/lib``,
+else ``/opt/tops/lib``, else the loader path), core loads the topsrt runtime
+(``lib/libtorch_fl_gcu_runtime.so``, torch_fl/runtime.h over ``libtopsrt.so``),
 and :meth:`GcuVendor.activate` loads the generated topsaten kernels (``lib/libtorch_fl_gcu_kernels.so``)
 and registers them as the ``gcu`` backend of the route table ``routes/gcu.conf``.
 See README.md and docs/gcu.md.
@@ -47,6 +49,7 @@ def kernels_manifest() -> dict:
 
 
 def sdk_info() -> dict:
-    """Where the SDK was at build time: ``tops_home``, ``emulator`` ("TRUE"/"FALSE")."""
+    """Where the SDK was at build time: ``tops_home``, ``emulator`` ("TRUE"/"FALSE"). Information
+    only: the SDK used is found at run time (:func:`torch_fl_gcu.sdk.load`)."""
     path = library_dir() / "sdk.json"
     return json.loads(path.read_text()) if path.is_file() else {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from torch_fl_gcu import kernels_manifest, library_dir, sdk_info
+from torch_fl_gcu import kernels_manifest, library_dir, sdk, sdk_info
 from torch_fl_gcu.flaggems import enflame_triton
 
 
@@ -15,6 +15,11 @@ def main() -> int:
     print(
         f"TopsRider SDK at build time: {info.get('tops_home', '?')} (emulator: {info.get('emulator', '?')})"
     )
+    try:
+        found = sdk.load()
+        print(f"TopsRider SDK loaded: {found.runtime}, {found.aten} (from {found.source})")
+    except sdk.SdkNotFoundError as exc:
+        print(f"TopsRider SDK: not loaded: {exc}")
     gen = manifest.get("generated", {})
     functions = {fn for v in gen.values() for fn in v.split("+")}  # handwritten: "a+b+..."
     print(f"topsaten kernels: {len(gen)} aten overloads using {len(functions)} topsaten functions")

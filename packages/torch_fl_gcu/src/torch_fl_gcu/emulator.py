@@ -3,7 +3,8 @@
 Only meaningful when torch-fl-gcu was built against the emulator (``sdk_info()["emulator"]``):
 fault injection by SDK function name, call counts, live allocations, and a second producer on a
 stream (``launch_foreign``: a Triton kernel as the S60 sees it, not ordered with topsaten work).
-The library is the very ``libtopsrt.so`` the runtime loaded, so state is shared with it.
+The library is the very ``libtopsrt.so`` the runtime uses (:func:`torch_fl_gcu.sdk.load` loaded
+it), so state is shared with it.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ import contextlib
 import ctypes
 import functools
 from collections.abc import Iterator
-from pathlib import Path
 
-from torch_fl_gcu import sdk_info
+from torch_fl_gcu import sdk, sdk_info
 
 __all__ = [
     "available",
@@ -52,10 +52,9 @@ def available() -> bool:
 
 @functools.cache
 def library() -> ctypes.CDLL:
-    home = sdk_info().get("tops_home")
-    if not available() or not home:
+    if not available():
         raise RuntimeError("torch-fl-gcu was not built against the TopsRider emulator")
-    lib = ctypes.CDLL(str(Path(home) / "lib" / "libtopsrt.so"))
+    lib = ctypes.CDLL(sdk.load().runtime)  # the loaded one: dlopen returns its handle
     lib.topsEmuInjectFault.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
     lib.topsEmuInjectFault.restype = ctypes.c_int
     lib.topsEmuClearFaults.restype = None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from torch_fl.vendors import Vendor
 
-from torch_fl_gcu import NAMESPACE, library_dir, sdk_info
+from torch_fl_gcu import NAMESPACE, library_dir, sdk, sdk_info
 
 __all__ = ["GcuVendor", "vendor"]
 
@@ -29,28 +29,33 @@ class GcuVendor(Vendor):
 
         if not emulator.available():
             return None
-        home = sdk_info().get("tops_home", "?")
+        found = sdk.loaded()
+        home = str(Path(found.lib_dir).parent) if found else sdk_info().get("tops_home", "?")
         return (
             f"TopsRider emulator at {home} (GCU cards emulated in host memory; torch-fl-gcu "
             f"was built against it, not against an SDK for Enflame hardware)"
         )
 
     def runtime_library(self) -> str:
+        # Core loads this next: its libtopsrt.so dependency must already be loaded (no SDK path
+        # is in its rpath). is_present() has loaded the SDK; this keeps the order regardless.
+        sdk.load()
         return str(library_dir() / "libtorch_fl_gcu_runtime.so")
 
     def is_present(self) -> bool:
-        path = Path(self.runtime_library())
+        path = library_dir() / "libtorch_fl_gcu_runtime.so"
         if not path.is_file():
             self._absent = f"the runtime library {path} is missing (torch-fl-gcu was not built?)"
             return False
         try:
+            sdk.load()
+        except sdk.SdkNotFoundError as exc:
+            self._absent = str(exc)
+            return False
+        try:
             lib = ctypes.CDLL(str(path))
         except OSError as exc:
-            home = sdk_info().get("tops_home", "$TOPS_HOME")
-            self._absent = (
-                f"the topsrt runtime cannot be loaded ({exc}); the TopsRider SDK built against "
-                f"was {home}: install it there or put its lib directory on LD_LIBRARY_PATH"
-            )
+            self._absent = f"the runtime library {path} does not load: {exc}"
             return False
         count = ctypes.c_int(0)
         msg = ctypes.create_string_buffer(256)
@@ -73,7 +78,9 @@ class GcuVendor(Vendor):
         import torch
         from torch_fl.routing import register_library_backend
 
-        # Idempotent: the loader keeps one copy of the library, registrations run once.
+        # Idempotent: the loader keeps one copy of the library, registrations run once. Its
+        # libtopsaten.so dependency is the SDK's, loaded already (sdk.load()).
+        sdk.load()
         torch.ops.load_library(str(library_dir() / "libtorch_fl_gcu_kernels.so"))
         register_library_backend(self.name, NAMESPACE)
         from torch_fl_gcu import flaggems
