@@ -44,10 +44,10 @@ PYTHON = "3.11"
 #: CPU torch wheels (the default index's Linux torch carries CUDA libraries).
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 ACTIONS = {
-    "checkout": "actions/checkout@v4",
-    "setup-python": "actions/setup-python@v5",
-    "upload-artifact": "actions/upload-artifact@v4",
-    "download-artifact": "actions/download-artifact@v4",
+    "checkout": "actions/checkout@v5",
+    "setup-python": "actions/setup-python@v6",
+    "upload-artifact": "actions/upload-artifact@v6",
+    "download-artifact": "actions/download-artifact@v7",
     "pypi-publish": "pypa/gh-action-pypi-publish@release/v1",
 }
 HEADER = (
