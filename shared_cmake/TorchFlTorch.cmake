@@ -63,3 +63,15 @@ foreach(_lib c10 torch_cpu torch torch_python)
   target_link_libraries(torch_fl_torch INTERFACE "${_tfl_lib_${_lib}}")
 endforeach()
 set(TORCH_FL_TORCH_LIB_DIR "${_tfl_torch_lib}")
+
+# The torch minor a package's compiled code is built for, as <package>/_torch_build.py in the
+# wheel: the package checks it at import, before loading any extension, so running under another
+# torch minor is one clear error (torch_fl.versions), not an undefined symbol.
+function(torch_fl_install_torch_build_info package_dir)
+  set(_file "${CMAKE_CURRENT_BINARY_DIR}/_torch_build.py")
+  file(WRITE "${_file}"
+       "# Written by the build (shared_cmake/TorchFlTorch.cmake): the torch this wheel is built for.\n"
+       "TORCH_VERSION = \"${TORCH_FL_TORCH_VERSION}\"\n"
+       "TORCH_MINOR = \"${TORCH_FL_TORCH_MAJOR}.${TORCH_FL_TORCH_MINOR}\"\n")
+  install(FILES "${_file}" DESTINATION "${package_dir}")
+endfunction()

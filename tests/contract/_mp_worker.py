@@ -45,7 +45,10 @@ def describe(t) -> dict:
 
 def receive(inq, outq, timeout: float) -> None:
     """Report each item of ``inq`` on ``outq`` until STOP: ("item", description) or, for an item
-    ``("write", t, value)``, the description after ``t.fill_(value)`` and a synchronize."""
+    ``("write", t, value)``, the description after ``t.fill_(value)`` and a synchronize;
+    ``("keep", t)`` keeps ``t`` (reported), ``("kept",)`` reports the kept tensor again, and
+    ``("echo", t)`` sends ``t`` itself back as ("tensor", t)."""
+    kept = None
     try:
         while True:
             try:
@@ -56,7 +59,14 @@ def receive(inq, outq, timeout: float) -> None:
             if isinstance(item, str) and item == STOP:
                 outq.put(("stopped", None))
                 return
-            if isinstance(item, tuple) and item and item[0] == "write":
+            if isinstance(item, tuple) and item and item[0] == "keep":
+                kept = item[1]
+                outq.put(("item", describe(kept)))
+            elif isinstance(item, tuple) and item and item[0] == "kept":
+                outq.put(("item", describe(kept)))
+            elif isinstance(item, tuple) and item and item[0] == "echo":
+                outq.put(("tensor", item[1]))
+            elif isinstance(item, tuple) and item and item[0] == "write":
                 _, t, value = item
                 with torch.no_grad():
                     t.fill_(value)

@@ -1,10 +1,13 @@
 """flagos tensors sent to other processes through ``torch.multiprocessing``, with the spawn and
 forkserver start methods.
 
-Where the vendor declares ``Vendor.shares_memory_between_processes`` (the runtime mirrors CUDA),
-a flagos tensor put on a queue arrives in the child as a flagos tensor on the same device, with
-its shape, strides, offset, dtype, class and ``requires_grad``, over the sender's memory: what the
-child writes the parent reads after a synchronize. Elsewhere sending one raises an error naming
+Where the runtime shares memory between processes (its own IPC handles, runtime ABI v1.1, as on
+sim; or CUDA IPC where the runtime mirrors CUDA), a flagos tensor put on a queue arrives in the
+child as a flagos tensor on the same device, with its shape, strides, offset, dtype, class and
+``requires_grad``, over the sender's memory: what the child writes the parent reads after a
+synchronize. With the runtime's handles the child's tensor also outlives the parent's, a handle
+the sender no longer holds fails to open with an error saying so, and a tensor sent back arrives
+over the sender's own memory. Elsewhere sending one raises an error naming
 the device, the runtime and the way out (``.cpu()``) in the sender, at ``put()`` itself (not later
 in the queue's feeder thread, which would drop the data), and the way out works. Every child runs
 under a deadline and is terminated after it, so a failure never hangs.
@@ -36,9 +39,15 @@ D0 = torch.device("flagos", 0)
 
 
 def _shares() -> bool:
-    import torch_fl
+    import torch_fl.multiprocessing
 
-    return bool(getattr(torch_fl.vendor(), "shares_memory_between_processes", False))
+    return torch_fl.multiprocessing.can_share()
+
+
+def _runtime_ipc() -> bool:
+    import torch_fl.multiprocessing
+
+    return torch_fl.multiprocessing.mechanism() == "runtime"
 
 
 def _runtime() -> str:
@@ -195,6 +204,58 @@ def _check_refused(method, flagos):
         p.start()
     _assert_refused(excinfo, D0)
     assert p.pid is None, "a child was started"
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_received_tensor_outlives_the_senders(method, flagos):
+    """The child keeps what it received; the parent frees its tensor (and its cache): the child
+    still reads the values, because its mapping holds the memory."""
+    if not _runtime_ipc():
+        pytest.skip(f"runtime {_runtime()!r} does not share memory through its own IPC handles")
+    x = torch.arange(1000, dtype=torch.float32, device=D0) * 3
+    with child(method) as c:
+        c.inq.put(("keep", x))
+        assert c.report()["values"][:3] == [0.0, 3.0, 6.0]
+        del x
+        flagos.empty_cache()
+        torch.zeros(4096, device=D0).add_(1.0)  # new tensors do not land in the kept memory
+        c.inq.put(("kept",))
+        got = c.report()
+        assert got["values"][:3] == [0.0, 3.0, 6.0] and got["values"][-1] == 2997.0, got
+        c.stop()
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_tensor_sent_back_is_the_senders_memory(method, flagos):
+    if not _runtime_ipc():
+        pytest.skip(f"runtime {_runtime()!r} does not share memory through its own IPC handles")
+    x = torch.zeros(6, device=D0)
+    with child(method) as c:
+        c.inq.put(("echo", x[2:]))
+        kind, back = c.outq.get(timeout=DEADLINE)
+        assert kind == "tensor", back
+        assert back.device == D0 and back.shape == (4,) and back.storage_offset() == 2
+        back.fill_(5.0)
+        flagos.synchronize()
+        assert x.cpu().tolist() == [0.0, 0.0, 5.0, 5.0, 5.0, 5.0]
+        del back
+        c.stop()
+
+
+def test_a_handle_the_sender_no_longer_holds_fails_to_open(flagos):
+    """Unpickled after the sender freed the tensor: an error saying so, never other bytes."""
+    if not _runtime_ipc():
+        pytest.skip(f"runtime {_runtime()!r} does not share memory through its own IPC handles")
+    from multiprocessing.reduction import ForkingPickler
+
+    x = torch.full((8,), 2.0, device=D0)
+    payload = bytes(ForkingPickler.dumps(x))
+    same = ForkingPickler.loads(payload)  # while held: the sender's own memory
+    same.add_(1.0)
+    assert x.cpu().tolist() == [3.0] * 8
+    del x, same
+    with pytest.raises(RuntimeError, match="no longer holds the exported allocation"):
+        ForkingPickler.loads(payload)
 
 
 def test_forking_pickler_flagos_tensor(flagos):

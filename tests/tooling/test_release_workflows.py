@@ -238,6 +238,7 @@ def test_collect_refuses_a_platform_tag_pypi_refuses(tmp_path: Path):
 
 # --- the workflows themselves --------------------------------------------------------------------
 
+
 def _actionlint() -> str:
     found = shutil.which("actionlint")
     beside = Path(sys.executable).parent / "actionlint"  # a venv's bin/, when it is not on PATH

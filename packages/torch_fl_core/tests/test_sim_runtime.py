@@ -88,6 +88,7 @@ CAP_UNORDERED_PRODUCERS = 1 << 3
 CAP_PINNED_HOST_MEMORY = 1 << 4
 
 HOST_FN = CFUNCTYPE(None, c_void_p)
+IPC_HANDLE = ctypes.c_uint8 * 64  # tfl_ipc_handle
 
 
 class RuntimeV1(Structure):
@@ -126,6 +127,16 @@ class RuntimeV1(Structure):
         ("event_synchronize", CFUNCTYPE(S, c_void_p)),
         ("event_query", CFUNCTYPE(S, c_void_p)),
         ("event_elapsed_ms", CFUNCTYPE(S, POINTER(c_float), c_void_p, c_void_p)),
+        # v1.1
+        (
+            "ipc_get_handle",
+            CFUNCTYPE(S, c_void_p, POINTER(IPC_HANDLE), POINTER(c_size_t), POINTER(c_size_t)),
+        ),
+        (
+            "ipc_open_handle",
+            CFUNCTYPE(S, POINTER(IPC_HANDLE), POINTER(c_void_p), POINTER(c_size_t), POINTER(c_int)),
+        ),
+        ("ipc_close_handle", CFUNCTYPE(S, c_void_p)),
     ]
 
 
@@ -199,6 +210,18 @@ class Runtime:
     def write(self, device_ptr: int, data: bytes) -> None:
         buf = ctypes.create_string_buffer(data, len(data))
         self.check(self.t.memcpy(device_ptr, ctypes.addressof(buf), len(data), H2D))
+
+    def ipc_get_handle(self, ptr: int) -> tuple[bytes, int, int]:
+        handle, offset, size = IPC_HANDLE(), c_size_t(), c_size_t()
+        self.check(self.t.ipc_get_handle(ptr, byref(handle), byref(offset), byref(size)))
+        return bytes(handle), offset.value, size.value
+
+    def ipc_open(self, handle: bytes) -> tuple[int, int, int, int]:
+        """(status, ptr, size, device) of ipc_open_handle."""
+        h = IPC_HANDLE.from_buffer_copy(handle)
+        p, size, device = c_void_p(), c_size_t(), c_int(-1)
+        st = self.t.ipc_open_handle(byref(h), byref(p), byref(size), byref(device))
+        return st, p.value or 0, size.value, device.value
 
 
 class Gate:
@@ -278,6 +301,25 @@ def child_configured() -> dict:
     for _ in range(3):
         rt.stream()
     rt.check(rt.t.device_synchronize())
+    return out
+
+
+def child_ipc_open() -> dict:
+    """Opens TFL_TEST_IPC_HANDLE (hex), reads it, writes 0x5A over its first bytes, closes."""
+    rt = Runtime(_table())
+    handle = bytes.fromhex(os.environ["TFL_TEST_IPC_HANDLE"])
+    n = int(os.environ["TFL_TEST_IPC_BYTES"])
+    st, ptr, size, device = rt.ipc_open(handle)
+    out: dict = {"status": st, "error": rt.error() if st else "", "size": size, "device": device}
+    if st == OK:
+        out["read"] = rt.read(ptr, n).hex()
+        out["kind"] = list(rt.pointer_info(ptr + 1))
+        rt.write(ptr, b"\x5a" * n)
+        p = c_void_p(ptr)
+        out["free_imported"] = rt.t.free(p)
+        out["free_error"] = rt.error()
+        rt.check(rt.t.ipc_close_handle(ptr))
+        out["close_again"] = rt.t.ipc_close_handle(ptr)
     return out
 
 
@@ -756,6 +798,93 @@ def test_fault_control_rejects_bad_requests(rt: Runtime) -> None:
     assert sim.library().tfl_sim_inject_fault(b"malloc", 1, 99) != 0
     assert sim.call_count("no_such_call") == 0
     assert sim.live_allocations(99) == 0
+
+
+# ---- memory shared between processes (v1.1) -------------------------------------
+
+
+def test_table_functions_follow_the_header_list() -> None:
+    """The ctypes mirror has the fields of runtime.h's TFL_RUNTIME_V1_FUNCTIONS, in order."""
+    import re
+
+    header = Path(__file__).resolve().parents[1] / "include" / "torch_fl" / "runtime.h"
+    text = header.read_text()
+    block = text[text.index("#define TFL_RUNTIME_V1_FUNCTIONS(X)") :]
+    block = block[: block.index("\n\n")]
+    names = re.findall(r"X\((\w+), (\d+), [01]\)", block)
+    mirrored = [name for name, _ in RuntimeV1._fields_[4:]]
+    assert [n for n, _ in names] == mirrored
+    assert {n for n, minor in names if minor == "1"} == {
+        "ipc_get_handle",
+        "ipc_open_handle",
+        "ipc_close_handle",
+    }
+
+
+def test_ipc_handle_maps_the_same_memory_in_another_process(rt: Runtime) -> None:
+    n = 4096
+    base = rt.malloc(1 << 20)
+    try:
+        rt.write(base + 512, bytes(range(256)) * (n // 256))
+        handle, offset, size = rt.ipc_get_handle(base + 512)
+        assert (offset, size) == (512, 1 << 20)
+        got = _run_child(
+            "child_ipc_open", TFL_TEST_IPC_HANDLE=handle.hex(), TFL_TEST_IPC_BYTES=str(n)
+        )
+        assert got["status"] == OK, got
+        assert (got["size"], got["device"]) == (1 << 20, 0)
+        # The child mapped the whole allocation: its first bytes are before the offset.
+        assert bytes.fromhex(got["read"])[512:] == (bytes(range(256)) * (n // 256))[: n - 512]
+        assert got["kind"] == [POINTER_DEVICE, 0], "the mapping is device memory in the child"
+        assert got["free_imported"] == INVALID_POINTER and "ipc_close_handle" in got["free_error"]
+        assert got["close_again"] == INVALID_POINTER
+        assert rt.read(base, n) == b"\x5a" * n, "the child's write is not in this process's memory"
+    finally:
+        rt.check(rt.t.free(c_void_p(base)))
+
+
+def test_ipc_handle_of_a_freed_allocation_fails_to_open(rt: Runtime) -> None:
+    base = rt.malloc(1 << 20)
+    handle, _, _ = rt.ipc_get_handle(base)
+    rt.check(rt.t.free(c_void_p(base)))
+    other = rt.malloc(1 << 20)  # may reuse the descriptor number: the serial tells them apart
+    try:
+        got = _run_child("child_ipc_open", TFL_TEST_IPC_HANDLE=handle.hex(), TFL_TEST_IPC_BYTES="8")
+        assert got["status"] == INVALID_HANDLE, got
+        assert "no longer holds" in got["error"] and "keep the tensor alive" in got["error"]
+        st, *_ = rt.ipc_open(handle)  # the exporter itself: same answer
+        assert st == INVALID_HANDLE and "no longer holds" in rt.error()
+    finally:
+        rt.check(rt.t.free(c_void_p(other)))
+
+
+def test_ipc_open_in_the_exporter_is_its_own_allocation(rt: Runtime) -> None:
+    base = rt.malloc(1 << 20)
+    try:
+        handle, _, _ = rt.ipc_get_handle(base + 4096)
+        st, p1, size, device = rt.ipc_open(handle)
+        st2, p2, _, _ = rt.ipc_open(handle)
+        assert (st, st2, p1, p2, size, device) == (OK, OK, base, base, 1 << 20, 0)
+        rt.check(rt.t.ipc_close_handle(p1))
+        rt.check(rt.t.ipc_close_handle(p2))
+        assert rt.t.ipc_close_handle(p1) == INVALID_POINTER, "closed more often than opened"
+        rt.write(base, b"still mine")  # closing never freed the exporter's allocation
+    finally:
+        rt.check(rt.t.free(c_void_p(base)))
+
+
+def test_ipc_rejects_host_memory_unknown_pointers_and_foreign_handles(rt: Runtime) -> None:
+    h = rt.host_malloc(4096)
+    try:
+        handle, offset, size = IPC_HANDLE(), c_size_t(), c_size_t()
+        assert rt.t.ipc_get_handle(h, byref(handle), byref(offset), byref(size)) == INVALID_POINTER
+        assert "pinned host memory" in rt.error()
+    finally:
+        rt.check(rt.t.host_free(h))
+    st, *_ = rt.ipc_open(b"\x01" * 64)
+    assert st == INVALID_HANDLE and "not a handle of the sim runtime" in rt.error()
+    assert rt.t.ipc_get_handle(0x10, byref(handle), byref(offset), byref(size)) == INVALID_POINTER
+    assert rt.t.ipc_get_handle(h, None, byref(offset), byref(size)) == INVALID_VALUE
 
 
 def test_last_error_is_per_thread(rt: Runtime) -> None:

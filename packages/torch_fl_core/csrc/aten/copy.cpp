@@ -252,6 +252,7 @@ Tensor mirror_view(const Tensor& t, c10::DeviceType type) {
 
 Tensor copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
   TORCH_CHECK(self.defined() && dst.defined(), "flagos: copy_ of an undefined tensor");
+  check_not_in_bad_fork();  // mirror mode copies never pass through the runtime table
   if (dst.numel() == 0) return dst;
   // ATen's copy_ hands devices it does not know to _copy_from before its
   // TensorIterator, whose checks CPU and CUDA copies get: the written tensor
@@ -306,6 +307,7 @@ Tensor copy_from_and_resize(const Tensor& self, const Tensor& dst) {
 at::Scalar local_scalar_dense(const Tensor& self) {
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
               " elements cannot be converted to Scalar");
+  check_not_in_bad_fork();
   if (const auto type = mirror_device_type()) return mirror_view(self, *type).item();
   // Same shape as self ([1], [1, 1], ...): item() of any one-element tensor.
   Tensor host = at::empty(self.sizes(), self.options().device(at::kCPU));

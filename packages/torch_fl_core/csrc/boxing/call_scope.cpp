@@ -6,6 +6,9 @@ namespace torch_fl::boxing {
 
 CallScope::CallScope(c10::DeviceIndex device, bool make_current, c10::DeviceType target,
                      bool host_results) {
+  // A forked child's calls on its parent's tensors: the clear error, not the
+  // mirrored driver's own (mirror-mode kernels never reach the runtime table).
+  check_not_in_bad_fork();
   if (make_current) current_.emplace(device);
   if (target != c10::DeviceType::CPU) return;
   const c10::Stream stream = current_stream(device);

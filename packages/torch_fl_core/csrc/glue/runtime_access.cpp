@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <mutex>
 
 #include "glue/mirror/mirror_mode.h"
@@ -21,6 +22,8 @@ std::atomic<const tfl_runtime_v1*> g_runtime{nullptr};
 // A runtime's device count is fixed once it is initialised (as for CUDA);
 // cached because every factory and guard asks for it.
 std::atomic<int> g_device_count{-1};
+// The delegate runtime's table, whose devices are counted on first use.
+const tfl_runtime_v1* g_delegate_table = nullptr;
 std::string g_runtime_path;  // guarded by g_activate_mutex
 // Mirror mode (delegate runtime): written once before g_runtime is published.
 std::optional<c10::DeviceType> g_mirror_type;
@@ -59,11 +62,11 @@ void activate_runtime_library(const std::string& path) {
     const tfl_runtime_v1* rt = delegate::runtime_table(type);
     g_mirror_type = type;
     g_mirror_guard = c10::impl::getDeviceGuardImpl(type);
-    int count = 0;
-    const tfl_status cst = rt->device_count(&count);
-    TORCH_CHECK(cst == TFL_OK && count > 0, "flagos: runtime '", rt->name, "' found no ",
-                c10::DeviceTypeName(type, true), " device: ", rt->last_error());
-    g_device_count.store(count);
+    // Devices are counted on first use, not here: counting starts the mirrored
+    // driver (cudaGetDeviceCount), after which a forked child of a process
+    // that only imported torch could not use the device, as it can with
+    // torch's own backend (whose count at import goes through NVML).
+    g_delegate_table = rt;
     g_runtime_path = path;
     // The mirrored backend's allocators and streams replace flagos's own
     // before anything can use the runtime.
@@ -82,10 +85,16 @@ void activate_runtime_library(const std::string& path) {
   TORCH_CHECK(rt != nullptr, "flagos: runtime ", path, " does not speak runtime ABI v",
               TFL_RUNTIME_ABI_VERSION);
   TORCH_CHECK(
-      rt->abi_version == TFL_RUNTIME_ABI_VERSION && rt->struct_size >= sizeof(tfl_runtime_v1),
+      rt->abi_version == TFL_RUNTIME_ABI_VERSION && rt->struct_size >= TFL_RUNTIME_V1_0_SIZE,
       "flagos: runtime ", path, " returned an ABI v", rt->abi_version, " table of ",
       rt->struct_size, " bytes; core needs v", TFL_RUNTIME_ABI_VERSION, " of at least ",
-      sizeof(tfl_runtime_v1), " bytes");
+      TFL_RUNTIME_V1_0_SIZE, " bytes (the v1.0 table)");
+  // Every v1.0 function is required; later ones are optional (TFL_RUNTIME_HAS).
+#define TFL_CHECK_V1_0_FIELD(field, minor, returns_status)                                  \
+  TORCH_CHECK(minor > 0 || rt->field != nullptr, "flagos: runtime ", path, " ('", rt->name, \
+              "') leaves the v1.0 function ", #field, " NULL");
+  TFL_RUNTIME_V1_FUNCTIONS(TFL_CHECK_V1_0_FIELD)
+#undef TFL_CHECK_V1_0_FIELD
   const tfl_status st = rt->init();
   if (st != TFL_OK) {
     TORCH_CHECK(false, "flagos: runtime '", rt->name,
@@ -123,6 +132,12 @@ void after_fork_in_child() {
               "torch-fl-core installed) selects one; see torch_fl.info()");
 }
 
+void mark_used() {
+  static std::once_flag at_fork;
+  std::call_once(at_fork, [] { pthread_atfork(nullptr, nullptr, &after_fork_in_child); });
+  g_used.store(true, std::memory_order_relaxed);
+}
+
 }  // namespace
 
 bool in_bad_fork() noexcept { return g_bad_fork.load(std::memory_order_relaxed); }
@@ -134,19 +149,42 @@ const tfl_runtime_v1& runtime() {
     return *rt;
   }
   if (rt == nullptr) throw_no_runtime();
-  TORCH_CHECK(!g_bad_fork.load(std::memory_order_relaxed),
-              "flagos: cannot re-initialize the device in a forked subprocess (runtime '", rt->name,
+  check_not_in_bad_fork();
+  mark_used();
+  return *rt;
+}
+
+void check_not_in_bad_fork() {
+  if (C10_LIKELY(!g_bad_fork.load(std::memory_order_relaxed))) return;
+  const tfl_runtime_v1* rt = g_runtime.load(std::memory_order_acquire);
+  TORCH_CHECK(false, "flagos: cannot re-initialize the device in a forked subprocess (runtime '",
+              rt ? rt->name : "none",
               "' was in use when the process forked). To use flagos with multiprocessing, use the "
               "'spawn' start method.");
-  static std::once_flag at_fork;
-  std::call_once(at_fork, [] { pthread_atfork(nullptr, nullptr, &after_fork_in_child); });
-  g_used.store(true, std::memory_order_relaxed);
-  return *rt;
 }
 
 std::string runtime_name() {
   const tfl_runtime_v1* rt = g_runtime.load();
   return rt ? rt->name : "none";
+}
+
+std::vector<RuntimeField> runtime_fields() {
+  const tfl_runtime_v1* rt = g_runtime.load();
+  std::vector<RuntimeField> out;
+#define TFL_FIELD_INFO(field, minor, returns_status)                               \
+  out.push_back(RuntimeField{#field, minor, offsetof(tfl_runtime_v1, field),       \
+                             sizeof(static_cast<tfl_runtime_v1*>(nullptr)->field), \
+                             rt != nullptr && TFL_RUNTIME_HAS(rt, field)});
+  TFL_RUNTIME_V1_FUNCTIONS(TFL_FIELD_INFO)
+#undef TFL_FIELD_INFO
+  return out;
+}
+
+const tfl_runtime_v1* runtime_table_if_active() noexcept { return g_runtime.load(); }
+
+uint32_t runtime_struct_size() noexcept {
+  const tfl_runtime_v1* rt = g_runtime.load();
+  return rt ? rt->struct_size : 0;
 }
 
 bool has_capability(uint64_t cap) noexcept {
@@ -155,8 +193,12 @@ bool has_capability(uint64_t cap) noexcept {
 }
 
 void ensure_mirror_initialized() {
+  check_not_in_bad_fork();
   static c10::once_flag once;
   c10::call_once(once, [] {
+    // The mirrored backend's first use counts as the runtime's (its driver is
+    // started now): a child forked after this may not use flagos.
+    mark_used();
     if (const auto type = mirror_device_type()) at::globalContext().lazyInitDevice(*type);
   });
 }
@@ -169,14 +211,30 @@ const c10::impl::DeviceGuardImplInterface* mirror_guard() noexcept {
   return g_runtime.load(std::memory_order_acquire) ? g_mirror_guard : nullptr;
 }
 
+namespace {
+
+// The device count, counting the delegate runtime's devices on first use.
+int counted_devices() noexcept {
+  int n = g_device_count.load(std::memory_order_relaxed);
+  if (n < 0 && g_delegate_table != nullptr) {
+    int count = 0;
+    if (g_delegate_table->device_count(&count) != TFL_OK) count = 0;
+    g_device_count.store(count, std::memory_order_relaxed);
+    n = count;
+  }
+  return std::max(0, n);
+}
+
+}  // namespace
+
 c10::DeviceIndex device_count_noexcept() noexcept {
   if (!g_runtime.load(std::memory_order_acquire)) return 0;
-  return static_cast<c10::DeviceIndex>(std::max(0, g_device_count.load(std::memory_order_relaxed)));
+  return static_cast<c10::DeviceIndex>(counted_devices());
 }
 
 c10::DeviceIndex device_count() {
   runtime();  // throws with the explanation when no runtime is active
-  return static_cast<c10::DeviceIndex>(g_device_count.load(std::memory_order_relaxed));
+  return static_cast<c10::DeviceIndex>(counted_devices());
 }
 
 void check_device_index(c10::DeviceIndex index) {

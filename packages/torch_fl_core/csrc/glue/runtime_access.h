@@ -5,8 +5,10 @@
 #include <c10/util/Exception.h>
 #include <torch_fl/runtime.h>
 
+#include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace c10::impl {
 struct DeviceGuardImplInterface;
@@ -28,8 +30,29 @@ const tfl_runtime_v1& runtime();
 // True in a forked child of a process that had used the runtime: every
 // runtime call raises there (as CUDA's calls do in such a child).
 bool in_bad_fork() noexcept;
+// Raises the forked-subprocess error in such a child (calls into the mirrored
+// backend check it: they never pass through the runtime table).
+void check_not_in_bad_fork();
 std::string runtime_name();
 bool has_capability(uint64_t cap) noexcept;
+
+// A function field of the runtime table (runtime.h's TFL_RUNTIME_V1_FUNCTIONS),
+// and whether the active runtime has it (its struct_size covers it, not NULL).
+struct RuntimeField {
+  const char* name;
+  unsigned minor;  // the v1.x that added it
+  size_t offset;
+  size_t size;
+  bool present;
+};
+std::vector<RuntimeField> runtime_fields();
+uint32_t runtime_struct_size() noexcept;  // 0 when no runtime is active
+// The active table without counting as a use of the runtime (a fork after
+// only this leaves the child free to use flagos); nullptr when none is active.
+const tfl_runtime_v1* runtime_table_if_active() noexcept;
+// Whether the runtime shares device memory between processes (its ipc_*
+// functions: glue/ipc_sharing).
+bool runtime_shares_memory();
 
 // The device type the delegate runtime mirrors (CUDA for "delegate:cuda"), or
 // nullopt for a library runtime. In mirror mode flagos streams, events, memory,

@@ -129,6 +129,19 @@ NB_MODULE(_C, m) {
         [](int device) { set_capturing_device(static_cast<c10::DeviceIndex>(device)); });
   m.def("_capturing_device", [] { return static_cast<int>(capturing_device()); });
   m.def("runtime_abi_version", [] { return static_cast<int>(TFL_RUNTIME_ABI_VERSION); });
+  m.def("runtime_abi_minor", [] { return static_cast<int>(TFL_RUNTIME_ABI_MINOR); });
+  m.def("runtime_v1_0_size", [] { return static_cast<int>(TFL_RUNTIME_V1_0_SIZE); });
+  m.def("runtime_struct_size", [] { return static_cast<int>(runtime_struct_size()); });
+  // [(name, minor, offset, size, present)] of the table's functions, in order.
+  m.def("runtime_fields", [] {
+    std::vector<std::tuple<std::string, int, int, int, bool>> out;
+    for (const RuntimeField& f : runtime_fields()) {
+      out.emplace_back(f.name, static_cast<int>(f.minor), static_cast<int>(f.offset),
+                       static_cast<int>(f.size), f.present);
+    }
+    return out;
+  });
+  m.def("runtime_shares_memory", [] { return runtime_shares_memory(); });
   m.def("runtime_capabilities", [] { return runtime_active() ? runtime().capabilities : 0; });
 
   m.def("device_count", [] { return static_cast<int>(device_count_noexcept()); });

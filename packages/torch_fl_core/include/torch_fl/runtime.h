@@ -1,5 +1,5 @@
 /*
- * torch-fl runtime ABI, version 1.
+ * torch-fl runtime ABI, version 1.1.
  *
  * The seam between torch-fl core (which speaks PyTorch) and a vendor runtime
  * (which speaks only its SDK). A runtime is a shared library exporting
@@ -7,10 +7,16 @@
  *     const tfl_runtime_v1* tfl_runtime_get(uint32_t abi_version);
  *
  * returning its function table for the requested ABI version, or NULL if it
- * does not speak that version. Core checks `abi_version` and `struct_size`
- * before use, so a runtime built against v1 keeps working with any core that
- * speaks v1; later minor additions are appended to the end of the struct and
- * guarded by struct_size.
+ * does not speak that version.
+ *
+ * Versions within v1 (minor versions) only append fields to the end of the
+ * table. A runtime sets struct_size to sizeof(tfl_runtime_v1) of the header it
+ * was built against; core accepts any table of at least TFL_RUNTIME_V1_0_SIZE
+ * bytes (the v1.0 table) and uses a later field only where struct_size covers
+ * it and it is not NULL (TFL_RUNTIME_HAS). So a runtime built against an older
+ * v1 header keeps working with a newer core, and a newer runtime with an older
+ * core, which never reads past the fields it knows. What core does without
+ * each later field is stated at the field.
  *
  * Plain C, no torch headers, no C++ types: a vendor runtime compiles against
  * its SDK and this file only.
@@ -39,6 +45,9 @@ extern "C" {
 #endif
 
 #define TFL_RUNTIME_ABI_VERSION 1u
+/* The minor version this header describes: the fields of v1.0 plus those
+ * marked "v1.1". */
+#define TFL_RUNTIME_ABI_MINOR 1u
 #define TFL_RUNTIME_ENTRY_SYMBOL "tfl_runtime_get"
 
 typedef enum tfl_status {
@@ -126,6 +135,14 @@ typedef enum tfl_pointer_kind {
   TFL_POINTER_HOST = 2,    /* inside a host_malloc() (pinned) allocation */
 } tfl_pointer_kind;
 
+/* An allocation exported to another process (ipc_get_handle): opaque bytes a
+ * runtime fills as it needs (a file descriptor and process id, an SDK IPC
+ * handle), sent by core and given back to ipc_open_handle there. */
+#define TFL_IPC_HANDLE_SIZE 64
+typedef struct tfl_ipc_handle {
+  uint8_t bytes[TFL_IPC_HANDLE_SIZE];
+} tfl_ipc_handle;
+
 typedef struct tfl_stream_st* tfl_stream;
 typedef struct tfl_event_st* tfl_event;
 typedef void (*tfl_host_fn)(void* user_data);
@@ -187,7 +204,73 @@ typedef struct tfl_runtime_v1 {
   tfl_status (*event_synchronize)(tfl_event event);
   tfl_status (*event_query)(tfl_event event); /* TFL_OK when reached, else TFL_ERROR_NOT_READY */
   tfl_status (*event_elapsed_ms)(float* ms, tfl_event start, tfl_event end);
+
+  /* ---- v1.1: device memory shared between processes ----
+   * Without these (a v1.0 runtime, or NULL), flagos tensors cannot be sent to
+   * another process: torch.multiprocessing raises naming the device and .cpu().
+   */
+  /* A handle for the device allocation containing ptr that another process of
+   * the same machine can open; *offset is ptr's distance from the allocation's
+   * start and *size the allocation's size. The handle is valid while this
+   * process holds the allocation. */
+  tfl_status (*ipc_get_handle)(const void* ptr, tfl_ipc_handle* handle, size_t* offset,
+                               size_t* size);
+  /* Map an allocation exported by another process: *ptr is its start in this
+   * process, *device the device it lives on. The mapping stays valid until
+   * ipc_close_handle, also after the exporting process frees it or exits.
+   * Opening one handle twice gives the same *ptr (each open needs a close). */
+  tfl_status (*ipc_open_handle)(const tfl_ipc_handle* handle, void** ptr, size_t* size,
+                                int* device);
+  tfl_status (*ipc_close_handle)(void* ptr); /* a pointer ipc_open_handle gave */
 } tfl_runtime_v1;
+
+/* Every field of the table after the header fields, in order:
+ * X(name, minor, returns_status): the minor version that added it, and 1 where
+ * it returns a tfl_status. Core, the sim runtime's fault injection and the ABI
+ * tests take the table's names from this one list. */
+#define TFL_RUNTIME_V1_FUNCTIONS(X) \
+  X(init, 0, 1)                     \
+  X(status_name, 0, 0)              \
+  X(last_error, 0, 0)               \
+  X(device_count, 0, 1)             \
+  X(get_device, 0, 1)               \
+  X(set_device, 0, 1)               \
+  X(device_synchronize, 0, 1)       \
+  X(mem_get_info, 0, 1)             \
+  X(device_name, 0, 1)              \
+  X(malloc, 0, 1)                   \
+  X(free, 0, 1)                     \
+  X(host_malloc, 0, 1)              \
+  X(host_free, 0, 1)                \
+  X(pointer_info, 0, 1)             \
+  X(memcpy, 0, 1)                   \
+  X(memcpy_async, 0, 1)             \
+  X(memcpy_peer_async, 0, 1)        \
+  X(memset_async, 0, 1)             \
+  X(stream_create, 0, 1)            \
+  X(stream_destroy, 0, 1)           \
+  X(stream_synchronize, 0, 1)       \
+  X(stream_query, 0, 1)             \
+  X(stream_wait_event, 0, 1)        \
+  X(launch_host_func, 0, 1)         \
+  X(event_create, 0, 1)             \
+  X(event_destroy, 0, 1)            \
+  X(event_record, 0, 1)             \
+  X(event_synchronize, 0, 1)        \
+  X(event_query, 0, 1)              \
+  X(event_elapsed_ms, 0, 1)         \
+  X(ipc_get_handle, 1, 1)           \
+  X(ipc_open_handle, 1, 1)          \
+  X(ipc_close_handle, 1, 1)
+
+/* The size of the v1.0 table: the smallest struct_size core accepts. */
+#define TFL_RUNTIME_V1_0_SIZE \
+  ((uint32_t)(offsetof(tfl_runtime_v1, event_elapsed_ms) + sizeof(void (*)(void))))
+
+/* Whether table `rt` has `field`: its struct_size covers it and it is set. */
+#define TFL_RUNTIME_HAS(rt, field)                                               \
+  ((rt)->struct_size >= offsetof(tfl_runtime_v1, field) + sizeof((rt)->field) && \
+   (rt)->field != NULL)
 
 typedef const tfl_runtime_v1* (*tfl_runtime_get_fn)(uint32_t abi_version);
 

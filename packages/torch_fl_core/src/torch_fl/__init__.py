@@ -86,7 +86,19 @@ def _generate_methods() -> None:
         torch.utils.generate_methods_for_privateuse1_backend(**missing)
 
 
+def _build_info() -> types.ModuleType | None:
+    try:
+        import torch_fl._torch_build as build  # written by the build (the torch it is for)
+    except ImportError:
+        return None
+    return build
+
+
 def _setup() -> None:
+    from torch_fl import versions
+
+    # Before anything loads _C: under another torch minor it would fail with an undefined symbol.
+    versions.check_torch_build("torch-fl-core", _build_info())
     from torch_fl import vendors
     from torch_fl.routing import environment
     from torch_fl.vendors import discovery

@@ -9,7 +9,8 @@ You can disable extension auto-loading with TORCH_DEVICE_BACKEND_AUTOLOAD=0." an
 
 A configuration mistake (:func:`configuration_error`: ``FLAGOS_VENDOR`` naming no installed vendor,
 a vendor package that fails to load, a route table or ``FLAGOS_OP_*`` variable that does not
-validate, a vendor whose runtime library or SDK does not load) is still raised as an exception, so
+validate, a vendor whose runtime library or SDK does not load, packages of versions that do not
+work together) is still raised as an exception, so
 programs can catch it. When nothing catches it, the interpreter would print the whole chain (about
 50 lines ending in torch's generic message); :func:`install_excepthook` makes it print the
 message alone instead, which names the variable or file and the fix. ``python -X dev`` prints the
@@ -51,6 +52,7 @@ def _configuration_types() -> tuple[type[BaseException], ...]:
         ("torch_fl.vendors", "VendorActivationError"),
         ("torch_fl.routing.route_table", "RouteTableError"),
         ("torch_fl.routing.environment", "VariableError"),
+        ("torch_fl.versions", "VersionMismatchError"),
     ):
         found = getattr(sys.modules.get(module), name, None)
         if isinstance(found, type):

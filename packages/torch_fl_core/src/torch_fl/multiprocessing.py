@@ -7,6 +7,15 @@ the CPU path and fails there, which on a ``Queue`` happens in its feeder thread:
 and the data never arrives. :func:`install` (run by ``import torch_fl``) wraps torch's tensor and
 storage reducers; tensors and storages not on ``flagos`` go to torch's reducers unchanged.
 
+- Where the runtime exports device memory itself (its ``ipc_get_handle``/``ipc_open_handle``,
+  runtime ABI v1.1; ``sim``: memfd-backed allocations), a flagos tensor travels as the runtime's
+  handle of its storage (``torch.ops.torch_fl.ipc_export``) and the receiver maps the same memory
+  (``torch.ops.torch_fl.ipc_open``) and rebuilds the tensor over it, shape, strides, offset,
+  dtype, ``requires_grad`` and class included. Exporting gives the storage an allocation of its
+  own first (as ``share_memory_()`` does for CPU storages), so the receiver's mapping outlives the
+  sender's tensor and never shows another tensor's bytes; a receiver that opens the handle after
+  the sender freed the tensor (or exited) gets an error saying so. A tensor sent back to its
+  sender arrives over the sender's own memory.
 - Where the vendor declares :attr:`~torch_fl.vendors.Vendor.shares_memory_between_processes` and
   the runtime mirrors CUDA (``delegate:cuda``: flagos memory is CUDA caching-allocator memory), a
   flagos tensor travels as its CUDA alias (``torch.ops.torch_fl.alias_as``) through torch's own
@@ -14,7 +23,7 @@ storage reducers; tensors and storages not on ``flagos`` go to torch's reducers 
   (``torch.ops.torch_fl.adopt``), with its shape, strides, storage offset, dtype, ``requires_grad``
   and class (``Parameter``): the memory is shared, as with CUDA tensors. A flagos storage travels
   as a byte tensor over it.
-- Elsewhere the memory is private to the process: pickling a flagos tensor or storage for another
+- Elsewhere (a runtime without IPC) the memory is private to the process: pickling a flagos tensor or storage for another
   process raises :class:`SharingError`, naming the device, the runtime and the way out
   (``.cpu()``). ``multiprocessing.queues.Queue.put`` (and ``JoinableQueue.put``), which only
   buffers the object for the feeder thread, first checks it (:func:`check_shareable`), so
@@ -37,7 +46,7 @@ import torch
 
 from torch_fl import _C
 
-__all__ = ["SharingError", "can_share", "check_shareable", "install"]
+__all__ = ["SharingError", "can_share", "check_shareable", "install", "mechanism"]
 
 _BACKEND = "flagos"
 # Set on every wrapper this module installs: the function it wraps (re-imports unwrap first).
@@ -50,8 +59,10 @@ class SharingError(RuntimeError):
     """A flagos tensor or storage cannot be sent to another process on this runtime."""
 
 
-# The mirrored device type flagos tensors travel as, None where they cannot travel; decided once
-# the vendor is active (the vendor is fixed for the life of a process).
+# How flagos tensors travel: the mirrored device type whose IPC carries them ("cuda"), _RUNTIME
+# (the runtime's own IPC handles), or None where they cannot travel; decided once the vendor is
+# active (the vendor is fixed for the life of a process).
+_RUNTIME = "runtime"
 _UNDECIDED = object()
 _sharing: Any = _UNDECIDED
 
@@ -64,6 +75,8 @@ def _decide() -> Any:
         return _UNDECIDED
     if not selection.present:
         return None
+    if _C.runtime_shares_memory():
+        return _RUNTIME
     if not getattr(selection.vendor, "shares_memory_between_processes", False):
         return None
     runtime = str(_C.runtime_name())
@@ -86,6 +99,13 @@ def can_share() -> bool:
     return _sharing_type() is not None
 
 
+def mechanism() -> str | None:
+    """How flagos tensors reach another process here: ``"runtime"`` (the runtime's own IPC
+    handles), the mirrored device type whose IPC carries them (``"cuda"``), or None (they
+    cannot)."""
+    return _sharing_type()
+
+
 def _why_private() -> str:
     from torch_fl import vendors
 
@@ -97,7 +117,26 @@ def _why_private() -> str:
             f"vendor {selection.name!r} declares shares_memory_between_processes, but the runtime "
             f"mirrors none of {', '.join(_IPC_TYPES)}, whose IPC would carry it"
         )
-    return "its memory is private to the process"
+    minor = _abi_minor_of_table()
+    if minor < 1:
+        return (
+            f"its memory is private to the process: its table is runtime ABI v1.{minor}, "
+            f"without ipc_get_handle/ipc_open_handle (v1.1)"
+        )
+    return (
+        "its memory is private to the process: the runtime does not implement "
+        "ipc_get_handle/ipc_open_handle (runtime ABI v1.1)"
+    )
+
+
+def _abi_minor_of_table() -> int:
+    """The newest v1.x whose functions the active runtime's table covers."""
+    size = _C.runtime_struct_size()
+    minor = 0
+    for _name, field_minor, offset, field_size, _present in _C.runtime_fields():
+        if offset + field_size <= size:
+            minor = max(minor, field_minor)
+    return minor
 
 
 def _error(obj: Any, what: str, way_out: str) -> SharingError:
@@ -127,6 +166,8 @@ def _reduce_flagos_tensor(tensor: torch.Tensor, torch_reduce: Callable[[torch.Te
     mirrored = _sharing_type()
     if mirrored is None:
         raise _tensor_error(tensor)
+    if mirrored == _RUNTIME:
+        return _reduce_runtime_tensor(tensor, torch_reduce)
     if tensor.layout != torch.strided or tensor.is_nested:
         # torch reduces the parts (indices, values) as tensors and their storages: each flagos
         # storage reaches the storage reducer below.
@@ -146,6 +187,11 @@ def _rebuild_tensor(rebuild, args, cls, index, requires_grad, conj, neg):
     ``flagos:i`` (zero-copy: the same memory)."""
     alias = rebuild(*args)
     t = torch.ops.torch_fl.adopt(alias, torch.device(_BACKEND, index))
+    return _finish(t, cls, requires_grad, conj, neg)
+
+
+def _finish(t: torch.Tensor, cls, requires_grad: bool, conj: bool, neg: bool) -> torch.Tensor:
+    """The received tensor's math bits, class and ``requires_grad``, as the sender's."""
     if conj and not t.is_conj():
         t = t.conj()
     if neg and not t.is_neg():
@@ -156,6 +202,50 @@ def _rebuild_tensor(rebuild, args, cls, index, requires_grad, conj, neg):
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def _export_storage(storage: Any) -> tuple[bytes, int, int]:
+    """(handle, offset in its allocation, bytes) of a flagos storage for another process."""
+    with torch.no_grad():
+        whole = torch.empty(0, dtype=torch.uint8, device=storage.device)
+        whole.set_(storage, 0, (storage.nbytes(),), (1,))
+        handle, offset = torch.ops.torch_fl.ipc_export(whole)
+    return bytes(handle.tolist()), int(offset), int(storage.nbytes())
+
+
+def _open_storage(index: int, handle: bytes | None, offset: int, nbytes: int) -> Any:
+    if handle is None:  # an empty storage has no memory to share
+        return torch.UntypedStorage(0, device=torch.device(_BACKEND, index))
+    raw = torch.ops.torch_fl.ipc_open(torch.tensor(list(handle), dtype=torch.uint8), offset, nbytes)
+    return raw.untyped_storage()
+
+
+def _reduce_runtime_tensor(tensor: torch.Tensor, torch_reduce: Callable[[torch.Tensor], Any]):
+    if tensor.layout != torch.strided or tensor.is_nested:
+        return torch_reduce(tensor)  # its parts reach the reducers one by one
+    if tensor.requires_grad and not tensor.is_leaf:
+        return torch_reduce(tensor)  # torch's "Cowardly refusing to serialize non-leaf tensor"
+    torch.utils.hooks.warn_if_has_hooks(tensor)
+    storage = tensor.untyped_storage()
+    shared = _export_storage(storage) if storage.nbytes() else (None, 0, 0)
+    meta = (tensor.dtype, tuple(tensor.shape), tuple(tensor.stride()), tensor.storage_offset())
+    flags = (tensor.requires_grad, tensor.is_conj(), tensor.is_neg())
+    return (_rebuild_runtime_tensor, (tensor.device.index, *shared, meta, type(tensor), *flags))
+
+
+def _rebuild_runtime_tensor(index, handle, offset, nbytes, meta, cls, requires_grad, conj, neg):
+    """The receiver's side: the runtime maps the sender's allocation, the tensor is rebuilt over
+    it."""
+    dtype, shape, stride, storage_offset = meta
+    storage = _open_storage(index, handle, offset, nbytes)
+    t = torch.empty(0, dtype=dtype, device=storage.device)
+    with torch.no_grad():
+        t.set_(storage, storage_offset, shape, stride)
+    return _finish(t, cls, requires_grad, conj, neg)
+
+
+def _rebuild_runtime_storage(index, handle, offset, nbytes):
+    return _open_storage(index, handle, offset, nbytes)
 
 
 def _rebuild_storage(rebuild, args):
@@ -178,7 +268,11 @@ def _wrap_storage_reducer(torch_reduce: Callable[[Any], Any]):
     def reduce_storage(storage):
         if storage.device.type != _BACKEND:
             return torch_reduce(storage)
-        if _sharing_type() is None or _torch_reduce_tensor is None:
+        mode = _sharing_type()
+        if mode == _RUNTIME:
+            shared = _export_storage(storage) if storage.nbytes() else (None, 0, 0)
+            return (_rebuild_runtime_storage, (storage.device.index, *shared))
+        if mode is None or _torch_reduce_tensor is None:
             raise _storage_error(storage)
         # As a byte tensor over the whole storage (torch pickles no CUDA storage on its own).
         with torch.no_grad():

@@ -697,6 +697,10 @@ const tfl_runtime_v1 kTable = {
     rt_event_synchronize,
     rt_event_query,
     rt_event_elapsed_ms,
+    // v1.1 IPC: not wired to topsrt's IPC yet; flagos tensors cannot be sent to other processes.
+    /*ipc_get_handle=*/nullptr,
+    /*ipc_open_handle=*/nullptr,
+    /*ipc_close_handle=*/nullptr,
 };
 
 }  // namespace

@@ -5,9 +5,17 @@ from __future__ import annotations
 import ctypes
 from pathlib import Path
 
+from torch_fl import versions
 from torch_fl.vendors import Vendor
 
 from torch_fl_gcu import NAMESPACE, library_dir, sdk, sdk_info
+
+try:
+    from torch_fl_gcu import _torch_build  # written by the build: the torch the kernels are for
+except ImportError:  # a source tree that was never built
+    _torch_build = None
+# The kernels library links against one torch minor: under another, one clear error instead.
+versions.check_torch_build("torch-fl-gcu", _torch_build)
 
 __all__ = ["GcuVendor", "vendor"]
 

@@ -352,6 +352,10 @@ tfl_runtime_v1 g_table = {
     event_synchronize,
     event_query,
     event_elapsed_ms,
+    // v1.1 IPC: torch's own CUDA IPC carries flagos tensors here (torch_fl.multiprocessing).
+    /*ipc_get_handle=*/nullptr,
+    /*ipc_open_handle=*/nullptr,
+    /*ipc_close_handle=*/nullptr,
 };
 
 }  // namespace

@@ -22,36 +22,11 @@ namespace {
 
 constexpr int kCallCount = static_cast<int>(Call::kCount);
 
-constexpr const char* kCallNames[kCallCount] = {
-    "init",
-    "device_count",
-    "get_device",
-    "set_device",
-    "device_synchronize",
-    "mem_get_info",
-    "device_name",
-    "malloc",
-    "free",
-    "host_malloc",
-    "host_free",
-    "pointer_info",
-    "memcpy",
-    "memcpy_async",
-    "memcpy_peer_async",
-    "memset_async",
-    "stream_create",
-    "stream_destroy",
-    "stream_synchronize",
-    "stream_query",
-    "stream_wait_event",
-    "launch_host_func",
-    "event_create",
-    "event_destroy",
-    "event_record",
-    "event_synchronize",
-    "event_query",
-    "event_elapsed_ms",
-};
+#define TFL_SIM_CALL_NAME_1(name) #name,
+#define TFL_SIM_CALL_NAME_0(name)
+#define TFL_SIM_CALL_NAME(name, minor, returns_status) TFL_SIM_CALL_NAME_##returns_status(name)
+constexpr const char* kCallNames[kCallCount] = {TFL_RUNTIME_V1_FUNCTIONS(TFL_SIM_CALL_NAME)};
+#undef TFL_SIM_CALL_NAME
 
 struct Fault {
   Call call;

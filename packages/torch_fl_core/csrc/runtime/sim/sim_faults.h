@@ -9,37 +9,13 @@
 namespace torch_fl::sim {
 
 // Every tfl_status-returning function of the runtime table, named as in
-// tfl_runtime_v1 (the names tests pass to tfl_sim_inject_fault).
+// tfl_runtime_v1 (the names tests pass to tfl_sim_inject_fault), from the
+// header's one list of the table.
+#define TFL_SIM_CALL_1(name) name,
+#define TFL_SIM_CALL_0(name)
+#define TFL_SIM_CALL(name, minor, returns_status) TFL_SIM_CALL_##returns_status(name)
 enum class Call : int {
-  init,
-  device_count,
-  get_device,
-  set_device,
-  device_synchronize,
-  mem_get_info,
-  device_name,
-  malloc,
-  free,
-  host_malloc,
-  host_free,
-  pointer_info,
-  memcpy,
-  memcpy_async,
-  memcpy_peer_async,
-  memset_async,
-  stream_create,
-  stream_destroy,
-  stream_synchronize,
-  stream_query,
-  stream_wait_event,
-  launch_host_func,
-  event_create,
-  event_destroy,
-  event_record,
-  event_synchronize,
-  event_query,
-  event_elapsed_ms,
-  kCount,
+  TFL_RUNTIME_V1_FUNCTIONS(TFL_SIM_CALL) kCount,
 };
 
 const char* call_name(Call call) noexcept;

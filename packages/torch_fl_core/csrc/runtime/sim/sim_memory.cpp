@@ -6,6 +6,11 @@
 // device memory, a copy running off the end) fails loudly here too.
 #include "sim_memory.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -65,6 +70,46 @@ void* aligned_block(size_t size) {
   return std::aligned_alloc(kAllocationAlignment, rounded);
 }
 
+std::atomic<uint64_t> g_next_serial{1};
+
+size_t page_rounded(size_t size) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return (size + page - 1) / page * page;
+}
+
+// Device memory in a memfd, shared-mapped, so ipc_get_handle can hand it to
+// another process. Where no memfd can be made (descriptors exhausted, no
+// memfd_create), an ordinary private block: usable, just not shareable.
+void* device_block(size_t size, int* fd, uint64_t* serial) {
+  *serial = g_next_serial.fetch_add(1, std::memory_order_relaxed);
+  char name[48];
+  std::snprintf(name, sizeof(name), "tfl-sim-%llu", static_cast<unsigned long long>(*serial));
+  const int f = memfd_create(name, MFD_CLOEXEC);
+  if (f >= 0) {
+    const size_t mapped = page_rounded(size);
+    void* p = ftruncate(f, static_cast<off_t>(mapped)) == 0
+                  ? mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0)
+                  : MAP_FAILED;
+    if (p != MAP_FAILED) {
+      *fd = f;
+      return p;
+    }
+    close(f);
+  }
+  *fd = -1;
+  return aligned_block(size);
+}
+
+void release_block(const AllocationInfo& info) {
+  void* p = reinterpret_cast<void*>(info.base);
+  if (info.fd >= 0) {
+    munmap(p, page_rounded(info.size));
+    close(info.fd);
+  } else {
+    std::free(p);
+  }
+}
+
 // Shared by malloc (device >= 0, capacity-limited) and host_malloc (device -1).
 tfl_status allocate(const char* fn, void** ptr, size_t size, int device, tfl_pointer_kind kind) {
   if (ptr == nullptr) return set_error(TFL_ERROR_INVALID_VALUE, "%s: ptr is NULL", fn);
@@ -89,7 +134,9 @@ tfl_status allocate(const char* fn, void** ptr, size_t size, int device, tfl_poi
     }
     usage_of(reg, device).bytes += size;
   }
-  void* block = aligned_block(size);
+  int fd = -1;
+  uint64_t serial = 0;
+  void* block = kind == TFL_POINTER_DEVICE ? device_block(size, &fd, &serial) : aligned_block(size);
   std::lock_guard<std::mutex> lock(reg.mutex);
   Usage& usage = usage_of(reg, device);
   if (block == nullptr) {
@@ -98,7 +145,7 @@ tfl_status allocate(const char* fn, void** ptr, size_t size, int device, tfl_poi
                      size, device >= 0 ? "sim device memory" : "pinned host memory");
   }
   const uintptr_t base = reinterpret_cast<uintptr_t>(block);
-  reg.allocations.emplace(base, AllocationInfo{base, size, device, kind});
+  reg.allocations.emplace(base, AllocationInfo{base, size, device, kind, fd, serial, false});
   usage.allocations += 1;
   *ptr = block;
   return TFL_OK;
@@ -108,9 +155,10 @@ tfl_status release(const char* fn, void* ptr, tfl_pointer_kind want) {
   if (ptr == nullptr) return TFL_OK;  // like free(NULL) and cudaFree(nullptr)
   Registry& reg = registry();
   const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+  AllocationInfo found;
   {
     std::lock_guard<std::mutex> lock(reg.mutex);
-    const AllocationInfo found = find_locked(reg, p);
+    found = find_locked(reg, p);
     if (found.kind == TFL_POINTER_UNKNOWN) {
       return set_error(TFL_ERROR_INVALID_POINTER,
                        "%s: %p was not allocated by the sim runtime (or was already freed)", fn,
@@ -120,6 +168,12 @@ tfl_status release(const char* fn, void* ptr, tfl_pointer_kind want) {
       return set_error(TFL_ERROR_INVALID_POINTER, "%s: %p is %s; free it with %s", fn, ptr,
                        found.kind == TFL_POINTER_DEVICE ? "device memory" : "pinned host memory",
                        found.kind == TFL_POINTER_DEVICE ? "tfl_free" : "tfl_host_free");
+    }
+    if (found.imported) {
+      return set_error(TFL_ERROR_INVALID_POINTER,
+                       "%s: %p was mapped from another process by ipc_open_handle; release it "
+                       "with ipc_close_handle",
+                       fn, ptr);
     }
     if (found.base != p) {
       return set_error(
@@ -132,7 +186,7 @@ tfl_status release(const char* fn, void* ptr, tfl_pointer_kind want) {
     usage.allocations -= 1;
     usage.bytes -= found.size;
   }
-  std::free(ptr);
+  release_block(found);
   return TFL_OK;
 }
 
@@ -142,6 +196,27 @@ AllocationInfo find_allocation(const void* ptr) {
   Registry& reg = registry();
   std::lock_guard<std::mutex> lock(reg.mutex);
   return find_locked(reg, reinterpret_cast<uintptr_t>(ptr));
+}
+
+AllocationInfo find_allocation_by_serial(uint64_t serial) {
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mutex);
+  for (const auto& [base, info] : reg.allocations) {
+    if (info.serial == serial && !info.imported && info.kind == TFL_POINTER_DEVICE) return info;
+  }
+  return {};
+}
+
+void register_imported(const AllocationInfo& info) {
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mutex);
+  reg.allocations.emplace(info.base, info);
+}
+
+void unregister_imported(uintptr_t base) {
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mutex);
+  reg.allocations.erase(base);
 }
 
 tfl_status sim_malloc(void** ptr, size_t size) {

@@ -18,6 +18,14 @@ struct AllocationInfo {
   size_t size = 0;
   int device = -1;  // -1 for pinned host memory
   tfl_pointer_kind kind = TFL_POINTER_UNKNOWN;
+  // Device allocations live in a memfd so another process can map them
+  // (sim_ipc): its descriptor, -1 where none could be made (the allocation is
+  // then private), and a process-unique serial naming it.
+  int fd = -1;
+  uint64_t serial = 0;
+  // Mapped from another process's allocation by ipc_open_handle: owned by
+  // sim_ipc, never by tfl_free, and not counted in this process's usage.
+  bool imported = false;
 
   // [ptr, ptr + n) lies inside this allocation.
   bool contains(const void* ptr, size_t n) const noexcept {
@@ -27,6 +35,11 @@ struct AllocationInfo {
 };
 
 AllocationInfo find_allocation(const void* ptr);
+// The live device allocation of this process with `serial`, if any.
+AllocationInfo find_allocation_by_serial(uint64_t serial);
+// Registers / unregisters a mapping ipc_open_handle made (imported = true).
+void register_imported(const AllocationInfo& info);
+void unregister_imported(uintptr_t base);
 
 tfl_status sim_malloc(void** ptr, size_t size);
 tfl_status sim_free(void* ptr);

@@ -11,6 +11,7 @@
 #include "sim_entry.h"
 #include "sim_errors.h"
 #include "sim_event.h"
+#include "sim_ipc.h"
 #include "sim_memory.h"
 #include "sim_stream.h"
 
@@ -60,6 +61,9 @@ const tfl_runtime_v1 kTable = {
     /*event_synchronize=*/sim_event_synchronize,
     /*event_query=*/sim_event_query,
     /*event_elapsed_ms=*/sim_event_elapsed_ms,
+    /*ipc_get_handle=*/sim_ipc_get_handle,
+    /*ipc_open_handle=*/sim_ipc_open_handle,
+    /*ipc_close_handle=*/sim_ipc_close_handle,
 };
 
 }  // namespace

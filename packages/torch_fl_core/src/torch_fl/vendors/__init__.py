@@ -53,6 +53,9 @@ class Vendor:
 
     #: Short name, e.g. ``"gcu"``; equal to the entry-point name.
     name: str = ""
+    #: The vendor API level (:data:`torch_fl.versions.API_LEVEL`) this vendor is written for: a
+    #: core that does not serve it refuses the vendor with an error naming both levels.
+    api_level: int = 1
     #: One line for ``python -m torch_fl``, e.g. ``"Enflame GCU (topsrt runtime)"``.
     description: str = ""
     #: How Inductor compiles flagos graphs: ``"cpp"`` (C++ kernels on host-addressable memory),
@@ -88,10 +91,12 @@ class Vendor:
     #: A subclass may make it a property: it is read when ``torch_fl.info()`` runs.
     emulated: str | None = None
     #: Whether flagos tensors sent to another process (a ``torch.multiprocessing`` queue, a pipe,
-    #: ``Process`` arguments) share their memory with it, as CUDA tensors do. Declare it only where
-    #: the runtime mirrors CUDA (flagos memory is torch's CUDA caching-allocator memory), so torch's
-    #: CUDA IPC carries it; elsewhere (False) sending a flagos tensor raises an error naming the
-    #: device and the way out (``.cpu()``), in the sender, at ``put()``. See docs/device.md and
+    #: ``Process`` arguments) share their memory through torch's CUDA IPC, as CUDA tensors do.
+    #: Declare it only where the runtime mirrors CUDA (flagos memory is torch's CUDA
+    #: caching-allocator memory). A library runtime shares memory through its own IPC functions
+    #: instead (runtime ABI v1.1, ``ipc_get_handle``/``ipc_open_handle``), whatever this says;
+    #: where neither holds, sending a flagos tensor raises an error naming the device and the way
+    #: out (``.cpu()``), in the sender, at ``put()``. See docs/device.md and
     #: :mod:`torch_fl.multiprocessing`.
     shares_memory_between_processes: bool = False
 

@@ -21,6 +21,7 @@ import dataclasses
 import importlib.metadata
 import os
 
+from torch_fl import versions
 from torch_fl.vendors import Selection, Vendor, _brief
 
 __all__ = [
@@ -67,7 +68,10 @@ def _load(ep: importlib.metadata.EntryPoint) -> _Installed:
     origin = dist.name if dist is not None else f"the package providing {ep.value}"
     found = _Installed(ep.name, origin)
     try:
-        found.vendor = _as_vendor(ep.load(), ep.name)
+        vendor = _as_vendor(ep.load(), ep.name)
+        # A vendor of an API level or core range this core does not serve is a load failure.
+        versions.check_vendor(vendor, dist)
+        found.vendor = vendor
     except Exception as exc:  # reported when this vendor matters, see select()
         found.load_error = f"{type(exc).__name__}: {_brief(exc)}"
     return found

@@ -1,0 +1,139 @@
+"""The runtime ABI across versions: a runtime built against the frozen v1.0 header
+(tests/abi/runtime_v1_0.h) loads into today's core and runs, without the later fields; tables
+shorter than v1.0 or missing a v1.0 function are refused with the reason; the table's names come
+from the header's one list."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.runtime
+
+HERE = Path(__file__).resolve().parent
+HEADER = HERE.parent / "include" / "torch_fl" / "runtime.h"
+SHIM = HERE / "abi" / "v1_0_runtime.c"
+
+
+def _header_functions(path: Path) -> list[tuple[str, int]]:
+    text = path.read_text()
+    block = text[text.index("#define TFL_RUNTIME_V1_FUNCTIONS(X)") :]
+    block = block[: block.index("\n\n")]
+    return [(n, int(m)) for n, m in re.findall(r"X\((\w+), (\d+), [01]\)", block)]
+
+
+def _compile(tmp_path: Path, name: str, *defines: str) -> Path:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.fail("no C compiler (cc, gcc, $CC) to build the v1.0 runtime: install one")
+    out = tmp_path / f"lib{name}.so"
+    cmd = [cc, "-shared", "-fPIC", "-O1", "-o", str(out), str(SHIM), "-ldl", *defines]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return out
+
+
+def _sim_library() -> str:
+    from torch_fl.runtimes import sim
+
+    return sim.library_path()
+
+
+CHILD = textwrap.dedent(
+    """
+    import json
+    import torch
+    import torch_fl
+    from multiprocessing.reduction import ForkingPickler
+
+    C = torch_fl._C
+    x = torch.arange(6.0, device="flagos:1")
+    out = {
+        "runtime": C.runtime_name(),
+        "sum": (x * 2).sum().item(),
+        "struct_size": C.runtime_struct_size(),
+        "v1_0_size": C.runtime_v1_0_size(),
+        "present": {name: present for name, _, _, _, present in C.runtime_fields()},
+        "shares": C.runtime_shares_memory(),
+    }
+    try:
+        ForkingPickler.dumps(x)
+        out["pickled"] = True
+    except RuntimeError as exc:
+        out["pickle_error"] = str(exc)
+    print(json.dumps(out))
+    """
+)
+
+
+def _run_with(library: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.update(
+        FLAGOS_VENDOR="sim",
+        TORCH_FL_SIM_LIBRARY=str(library),
+        TFL_TEST_SIM_LIBRARY=_sim_library(),
+    )
+    return subprocess.run(
+        [sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_a_v1_0_runtime_runs_on_this_core(tmp_path):
+    proc = _run_with(_compile(tmp_path, "v10"))
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["runtime"] == "sim-v1.0" and got["sum"] == 30.0
+    assert got["struct_size"] == got["v1_0_size"]
+    later = [name for name, minor in _header_functions(HEADER) if minor > 0]
+    assert later and not any(got["present"][name] for name in later), got["present"]
+    assert all(got["present"][name] for name, minor in _header_functions(HEADER) if minor == 0)
+    # Without the v1.1 IPC functions, flagos tensors cannot be shared: the error says why.
+    assert got["shares"] is False
+    message = got["pickle_error"]
+    assert "cannot be shared between processes" in message and ".cpu()" in message
+    assert "runtime ABI v1.0" in message and "ipc_get_handle" in message, message
+
+
+def test_a_table_shorter_than_v1_0_is_refused(tmp_path):
+    proc = _run_with(_compile(tmp_path, "short", "-DTFL_TEST_SHORTER_BY=8"))
+    assert proc.returncode != 0
+    assert "of at least" in proc.stderr and "(the v1.0 table)" in proc.stderr, proc.stderr
+
+
+def test_a_v1_0_function_left_null_is_refused(tmp_path):
+    proc = _run_with(_compile(tmp_path, "null", "-DTFL_TEST_NULL_FIELD=memset_async"))
+    assert proc.returncode != 0
+    assert "leaves the v1.0 function memset_async NULL" in proc.stderr, proc.stderr
+
+
+def test_table_fields_come_from_the_header_list(flagos):
+    from torch_fl import _C
+
+    fields = _C.runtime_fields()
+    assert [(name, minor) for name, minor, *_ in fields] == _header_functions(HEADER)
+    offsets = [offset for _, _, offset, _, _ in fields]
+    assert offsets == sorted(offsets), "the list is in table order"
+    v1_0 = [f for f in fields if f[1] == 0]
+    assert _C.runtime_v1_0_size() == v1_0[-1][2] + v1_0[-1][3]
+    # The built-in sim runtime is built against today's header: it has every field.
+    assert _C.runtime_struct_size() >= fields[-1][2] + fields[-1][3]
+    assert all(present for *_, present in fields)
+    assert _C.runtime_abi_minor() == max(minor for _, minor in _header_functions(HEADER))
+
+
+def test_frozen_v1_0_header_is_a_prefix_of_today():
+    """Every v1.0 function keeps its name and place in today's header, and only v1.0 ones."""
+    text = (HERE / "abi" / "runtime_v1_0.h").read_text()
+    body = text[text.index("typedef struct tfl_runtime_v1 {") : text.index("} tfl_runtime_v1;")]
+    frozen = re.findall(r"\(\*(\w+)\)\(", body)
+    today = _header_functions(HEADER)
+    assert [n for n, _ in today[: len(frozen)]] == frozen
+    assert {minor for _, minor in today[: len(frozen)]} == {0}
+    assert all(minor > 0 for _, minor in today[len(frozen) :])
