@@ -9,6 +9,9 @@ reason otherwise. Compiles are slow on small CI machines, so the models are tiny
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import torch
@@ -143,6 +146,33 @@ def test_matmul_template_heuristics_found(dynamo):
     _on_flagos(out)
     with torch.no_grad():
         torch.testing.assert_close(out, model(x), **TOL)
+
+
+def test_cpu_max_autotune_gemms_compile_beside_flagos(flagos):
+    """A cpu graph with max-autotune GEMMs compiles in a process where flagos registered with
+    Inductor first. A fresh process: before torch 2.12 Inductor fills its device-op table on the
+    first lookup, only while it is empty, and an earlier test may have filled it already."""
+    code = textwrap.dedent(
+        """
+        import torch
+        import torch._inductor.compile_fx  # flagos registers with Inductor here
+        import torch._inductor.config as inductor_config
+        from torch import nn
+
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+        x = torch.randn(4, 8)
+        patches = {"max_autotune_gemm": True, "force_disable_caches": True}
+        with inductor_config.patch(patches), torch.no_grad():
+            out = torch.compile(model)(x)
+            torch.testing.assert_close(out, model(x))
+        print("COMPILED", out.device)
+        """
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert "COMPILED cpu" in r.stdout, r.stdout + r.stderr[-4000:]
 
 
 def test_tuning_tables_are_the_tuning_device_types(flagos):

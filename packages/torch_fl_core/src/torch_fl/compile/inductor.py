@@ -117,6 +117,21 @@ def _device_op_overrides(common: ModuleType) -> Any:
     return FlagosDeviceOpOverrides()
 
 
+def _register_device_op_overrides(common: ModuleType) -> None:
+    """Registers ``flagos`` in Inductor's device-op-overrides table after Inductor's own entries.
+
+    Why: before torch 2.12 Inductor fills that table on its first lookup, and only while it is
+    empty. Registered first, ``flagos`` could leave cpu, cuda and xpu out of it (unless one of
+    their modules had been imported meanwhile): compiling a cpu graph with max-autotune GEMMs
+    in the same process failed with ``KeyError: 'cpu'`` on torch 2.10. A lookup fills it first.
+    """
+    try:
+        common.get_device_op_overrides("cpu")
+    except KeyError:  # filled without cpu by someone else: nothing more to add
+        pass
+    common.register_device_op_overrides(_DEVICE, _device_op_overrides(common))
+
+
 def _raw_stream_import(name: str) -> str:
     """The import line of the function the wrapper calls for a stream handle before every Triton
     launch.
@@ -234,6 +249,119 @@ def _host_nodes_are_cpu(scheduler_module: ModuleType) -> None:
 
     is_cpu._torch_fl = True  # type: ignore[attr-defined]
     node_cls.is_cpu = is_cpu
+
+
+def _choices_settled_when_lowered(select_algorithm: ModuleType) -> None:
+    """GEMM choices of C++-scheduled ``flagos`` are settled when lowered, as cpu's are.
+
+    Why: under max-autotune Inductor defers the choice among two or more candidates (a
+    multi-template node, settled later by benchmarking epilogue fusions) for every device except
+    cpu's C++ backend. ``CppScheduling`` can neither benchmark such fusions nor generate a fused
+    multi-template node, so a Linear under max-autotune (two choices on torch 2.10: bias_addmm and
+    addmm) stopped in the scheduler (NotImplementedError, or an assertion in
+    ``CppScheduling.codegen_template``).
+    """
+    cls = select_algorithm.AlgorithmSelectorCache
+    original = cls.__call__
+    if getattr(original, "_torch_fl", False):
+        return
+
+    def __call__(self: Any, name: Any, choices: Any, input_nodes: Any, layout: Any, *args, **kw):
+        # return_multi_template is the third optional parameter, passed by keyword in Inductor.
+        if len(args) < 3 and getattr(getattr(layout, "device", None), "type", None) == _DEVICE:
+            kw["return_multi_template"] = False
+        return original(self, name, choices, input_nodes, layout, *args, **kw)
+
+    __call__._torch_fl = True  # type: ignore[attr-defined]
+    cls.__call__ = __call__
+
+
+def _time_on_host(fn: Any, index: int) -> float:
+    """Milliseconds ``fn`` takes with the host clock, each call followed by a wait for the stream."""
+    from torch._inductor.runtime.benchmarking import benchmarker
+
+    from torch_fl.compile.runtime import wait_stream
+
+    def run() -> None:
+        fn()
+        wait_stream(index)
+
+    return benchmarker.benchmark_cpu(run)
+
+
+def _flagos_index(tensors: Any) -> int | None:
+    """The flagos device index of ``tensors`` (-1: current device), None when none is on flagos."""
+    for t in tensors:
+        if isinstance(t, torch.Tensor) and t.device.type == _DEVICE:
+            return -1 if t.device.index is None else int(t.device.index)
+    return None
+
+
+def _benchmark_on_host(autotune_process: ModuleType, benchmarking: ModuleType) -> None:
+    """Autotuning times ``flagos`` kernels with the host clock under C++ scheduling.
+
+    Why: Inductor times every extern choice (aten mm/addmm/bmm under max-autotune) whose device is
+    not cpu as a GPU kernel: in a device context and with GPU events of the first GPU-type
+    tensor's device, or of cuda when no tensor is of a GPU type. C++-scheduled ``flagos`` is not a
+    GPU type, so the timing went to cuda; without a CUDA driver every choice failed ("Found no
+    NVIDIA driver") and lowering stopped with NoValidChoicesError as soon as there were two
+    choices (torch 2.10 offers bias_addmm beside addmm for every Linear). Host clock plus a wait
+    for the stream's queued work is how the C++ kernels themselves run.
+    """
+    from torch._inductor.utils import is_gpu
+
+    mixin = getattr(autotune_process, "GPUDeviceBenchmarkMixin", None)
+    do_bench = getattr(mixin, "do_bench", None)
+    if do_bench is not None and not getattr(do_bench, "_torch_fl", False):
+        original_do_bench = do_bench
+
+        def host_do_bench(self: Any, fn: Any, *input_tensors: Any, out: Any = None) -> float:
+            tensors = [*input_tensors, out]
+            index = _flagos_index(tensors)
+            if index is None or any(
+                isinstance(t, torch.Tensor) and is_gpu(t.device.type) for t in tensors
+            ):
+                return original_do_bench(self, fn, *input_tensors, out=out)
+            return _time_on_host(fn, index)
+
+        host_do_bench._torch_fl = True  # type: ignore[attr-defined]
+        mixin.do_bench = host_do_bench
+    else:
+        log.debug("flagos: torch %s has no GPUDeviceBenchmarkMixin.do_bench", torch.__version__)
+
+    # Extern choices without an out= variant are timed through Benchmarker.benchmark, which sends
+    # every device but cpu to its GPU timing too.
+    cls = getattr(benchmarking, "Benchmarker", None)
+    benchmark = getattr(cls, "benchmark", None)
+    if benchmark is None or getattr(benchmark, "_torch_fl", False):
+        return
+    original_benchmark = benchmark
+
+    def host_benchmark(
+        self: Any,
+        fn: Any,
+        fn_args: Any = None,
+        fn_kwargs: Any = None,
+        device: Any = None,
+        **kwargs: Any,
+    ) -> float:
+        if device is not None:
+            target = torch.device(device)
+        elif fn_args is not None or fn_kwargs is not None:
+            try:
+                target = self.infer_device(*(fn_args or ()), **(fn_kwargs or {}))
+            except ValueError:
+                target = None  # Inductor's own error, from its own call below
+        else:
+            target = None
+        if target is None or target.type != _DEVICE:
+            return original_benchmark(self, fn, fn_args, fn_kwargs, device=device, **kwargs)
+        args, kw = tuple(fn_args or ()), dict(fn_kwargs or {})
+        index = -1 if target.index is None else int(target.index)
+        return _time_on_host(lambda: fn(*args, **kw), index)
+
+    host_benchmark._torch_fl = True  # type: ignore[attr-defined]
+    cls.benchmark = host_benchmark
 
 
 def _backend_for_flagos(utils: ModuleType, kind: str) -> None:
@@ -388,10 +516,15 @@ def register(_compile_fx: ModuleType) -> None:
         torch._dynamo.reset()
         return
     common.register_backend_for_device(_DEVICE, _scheduling_class(), _wrapper_classes()[0])
-    common.register_device_op_overrides(_DEVICE, _device_op_overrides(common))
+    _register_device_op_overrides(common)
     _backend_for_flagos(utils, kind)
     if kind == "cpp":
+        from torch._inductor import autotune_process, select_algorithm
+        from torch._inductor.runtime import benchmarking
+
         _host_nodes_are_cpu(scheduler)
+        _choices_settled_when_lowered(select_algorithm)
+        _benchmark_on_host(autotune_process, benchmarking)
     elif kind == "triton":
         _treat_as_gpu(utils)
         _target_device_properties(hints)
