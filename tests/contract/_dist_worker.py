@@ -17,7 +17,10 @@ import traceback
 
 import torch
 import torch.distributed as dist
+from torch.torch_version import TorchVersion
 
+# torch's gloo backend has all_to_all's list form (not only all_to_all_single) from torch 2.12.
+GLOO_LIST_ALL_TO_ALL = TorchVersion(torch.__version__) >= (2, 12)
 TIMEOUT = datetime.timedelta(seconds=float(os.environ.get("FLAGOS_TEST_DIST_TIMEOUT", "30")))
 
 
@@ -433,7 +436,8 @@ def _gloo_collectives(rank: int, world: int, store_file: str, out: dict, spec: s
     group = dist.group.WORLD
     out["tier"] = fld.tier().name
     assert out["tier"] == _gloo_group_tier(spec), fld.tier().describe()
-    if spec and "flagos:flagos" not in spec.split("+")[0]:
+    torch_gloo = bool(spec) and "flagos:flagos" not in spec.split("+")[0]
+    if torch_gloo:
         # torch's own ProcessGroup with one gloo backend for every device, as for CUDA.
         assert type(group) is dist.ProcessGroup, type(group)
         assert isinstance(group._get_backend(cpu), dist.ProcessGroupGloo)
@@ -490,8 +494,21 @@ def _gloo_collectives(rank: int, world: int, store_file: str, out: dict, spec: s
         )
         # gloo's list form takes one shape for every tensor (CPU or not)
         outs = [torch.empty(3, 2, device=d) for _ in ranks]
-        dist.all_to_all(outs, [torch.full((3, 2), rank * 10.0 + r, device=d) for r in ranks])
-        return [o, uneven, *outs]
+        ins = [torch.full((3, 2), rank * 10.0 + r, device=d) for r in ranks]
+        if GLOO_LIST_ALL_TO_ALL or not torch_gloo:
+            dist.all_to_all(outs, ins)
+            return [o, uneven, *outs]
+        # Before torch 2.12 torch's gloo has no list form, for CPU tensors neither: flagos raises
+        # as CPU does.
+        try:
+            dist.all_to_all(outs, ins)
+        except RuntimeError as e:
+            assert "does not support alltoall" in str(e), e
+        else:
+            raise AssertionError(
+                f"gloo ran all_to_all's list form on {d}, torch {torch.__version__}"
+            )
+        return [o, uneven]
 
     def rooted(d):
         gl = [torch.empty(6, device=d) for _ in ranks] if rank == 0 else None
