@@ -166,8 +166,6 @@ def _reduce_flagos_tensor(tensor: torch.Tensor, torch_reduce: Callable[[torch.Te
     mirrored = _sharing_type()
     if mirrored is None:
         raise _tensor_error(tensor)
-    if mirrored == _RUNTIME:
-        return _reduce_runtime_tensor(tensor, torch_reduce)
     if tensor.layout != torch.strided or tensor.is_nested:
         # torch reduces the parts (indices, values) as tensors and their storages: each flagos
         # storage reaches the storage reducer below.
@@ -175,6 +173,8 @@ def _reduce_flagos_tensor(tensor: torch.Tensor, torch_reduce: Callable[[torch.Te
     if tensor.requires_grad and not tensor.is_leaf:
         return torch_reduce(tensor)  # torch's "Cowardly refusing to serialize non-leaf tensor"
     torch.utils.hooks.warn_if_has_hooks(tensor)
+    if mirrored == _RUNTIME:
+        return _reduce_runtime_tensor(tensor)
     with torch.no_grad():
         alias = torch.ops.torch_fl.alias_as(tensor.detach(), mirrored)
     rebuild, args = torch_reduce(alias)
@@ -220,12 +220,8 @@ def _open_storage(index: int, handle: bytes | None, offset: int, nbytes: int) ->
     return raw.untyped_storage()
 
 
-def _reduce_runtime_tensor(tensor: torch.Tensor, torch_reduce: Callable[[torch.Tensor], Any]):
-    if tensor.layout != torch.strided or tensor.is_nested:
-        return torch_reduce(tensor)  # its parts reach the reducers one by one
-    if tensor.requires_grad and not tensor.is_leaf:
-        return torch_reduce(tensor)  # torch's "Cowardly refusing to serialize non-leaf tensor"
-    torch.utils.hooks.warn_if_has_hooks(tensor)
+def _reduce_runtime_tensor(tensor: torch.Tensor):
+    """A strided leaf tensor as the runtime's handle of its storage, plus its geometry."""
     storage = tensor.untyped_storage()
     shared = _export_storage(storage) if storage.nbytes() else (None, 0, 0)
     meta = (tensor.dtype, tuple(tensor.shape), tuple(tensor.stride()), tensor.storage_offset())

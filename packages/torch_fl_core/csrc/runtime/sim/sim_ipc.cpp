@@ -64,11 +64,6 @@ Mappings& mappings() {
   return *m;
 }
 
-size_t page_rounded(size_t size) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  return (size + page - 1) / page * page;
-}
-
 // Whether /proc/<pid>/fd/<fd> is still the memfd of allocation `serial`: a
 // descriptor number is reused once the exporter closes it.
 bool names_allocation(int32_t pid, int32_t fd, uint64_t serial) {
@@ -180,7 +175,7 @@ tfl_status sim_ipc_open_handle(const tfl_ipc_handle* handle, void** ptr, size_t*
           return set_error(TFL_ERROR_DEVICE, "tfl_ipc_open_handle: cannot open %s: %s", path,
                            std::strerror(errno));
         }
-        void* p = mmap(nullptr, page_rounded(h.size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        void* p = mmap(nullptr, mapped_size(h.size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         const int map_errno = errno;
         close(fd);  // the mapping keeps the pages
         if (p == MAP_FAILED) {
@@ -224,7 +219,7 @@ tfl_status sim_ipc_close_handle(void* ptr) {
     if (--it->second.opens == 0) {
       if (!it->second.own) {
         unregister_imported(it->second.base);
-        munmap(ptr, page_rounded(it->second.size));
+        munmap(ptr, mapped_size(it->second.size));
       }
       m.by_key.erase(it);
       m.key_of_base.erase(kb);

@@ -72,11 +72,6 @@ void* aligned_block(size_t size) {
 
 std::atomic<uint64_t> g_next_serial{1};
 
-size_t page_rounded(size_t size) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  return (size + page - 1) / page * page;
-}
-
 // Device memory in a memfd, shared-mapped, so ipc_get_handle can hand it to
 // another process. Where no memfd can be made (descriptors exhausted, no
 // memfd_create), an ordinary private block: usable, just not shareable.
@@ -86,7 +81,7 @@ void* device_block(size_t size, int* fd, uint64_t* serial) {
   std::snprintf(name, sizeof(name), "tfl-sim-%llu", static_cast<unsigned long long>(*serial));
   const int f = memfd_create(name, MFD_CLOEXEC);
   if (f >= 0) {
-    const size_t mapped = page_rounded(size);
+    const size_t mapped = mapped_size(size);
     void* p = ftruncate(f, static_cast<off_t>(mapped)) == 0
                   ? mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0)
                   : MAP_FAILED;
@@ -103,7 +98,7 @@ void* device_block(size_t size, int* fd, uint64_t* serial) {
 void release_block(const AllocationInfo& info) {
   void* p = reinterpret_cast<void*>(info.base);
   if (info.fd >= 0) {
-    munmap(p, page_rounded(info.size));
+    munmap(p, mapped_size(info.size));
     close(info.fd);
   } else {
     std::free(p);
@@ -191,6 +186,11 @@ tfl_status release(const char* fn, void* ptr, tfl_pointer_kind want) {
 }
 
 }  // namespace
+
+size_t mapped_size(size_t size) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return (size + page - 1) / page * page;
+}
 
 AllocationInfo find_allocation(const void* ptr) {
   Registry& reg = registry();

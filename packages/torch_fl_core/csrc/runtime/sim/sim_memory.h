@@ -35,6 +35,8 @@ struct AllocationInfo {
 };
 
 AllocationInfo find_allocation(const void* ptr);
+// The bytes a memfd-backed allocation of `size` maps (whole pages).
+size_t mapped_size(size_t size);
 // The live device allocation of this process with `serial`, if any.
 AllocationInfo find_allocation_by_serial(uint64_t serial);
 // Registers / unregisters a mapping ipc_open_handle made (imported = true).
