@@ -1,0 +1,22 @@
+// aclnnAll: the two-phase aclnn interface as CANN declares it in aclnnop/aclnn_all.h.
+#ifndef ACLNNOP_ACLNN_ALL_H_
+#define ACLNNOP_ACLNN_ALL_H_
+
+#include "aclnn/aclnn_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+ACL_FUNC_VISIBILITY aclnnStatus aclnnAllGetWorkspaceSize(const aclTensor* self,
+                                                         const aclIntArray* dim, bool keepdim,
+                                                         aclTensor* out, uint64_t* workspaceSize,
+                                                         aclOpExecutor** executor);
+ACL_FUNC_VISIBILITY aclnnStatus aclnnAll(void* workspace, uint64_t workspaceSize,
+                                         aclOpExecutor* executor, aclrtStream stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // ACLNNOP_ACLNN_ALL_H_

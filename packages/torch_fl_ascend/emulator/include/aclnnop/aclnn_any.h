@@ -1,0 +1,22 @@
+// aclnnAny: the two-phase aclnn interface as CANN declares it in aclnnop/aclnn_any.h.
+#ifndef ACLNNOP_ACLNN_ANY_H_
+#define ACLNNOP_ACLNN_ANY_H_
+
+#include "aclnn/aclnn_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+ACL_FUNC_VISIBILITY aclnnStatus aclnnAnyGetWorkspaceSize(const aclTensor* self,
+                                                         const aclIntArray* dim, bool keepdim,
+                                                         aclTensor* out, uint64_t* workspaceSize,
+                                                         aclOpExecutor** executor);
+ACL_FUNC_VISIBILITY aclnnStatus aclnnAny(void* workspace, uint64_t workspaceSize,
+                                         aclOpExecutor* executor, aclrtStream stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // ACLNNOP_ACLNN_ANY_H_

@@ -1,0 +1,23 @@
+// aclnnEqTensor: the two-phase aclnn interface as CANN declares it in aclnnop/aclnn_eq_tensor.h.
+#ifndef ACLNNOP_ACLNN_EQ_TENSOR_H_
+#define ACLNNOP_ACLNN_EQ_TENSOR_H_
+
+#include "aclnn/aclnn_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+ACL_FUNC_VISIBILITY aclnnStatus aclnnEqTensorGetWorkspaceSize(const aclTensor* self,
+                                                              const aclTensor* other,
+                                                              aclTensor* out,
+                                                              uint64_t* workspaceSize,
+                                                              aclOpExecutor** executor);
+ACL_FUNC_VISIBILITY aclnnStatus aclnnEqTensor(void* workspace, uint64_t workspaceSize,
+                                              aclOpExecutor* executor, aclrtStream stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // ACLNNOP_ACLNN_EQ_TENSOR_H_

@@ -1,0 +1,23 @@
+// aclnnGeScalar: the two-phase aclnn interface as CANN declares it in aclnnop/aclnn_ge_scalar.h.
+#ifndef ACLNNOP_ACLNN_GE_SCALAR_H_
+#define ACLNNOP_ACLNN_GE_SCALAR_H_
+
+#include "aclnn/aclnn_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+ACL_FUNC_VISIBILITY aclnnStatus aclnnGeScalarGetWorkspaceSize(const aclTensor* self,
+                                                              const aclScalar* other,
+                                                              aclTensor* out,
+                                                              uint64_t* workspaceSize,
+                                                              aclOpExecutor** executor);
+ACL_FUNC_VISIBILITY aclnnStatus aclnnGeScalar(void* workspace, uint64_t workspaceSize,
+                                              aclOpExecutor* executor, aclrtStream stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // ACLNNOP_ACLNN_GE_SCALAR_H_

@@ -1,0 +1,22 @@
+// aclnnMinimum: the two-phase aclnn interface as CANN declares it in aclnnop/aclnn_minimum.h.
+#ifndef ACLNNOP_ACLNN_MINIMUM_H_
+#define ACLNNOP_ACLNN_MINIMUM_H_
+
+#include "aclnn/aclnn_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+ACL_FUNC_VISIBILITY aclnnStatus aclnnMinimumGetWorkspaceSize(const aclTensor* self,
+                                                             const aclTensor* other, aclTensor* out,
+                                                             uint64_t* workspaceSize,
+                                                             aclOpExecutor** executor);
+ACL_FUNC_VISIBILITY aclnnStatus aclnnMinimum(void* workspace, uint64_t workspaceSize,
+                                             aclOpExecutor* executor, aclrtStream stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // ACLNNOP_ACLNN_MINIMUM_H_

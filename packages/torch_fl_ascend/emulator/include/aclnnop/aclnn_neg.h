@@ -1,0 +1,21 @@
+// aclnnNeg: the two-phase aclnn interface as CANN declares it in aclnnop/aclnn_neg.h.
+#ifndef ACLNNOP_ACLNN_NEG_H_
+#define ACLNNOP_ACLNN_NEG_H_
+
+#include "aclnn/aclnn_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+ACL_FUNC_VISIBILITY aclnnStatus aclnnNegGetWorkspaceSize(const aclTensor* self, aclTensor* out,
+                                                         uint64_t* workspaceSize,
+                                                         aclOpExecutor** executor);
+ACL_FUNC_VISIBILITY aclnnStatus aclnnNeg(void* workspace, uint64_t workspaceSize,
+                                         aclOpExecutor* executor, aclrtStream stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // ACLNNOP_ACLNN_NEG_H_

@@ -1,0 +1,24 @@
+// aclnnPowTensorTensor: the two-phase aclnn interface as CANN declares it in
+// aclnnop/aclnn_pow_tensor_tensor.h.
+#ifndef ACLNNOP_ACLNN_POW_TENSOR_TENSOR_H_
+#define ACLNNOP_ACLNN_POW_TENSOR_TENSOR_H_
+
+#include "aclnn/aclnn_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+ACL_FUNC_VISIBILITY aclnnStatus aclnnPowTensorTensorGetWorkspaceSize(const aclTensor* self,
+                                                                     const aclTensor* exponent,
+                                                                     aclTensor* out,
+                                                                     uint64_t* workspaceSize,
+                                                                     aclOpExecutor** executor);
+ACL_FUNC_VISIBILITY aclnnStatus aclnnPowTensorTensor(void* workspace, uint64_t workspaceSize,
+                                                     aclOpExecutor* executor, aclrtStream stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // ACLNNOP_ACLNN_POW_TENSOR_TENSOR_H_

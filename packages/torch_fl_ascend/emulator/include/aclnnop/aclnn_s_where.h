@@ -1,0 +1,23 @@
+// aclnnSWhere: the two-phase aclnn interface as CANN declares it in aclnnop/aclnn_s_where.h.
+#ifndef ACLNNOP_ACLNN_S_WHERE_H_
+#define ACLNNOP_ACLNN_S_WHERE_H_
+
+#include "aclnn/aclnn_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+ACL_FUNC_VISIBILITY aclnnStatus aclnnSWhereGetWorkspaceSize(const aclTensor* condition,
+                                                            const aclTensor* self,
+                                                            const aclTensor* other, aclTensor* out,
+                                                            uint64_t* workspaceSize,
+                                                            aclOpExecutor** executor);
+ACL_FUNC_VISIBILITY aclnnStatus aclnnSWhere(void* workspace, uint64_t workspaceSize,
+                                            aclOpExecutor* executor, aclrtStream stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // ACLNNOP_ACLNN_S_WHERE_H_
