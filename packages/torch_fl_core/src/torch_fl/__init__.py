@@ -95,8 +95,12 @@ def _build_info() -> types.ModuleType | None:
 
 
 def _setup() -> None:
-    from torch_fl import versions
+    from torch_fl import conflicts, versions
 
+    # Another PrivateUse1 extension (torch_npu) loaded or loading: fail before registering
+    # anything, naming both; and refuse it if it is imported later.
+    conflicts.check_not_claimed()
+    conflicts.install()
     # Before anything loads _C: under another torch minor it would fail with an undefined symbol.
     versions.check_torch_build("torch-fl-core", _build_info())
     from torch_fl import vendors

@@ -1,0 +1,190 @@
+"""Finding and loading a vendor SDK's shared libraries at run time, for vendor packages.
+
+A vendor wheel carries no path to its SDK (its libraries' rpaths are ``$ORIGIN``-relative), so the
+SDK can live wherever the user installed it. Before core loads the vendor's runtime library, the
+vendor loads the SDK's libraries ``RTLD_GLOBAL`` with an :class:`SdkLoader`; the dynamic loader then
+satisfies the runtime's and kernels' ``DT_NEEDED`` entries with them. Each library is looked for in
+
+1. ``<home>/<dir>`` for each of the spec's library directories, where ``<home>`` is the first of the
+   spec's environment variables that is set, else the SDK's default install location;
+2. the dynamic loader path (``LD_LIBRARY_PATH``, the ``ldconfig`` cache, the system directories).
+
+When one is not found, :class:`SdkNotFoundError` names the library, where it was looked for, and
+the variable to set. Nothing here touches torch or the device, so a vendor's ``is_present()`` can
+use it before the device is set up.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+__all__ = ["LOADER_PATH", "LoadedSdk", "SdkLoader", "SdkNotFoundError", "SdkSpec"]
+
+LOADER_PATH = "the dynamic loader path"
+
+_MISSING_DEPENDENCY = re.compile(r"(\S+\.so(?:\.[0-9]+)*): cannot open shared object file")
+
+
+class SdkNotFoundError(RuntimeError):
+    """A vendor SDK library cannot be loaded: missing, or it fails to load. The message names the
+    library, the places looked in, and the fix."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SdkSpec:
+    """Where one vendor's SDK lives and what to load from it."""
+
+    #: How users call it: ``"TopsRider SDK"``, ``"CANN toolkit"``.
+    product: str
+    #: The variables naming its install, in priority order (``("ASCEND_TOOLKIT_HOME", ...)``).
+    env_vars: tuple[str, ...]
+    #: Its default install location, looked in when none of them is set.
+    default_home: str
+    #: The libraries to load, in dependency order (``("libascendcl.so", "libopapi.so")``).
+    libraries: tuple[str, ...]
+    #: Directories under the home that hold them.
+    lib_dirs: tuple[str, ...] = ("lib", "lib64")
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadedSdk:
+    """The SDK a process loaded."""
+
+    #: library name -> the file the loader mapped.
+    paths: dict[str, str]
+    #: Where it came from, as a phrase: ``ASCEND_TOOLKIT_HOME=/x``, ``/opt/tops (the TopsRider
+    #: SDK's default install location)``, ``the dynamic loader path``.
+    source: str
+
+    @property
+    def lib_dir(self) -> str:
+        return str(Path(next(iter(self.paths.values()))).parent)
+
+
+def _loaded_path(lib: ctypes.CDLL, fallback: str) -> str:
+    """The file the loader mapped for ``lib`` (``dlinfo(RTLD_DI_LINKMAP)``), else ``fallback``."""
+
+    class _LinkMap(ctypes.Structure):
+        _fields_ = [("l_addr", ctypes.c_void_p), ("l_name", ctypes.c_char_p)]
+
+    for libc_name in (None, "libdl.so.2"):
+        try:
+            dlinfo = ctypes.CDLL(libc_name).dlinfo
+        except (OSError, AttributeError):
+            continue
+        dlinfo.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+        dlinfo.restype = ctypes.c_int
+        link_map = ctypes.POINTER(_LinkMap)()
+        if dlinfo(lib._handle, 2, ctypes.byref(link_map)) == 0 and link_map:
+            name = link_map.contents.l_name
+            if name:
+                return name.decode(errors="replace")
+    return fallback
+
+
+def _dlopen_with_siblings(path: Path) -> ctypes.CDLL:
+    """Load ``path`` globally; a library it needs that the loader cannot find (an SDK directory
+    that is not on the loader path) is loaded from the same directory first."""
+    tried: set[str] = set()
+    while True:
+        try:
+            return ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+        except OSError as exc:
+            match = _MISSING_DEPENDENCY.search(str(exc))
+            sibling = path.parent / match.group(1) if match else None
+            if sibling is None or sibling.name in tried or not sibling.is_file():
+                raise
+            tried.add(sibling.name)
+            _dlopen_with_siblings(sibling)
+
+
+class SdkLoader:
+    """Loads one SDK once per process (a failure is retried on the next call)."""
+
+    def __init__(self, spec: SdkSpec) -> None:
+        self.spec = spec
+        self._loaded: LoadedSdk | None = None
+
+    def home(self, environ: Mapping[str, str] | None = None) -> tuple[str, str | None]:
+        """(the home to look in, the variable that named it, or None for the default)."""
+        env = os.environ if environ is None else environ
+        for var in self.spec.env_vars:
+            value = env.get(var, "").strip()
+            if value:
+                return value, var
+        return self.spec.default_home, None
+
+    def search_dirs(self, environ: Mapping[str, str] | None = None) -> list[Path]:
+        home, _ = self.home(environ)
+        return [Path(home) / d for d in self.spec.lib_dirs]
+
+    def _source(self, environ: Mapping[str, str]) -> str:
+        home, var = self.home(environ)
+        if var:
+            return f"{var}={home}"
+        return f"{home} (the {self.spec.product}'s default install location)"
+
+    def _not_found(self, name: str, environ: Mapping[str, str], built: str) -> str:
+        home, var = self.home(environ)
+        dirs = " and ".join(str(d) for d in self.search_dirs(environ))
+        unset = " and ".join(self.spec.env_vars)
+        where = (
+            f"{var}={home}"
+            if var
+            else f"{unset} {'is' if len(self.spec.env_vars) == 1 else 'are'} unset, so the "
+            f"{self.spec.product}'s default install location {home}"
+        )
+        ld = environ.get("LD_LIBRARY_PATH", "")
+        loader = f"LD_LIBRARY_PATH={ld}" if ld else "LD_LIBRARY_PATH unset"
+        hint = f". This package was built against {built}" if built else ""
+        first = self.spec.env_vars[0]
+        return (
+            f"the {self.spec.product} library {name} was not found: looked in {dirs} ({where}) "
+            f"and on the dynamic loader path ({loader}, the ldconfig cache). Set {first} to the "
+            f"{self.spec.product} install whose {'/'.join(self.spec.lib_dirs)} holds {name}: "
+            f"export {first}=/path/to/it{hint}"
+        )
+
+    def _find(self, name: str, environ: Mapping[str, str], built: str) -> tuple[str, str]:
+        source = self._source(environ)
+        for directory in self.search_dirs(environ):
+            candidate = directory / name
+            if not candidate.is_file():
+                continue
+            try:
+                lib = _dlopen_with_siblings(candidate)
+            except OSError as exc:
+                raise SdkNotFoundError(
+                    f"the {self.spec.product} library {candidate} ({source}) is there but does "
+                    f"not load: {exc}. Point {self.spec.env_vars[0]} at a complete "
+                    f"{self.spec.product} install for this machine"
+                ) from None
+            return _loaded_path(lib, str(candidate)), source
+        try:
+            lib = ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
+        except OSError:
+            raise SdkNotFoundError(self._not_found(name, environ, built)) from None
+        return _loaded_path(lib, name), LOADER_PATH
+
+    def load(self, environ: Mapping[str, str] | None = None, *, built: str = "") -> LoadedSdk:
+        """Load every library of the spec; ``built`` ("the CANN emulator at /x") is added to the
+        not-found message as a hint."""
+        if self._loaded is not None:
+            return self._loaded
+        env = os.environ if environ is None else environ
+        paths: dict[str, str] = {}
+        sources: list[str] = []
+        for name in self.spec.libraries:
+            paths[name], source = self._find(name, env, built)
+            if source not in sources:
+                sources.append(source)
+        self._loaded = LoadedSdk(paths=paths, source="; ".join(sources))
+        return self._loaded
+
+    def loaded(self) -> LoadedSdk | None:
+        return self._loaded
