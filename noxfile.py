@@ -13,7 +13,8 @@
     nox -s smoke           the smoke set (device, copies, routing, training on sim) on torch
                            TORCH_FL_SMOKE_TORCH (default: the oldest supported minor)
     nox -s matrix          core's tests and the contract suites on sim for every supported torch
-    nox -s wheels -- [p]   wheels of the named packages (core, cuda, gcu, dcu; default all) into
+    nox -s wheels -- [p]   wheels of the named packages (core and the vendors of
+                           packages/vendors.toml; default all) into
                            dist/ (compiled ones into dist/torch-<minor>/)
     nox -s install-check -- [p]   a fresh venv with only those wheels and torch: the README
                            example, python -m torch_fl, and `pip install torch-fl-core ...`
@@ -28,7 +29,8 @@ Environment knobs:
     TORCH_FL_SYSTEM_TORCH=1   reuse the interpreter's installed torch (GPU machines ship their own)
     TORCH_FL_SMOKE_TORCH   the torch of `nox -s smoke` (default: torch==2.10.0); "0" skips the
                            smoke set in `nox -s tests`
-    <sdk_env> (TOPS_HOME)  a vendor SDK to build against (default: build the package's emulator)
+    <sdk_env> (TOPS_HOME, ASCEND_TOOLKIT_HOME)  a vendor SDK to build against (default: build
+                           the package's emulator)
 """
 
 from __future__ import annotations
@@ -212,16 +214,20 @@ def _sdk_env(session: nox.Session, name: str) -> dict[str, str]:
     """The SDK variable for building (and running) a vendor with an SDK: its value if set, else
     the package's emulator, built and installed in-tree."""
     entry = VENDORS[name]
-    var = entry.get("sdk_env")
-    if not var:
+    names = entry.get("sdk_env") or []
+    names = [names] if isinstance(names, str) else list(names)
+    if not names:
         return {}
-    value = os.environ.get(var)
-    if value:
-        session.log(f"{name}: building against {var}={value}")
-        return {var: value}
+    for var in names:
+        value = os.environ.get(var)
+        if value:
+            session.log(f"{name}: building against {var}={value}")
+            return {var: value}
+    var = names[0]
     emulator = ROOT / entry["path"] / entry["emulator"]
     build, prefix = emulator / "build", emulator / "prefix"
-    session.log(f"{name}: {var} is unset; building its emulator into {prefix}")
+    unset = " and ".join(names)
+    session.log(f"{name}: {unset} unset; building its emulator into {prefix}")
     session.run(
         "cmake", "-S", str(emulator), "-B", str(build), "-G", "Ninja",
         f"-DCMAKE_INSTALL_PREFIX={prefix}", "-DCMAKE_BUILD_TYPE=Release", silent=True,
@@ -454,7 +460,9 @@ def _dists(names: list[str]) -> list[str]:
 def install_check(session: nox.Session) -> None:
     """A fresh venv holding only torch and the wheels in dist/: the README example, `python -m
     torch_fl`, and `pip install <packages>` exactly as a user types it."""
-    names = _named(session) if session.posargs else ["core", "gcu"]
+    # Default: core and the vendors whose wheels CI can run (those with an emulator).
+    emulated = [n for n, e in VENDORS.items() if e.get("contracts") == "ci"]
+    names = _named(session) if session.posargs else ["core", *emulated]
     if "core" not in names:
         names = ["core", *names]
     built = _build_wheels(session, names)

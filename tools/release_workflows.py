@@ -98,9 +98,9 @@ _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'')
 
 
 def parse_toml_subset(text: str) -> dict:
-    """Tables, and keys whose values are strings, booleans or integers (Python 3.10's stand-in for
-    tomllib: enough for packages/vendors.toml and [project] name/version; other values are left
-    out)."""
+    """Tables, and keys whose values are strings, booleans, integers or one-line arrays of strings
+    (Python 3.10's stand-in for tomllib: enough for packages/vendors.toml and [project]
+    name/version; other values are left out)."""
     data: dict = {}
     table = data
     depth = 0  # brackets still open in a multi-line array being left out
@@ -125,6 +125,13 @@ def parse_toml_subset(text: str) -> dict:
         key, value = key.strip().strip("\"'"), value.strip()
         if value.startswith("["):
             depth = value.count("[") - value.count("]")
+            inner = value[1 : value.rfind("]")] if not depth else ""
+            items = [i.strip() for i in inner.split(",") if i.strip()]
+            strings = [_STRING.fullmatch(i) for i in items]
+            if not depth and all(strings):  # a one-line array of strings
+                table[key] = [
+                    json.loads(f'"{m[1]}"') if m[1] is not None else m[2] for m in strings
+                ]
         elif string := _STRING.match(value):
             double, single = string.groups()
             table[key] = json.loads(f'"{double}"') if double is not None else single

@@ -6,6 +6,8 @@ Tiers, in the order they are tried (the first available one wins):
 flagcx     FlagCX's torch backend (``import flagcx``) on alias views of the torch device the
            runtime mirrors; tried first wherever ``flagcx`` is importable.
 nccl       ProcessGroupNCCL on zero-copy CUDA alias views (vendor profile ``cuda-abi``).
+vendor     the vendor's own collective library (HCCL on Ascend, ...) where the vendor declares one
+           (``Vendor.collective_library()``) and it can run here; otherwise skipped, saying why.
 gloo-alias ProcessGroupGloo on zero-copy CPU alias views (profile ``host-memory``).
 gloo-staged ProcessGroupGloo on pinned host copies: copy in, collective, copy back (any vendor).
 ========== ======================================================================================
@@ -42,9 +44,10 @@ __all__ = [
 ENV_VAR = "FLAGOS_DIST_TIER"
 FLAGCX = "flagcx"
 NCCL = "nccl"
+VENDOR = "vendor"
 GLOO_ALIAS = "gloo-alias"
 GLOO_STAGED = "gloo-staged"
-TIERS = (FLAGCX, NCCL, GLOO_ALIAS, GLOO_STAGED)
+TIERS = (FLAGCX, NCCL, VENDOR, GLOO_ALIAS, GLOO_STAGED)
 #: The tiers whose inner library is ProcessGroupGloo: those a ``gloo`` group can run.
 GLOO_TIERS = (GLOO_ALIAS, GLOO_STAGED)
 
@@ -124,6 +127,8 @@ def _why_not(tier: str, vendor: str, profile: str, runtime: str) -> str | None:
         if not torch.cuda.is_available():
             return "torch.cuda.is_available() is False"
         return None
+    if tier == VENDOR:
+        return _vendor_library_why_not(vendor)
     if not dist.is_gloo_available():
         return "this torch build has no gloo"
     if tier == GLOO_ALIAS:
@@ -133,6 +138,21 @@ def _why_not(tier: str, vendor: str, profile: str, runtime: str) -> str | None:
             return f"runtime {runtime!r} does not declare CAP_HOST_ADDRESSABLE_MEMORY"
         return None
     return None  # gloo-staged runs wherever gloo does
+
+
+def _vendor_library_why_not(vendor: str) -> str:
+    """Why the vendor's own collective library cannot serve flagos groups (always a reason: core
+    has no inner backend over a vendor library yet, so a vendor library is reported, not used)."""
+    import torch_fl
+
+    declare = getattr(torch_fl.vendor(), "collective_library", None)
+    library = declare() if callable(declare) else None
+    if library is None:
+        return f"vendor {vendor!r} declares no collective library of its own"
+    name, unavailable = library
+    if unavailable:
+        return f"{name}: {unavailable}"
+    return f"{name} is usable, but torch-fl has no process group over it yet"
 
 
 def _reason(tier: str, vendor: str, profile: str) -> str:

@@ -149,6 +149,12 @@ class Vendor:
         """
         return "host-staged"
 
+    def collective_library(self) -> tuple[str, str | None] | None:
+        """The vendor's own collective library, as ``(name, why it cannot run here or None)``
+        (``("hccl", "no torch_npu-free HCCL bindings are installed")``), or None when it has
+        none. Reported by the ``vendor`` tier (``FLAGOS_LOG=dist``); see docs/distributed.md."""
+        return None
+
     def routes(self) -> str | None:
         """Deprecated spelling of :meth:`route_table` (still honoured)."""
         return None
