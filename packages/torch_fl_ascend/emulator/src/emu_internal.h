@@ -48,8 +48,7 @@ typedef struct aclEmuRange {
 // is a contract violation (aclEmuViolationCount), the work is skipped and fails with
 // ACL_ERROR_RT_AICORE_EXCEPTION, surfaced at the next sync. `name` labels messages.
 aclError aclEmuInternalEnqueue(aclrtStream stream, const char* name, aclEmuWorkFn fn, void* arg,
-                               aclEmuCleanupFn cleanup, const aclEmuRange* ranges,
-                               size_t nRanges);
+                               aclEmuCleanupFn cleanup, const aclEmuRange* ranges, size_t nRanges);
 
 // Fault injection and call counting for every emulated entry point: counts the call of
 // `name` and returns the injected status (0 when none is armed).
