@@ -1,0 +1,870 @@
+#include "aclnn_categories.h"
+
+#include <ATen/ExpandUtils.h>
+#include <ATen/ScalarOps.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/native/TypeProperties.h>
+#include <c10/core/DeviceGuard.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace tfl_ascend {
+namespace {
+
+// cubeMathType: compute in the operands' dtype, as PyTorch does on the CPU.
+constexpr int8_t kKeepDtype = 0;
+
+// An operand that may be a Tensor or a Scalar in this overload's schema.
+at::Tensor operand(const Call& c, const char* name) {
+  const c10::IValue& v = c.arg(name);
+  if (v.isTensor()) return v.toTensor();
+  return at::native::wrapped_scalar_tensor(v.toScalar());  // CPU wrapped number
+}
+
+at::ScalarType default_float() { return at::typeMetaToScalarType(at::get_default_dtype()); }
+
+// Reduction dims: normalised, sorted, unique; empty or None -> every dim.
+std::vector<int64_t> reduce_dims(const at::Tensor& self,
+                                 const std::optional<std::vector<int64_t>>& dims) {
+  if (self.dim() == 0) return {};  // a rank-0 reduction reduces nothing but itself
+  const int64_t r = self.dim();
+  std::vector<bool> red(r, false);
+  if (!dims || dims->empty()) {
+    red.assign(r, true);
+  } else {
+    for (int64_t d : *dims) red[at::maybe_wrap_dim(d, r)] = true;
+  }
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < r; ++i)
+    if (red[i]) out.push_back(i);
+  return out;
+}
+
+std::vector<int64_t> reduced_shape(const at::Tensor& self, const std::vector<int64_t>& dims,
+                                   bool keepdim) {
+  std::vector<int64_t> shape;
+  for (int64_t i = 0; i < self.dim(); ++i) {
+    const bool red = std::find(dims.begin(), dims.end(), i) != dims.end();
+    if (!red)
+      shape.push_back(self.size(i));
+    else if (keepdim)
+      shape.push_back(1);
+  }
+  return shape;
+}
+
+std::optional<std::vector<int64_t>> dims_arg(const Call& c) {
+  if (!c.has("dim")) return std::nullopt;
+  const c10::IValue& v = c.arg("dim");
+  if (v.isNone()) return std::nullopt;
+  if (v.isInt()) return std::vector<int64_t>{v.toInt()};
+  return v.toIntVector();
+}
+
+void need_index(const Call& c, const at::Tensor& index) {
+  if (index.scalar_type() != at::kLong && index.scalar_type() != at::kInt)
+    c.decline(std::string("an index of dtype ") + c10::toString(index.scalar_type()));
+}
+
+}  // namespace
+
+// ---- unary ------------------------------------------------------------------
+
+void unary(Call& c, UnaryWs ws, RunFn run, const char* fn, const DtypeSet& dtypes, UnaryKind kind) {
+  const at::Tensor self = c.tensor("self");
+  at::ScalarType dt = self.scalar_type();
+  at::ScalarType out_dt = dt;
+  if (kind == UnaryKind::ToFloat && at::isIntegralType(dt, /*includeBool=*/true))
+    dt = out_dt = default_float();  // integers compute in the default float dtype, as on CPU
+  if (kind == UnaryKind::Logical) out_dt = at::kBool;
+  c.need(dtypes, dt, fn);
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor x = on_device(c, self, dt);
+  at::Tensor r = c.output(self.sizes(), out_dt, /*elementwise=*/true, {x});
+  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(x), Tensor(r));
+  c.finish(r);
+}
+
+void gelu(Call& c, GeluWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor self = c.tensor("self");
+  const std::string approx = c.str("approximate");
+  if (approx != "none" && approx != "tanh") c.decline("approximate='" + approx + "'");
+  c.need(dtypes, self.scalar_type(), fn);
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = c.output(self.sizes(), self.scalar_type(), true, {self});
+  // GeluV2's approximate: 0 = none (erf), 1 = tanh.
+  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(self), int64_t{approx == "tanh"}, Tensor(r));
+  c.finish(r);
+}
+
+// ---- binary -----------------------------------------------------------------
+
+namespace {
+at::ScalarType binary_dtype(const Call& c, at::ScalarType dt, BinaryKind kind,
+                            const DtypeSet& dtypes, const char* fn) {
+  if (kind == BinaryKind::TrueDiv && at::isIntegralType(dt, /*includeBool=*/true))
+    dt = default_float();
+  c.need(dtypes, dt, fn);
+  return dt;
+}
+}  // namespace
+
+void binary(Call& c, BinaryWs ws, RunFn run, const char* fn, const DtypeSet& dtypes,
+            BinaryKind kind) {
+  const at::Tensor a = operand(c, "self"), b = operand(c, "other");
+  const at::ScalarType dt = binary_dtype(c, at::result_type(a, b), kind, dtypes, fn);
+  const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor x = on_device(c, a, dt).expand(shape), y = on_device(c, b, dt).expand(shape);
+  at::Tensor r = c.output(shape, dt, true, {x, y});
+  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(x), Tensor(y), Tensor(r));
+  c.finish(r);
+}
+
+void binary_scalar(Call& c, ScalarWs ws, RunFn run, const char* fn, const DtypeSet& dtypes,
+                   BinaryKind kind) {
+  const at::Tensor self = c.tensor("self");
+  const at::Scalar other = c.scalar("other");
+  const at::ScalarType dt = binary_dtype(c, at::result_type(self, other), kind, dtypes, fn);
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor x = on_device(c, self, dt);
+  at::Tensor r = c.output(self.sizes(), dt, true, {x});
+  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(x), Scalar(other, dt), Tensor(r));
+  c.finish(r);
+}
+
+namespace {
+at::Scalar checked_alpha(const Call& c, at::ScalarType dt) {
+  const at::Scalar alpha = c.has("alpha") ? c.scalar("alpha") : at::Scalar(1);
+  if (at::isIntegralType(dt, /*includeBool=*/true) && alpha.isFloatingPoint())
+    c.decline("a floating alpha with integral operands is PyTorch's error to raise");
+  return alpha;
+}
+}  // namespace
+
+void binary_alpha(Call& c, AlphaWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor a = operand(c, "self"), b = operand(c, "other");
+  const at::ScalarType dt = at::result_type(a, b);
+  c.need(dtypes, dt, fn);
+  const at::Scalar alpha = checked_alpha(c, dt);
+  const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor x = on_device(c, a, dt).expand(shape), y = on_device(c, b, dt).expand(shape);
+  at::Tensor r = c.output(shape, dt, true, {x, y});
+  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(x), Tensor(y), Scalar(alpha, dt), Tensor(r));
+  c.finish(r);
+}
+
+void binary_alpha_scalar(Call& c, AlphaScalarWs ws, RunFn run, const char* fn,
+                         const DtypeSet& dtypes) {
+  const at::Tensor self = c.tensor("self");
+  const at::Scalar other = c.scalar("other");
+  const at::ScalarType dt = at::result_type(self, other);
+  c.need(dtypes, dt, fn);
+  const at::Scalar alpha = checked_alpha(c, dt);
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor x = on_device(c, self, dt);
+  at::Tensor r = c.output(self.sizes(), dt, true, {x});
+  if (r.numel() > 0)
+    launch(c, ws, run, fn, Tensor(x), Scalar(other, dt), Scalar(alpha, dt), Tensor(r));
+  c.finish(r);
+}
+
+void pow_tensor(Call& c, BinaryWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor a = c.tensor("self"), b = c.tensor("exponent");
+  const at::ScalarType dt = at::result_type(a, b);
+  c.need(dtypes, dt, fn);
+  const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor x = on_device(c, a, dt).expand(shape), y = on_device(c, b, dt).expand(shape);
+  at::Tensor r = c.output(shape, dt, true, {x, y});
+  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(x), Tensor(y), Tensor(r));
+  c.finish(r);
+}
+
+void pow_scalar(Call& c, ScalarWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor self = c.tensor("self");
+  const at::Scalar e = c.scalar("exponent");
+  const at::ScalarType dt = at::result_type(self, e);
+  c.need(dtypes, dt, fn);
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor x = on_device(c, self, dt);
+  at::Tensor r = c.output(self.sizes(), dt, true, {x});
+  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(x), Scalar(e, dt), Tensor(r));
+  c.finish(r);
+}
+
+void compare(Call& c, BinaryWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor a = operand(c, "self"), b = operand(c, "other");
+  const at::ScalarType dt = at::result_type(a, b);
+  c.need(dtypes, dt, fn);
+  const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor x = on_device(c, a, dt).expand(shape), y = on_device(c, b, dt).expand(shape);
+  at::Tensor r = c.output(shape, at::kBool, true, {x, y});
+  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(x), Tensor(y), Tensor(r));
+  c.finish(r);
+}
+
+void compare_scalar(Call& c, ScalarWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor self = c.tensor("self");
+  const at::Scalar other = c.scalar("other");
+  const at::ScalarType dt = at::result_type(self, other);
+  c.need(dtypes, dt, fn);
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor x = on_device(c, self, dt);
+  at::Tensor r = c.output(self.sizes(), at::kBool, true, {x});
+  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(x), Scalar(other, dt), Tensor(r));
+  c.finish(r);
+}
+
+void backward2(Call& c, BinaryWs ws, RunFn run, const char* fn, const DtypeSet& dtypes,
+               const char* an, const char* bn) {
+  const at::Tensor a = c.tensor(an), b = c.tensor(bn);
+  const at::ScalarType dt = a.scalar_type();
+  if (b.scalar_type() != dt) c.decline("operands of different dtypes");
+  c.need(dtypes, dt, fn);
+  const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor x = on_device(c, a, dt).expand(shape), y = on_device(c, b, dt).expand(shape);
+  at::Tensor r = c.output(shape, dt, true, {x, y});
+  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(x), Tensor(y), Tensor(r));
+  c.finish(r);
+}
+
+void threshold_backward(Call& c, AlphaWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor g = c.tensor("grad_output"), self = c.tensor("self");
+  const at::ScalarType dt = g.scalar_type();
+  if (self.scalar_type() != dt) c.decline("operands of different dtypes");
+  c.need(dtypes, dt, fn);
+  const std::vector<int64_t> shape = at::infer_size(g.sizes(), self.sizes());
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor x = on_device(c, g, dt).expand(shape), y = on_device(c, self, dt).expand(shape);
+  at::Tensor r = c.output(shape, dt, true, {x, y});
+  if (r.numel() > 0)
+    launch(c, ws, run, fn, Tensor(x), Tensor(y), Scalar(c.scalar("threshold"), dt), Tensor(r));
+  c.finish(r);
+}
+
+void gelu_backward(Call& c, GeluBwdWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor g = c.tensor("grad_output"), self = c.tensor("self");
+  const at::ScalarType dt = g.scalar_type();
+  if (self.scalar_type() != dt) c.decline("operands of different dtypes");
+  c.need(dtypes, dt, fn);
+  std::string approx = c.str("approximate");
+  if (approx != "none" && approx != "tanh") c.decline("approximate='" + approx + "'");
+  const std::vector<int64_t> shape = at::infer_size(g.sizes(), self.sizes());
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor x = on_device(c, g, dt).expand(shape), y = on_device(c, self, dt).expand(shape);
+  at::Tensor r = c.output(shape, dt, true, {x, y});
+  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(x), Tensor(y), approx.data(), Tensor(r));
+  c.finish(r);
+}
+
+// ---- reductions -------------------------------------------------------------
+
+namespace {
+void sum_like(Call& c, SumWs ws, RunFn run, const char* fn, const DtypeSet& dtypes, bool mean) {
+  const at::Tensor self = c.tensor("self");
+  std::optional<at::ScalarType> dtype = c.has("dtype") ? c.opt_dtype("dtype") : std::nullopt;
+  if (!dtype && c.form() == Form::Out) dtype = c.target().scalar_type();
+  at::ScalarType rdt;
+  if (dtype) {
+    rdt = *dtype;
+  } else if (!mean && at::isIntegralType(self.scalar_type(), /*includeBool=*/true)) {
+    rdt = at::kLong;  // PyTorch sums integers into int64
+  } else {
+    rdt = self.scalar_type();
+  }
+  if (mean && !at::isFloatingType(rdt)) c.decline("mean of a non-floating dtype (PyTorch's error)");
+  c.need(dtypes, rdt, fn);
+  c.need(dtypes, self.scalar_type(), fn);
+  const auto dims = reduce_dims(self, dims_arg(c));
+  const bool keepdim = c.has("keepdim") ? c.bool_("keepdim") : false;
+  const auto shape = reduced_shape(self, dims, keepdim);
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor x = on_device(c, self, self.scalar_type());
+  at::Tensor r = c.output(shape, rdt, false, {x});
+  if (r.numel() > 0) {
+    if (x.numel() == 0) {
+      r.fill_(mean ? std::numeric_limits<double>::quiet_NaN() : 0.0);  // PyTorch's empty reduction
+    } else {
+      launch(c, ws, run, fn, Tensor(x), IntArray(dims), keepdim, acl_dtype(rdt), Tensor(r));
+    }
+  }
+  c.finish(r);
+}
+}  // namespace
+
+void reduce_sum(Call& c, SumWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  sum_like(c, ws, run, fn, dtypes, /*mean=*/false);
+}
+
+void reduce_mean(Call& c, SumWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  sum_like(c, ws, run, fn, dtypes, /*mean=*/true);
+}
+
+void reduce_extremum(Call& c, ReduceWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor self = c.tensor("self");
+  const at::ScalarType dt = self.scalar_type();
+  c.need(dtypes, dt, fn);
+  if (self.numel() == 0) c.decline("an empty input (PyTorch's error to raise)");
+  const auto dims = reduce_dims(self, dims_arg(c));
+  const bool keepdim = c.bool_("keepdim");
+  const auto shape = reduced_shape(self, dims, keepdim);
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = c.output(shape, dt, false, {self});
+  launch(c, ws, run, fn, Tensor(self), IntArray(dims), keepdim, Tensor(r));
+  c.finish(r);
+}
+
+void reduce_bool(Call& c, ReduceWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor self = c.tensor("self");
+  c.need(dtypes, self.scalar_type(), fn);
+  if (self.numel() == 0) c.decline("an empty input");
+  const auto dims = reduce_dims(self, dims_arg(c));
+  const bool keepdim = c.has("keepdim") ? c.bool_("keepdim") : false;
+  const auto shape = reduced_shape(self, dims, keepdim);
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = c.output(shape, at::kBool, false, {self});
+  launch(c, ws, run, fn, Tensor(self), IntArray(dims), keepdim, Tensor(r));
+  c.finish(r);
+}
+
+void reduce_dim_index(Call& c, DimIndexWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor self = c.tensor("self");
+  c.need(dtypes, self.scalar_type(), fn);
+  if (self.dim() == 0 || self.numel() == 0) c.decline("a 0-dim or empty input");
+  const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());
+  const bool keepdim = c.bool_("keepdim");
+  const auto shape = reduced_shape(self, {dim}, keepdim);
+  c10::DeviceGuard guard(c.device());
+  at::Tensor values = empty_result(c, shape, self.scalar_type());
+  at::Tensor indices = empty_result(c, shape, at::kLong);
+  launch(c, ws, run, fn, Tensor(self), dim, keepdim, Tensor(values), Tensor(indices));
+  c.finish(std::vector<at::Tensor>{values, indices});
+}
+
+void reduce_arg(Call& c, ArgWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor self = c.tensor("self");
+  c.need(dtypes, self.scalar_type(), fn);
+  if (self.numel() == 0) c.decline("an empty input (PyTorch's error to raise)");
+  const auto dim_arg = c.arg("dim");
+  const bool keepdim = c.bool_("keepdim");
+  c10::DeviceGuard guard(c.device());
+  at::Tensor x = self;
+  int64_t dim = 0;
+  std::vector<int64_t> shape;
+  if (dim_arg.isNone()) {
+    x = self.reshape({-1});  // over every element, as a flat tensor
+    if (keepdim) shape.assign(self.dim(), 1);
+  } else {
+    if (self.dim() == 0) c.decline("a 0-dim input");
+    dim = at::maybe_wrap_dim(dim_arg.toInt(), self.dim());
+    shape = reduced_shape(self, {dim}, keepdim);
+  }
+  at::Tensor r = empty_result(c, dim_arg.isNone() ? std::vector<int64_t>{} : shape, at::kLong);
+  launch(c, ws, run, fn, Tensor(x), dim, dim_arg.isNone() ? false : keepdim, Tensor(r));
+  if (dim_arg.isNone() && keepdim) r = r.reshape(shape);
+  c.finish(r);
+}
+
+// ---- matmul family ----------------------------------------------------------
+
+void mm(Call& c, MmWs ws, RunFn run, const char* fn, const DtypeSet& dtypes, int rank) {
+  const at::Tensor a = c.tensor("self"), b = c.tensor("mat2");
+  const at::ScalarType dt = a.scalar_type();
+  if (b.scalar_type() != dt) c.decline("operands of different dtypes (PyTorch's error)");
+  c.need(dtypes, dt, fn);
+  if (a.dim() != rank || b.dim() != rank || a.size(-1) != b.size(-2) ||
+      (rank == 3 && a.size(0) != b.size(0)))
+    c.decline("shapes PyTorch rejects (its error to raise)");
+  std::vector<int64_t> shape = a.sizes().vec();
+  shape.back() = b.size(-1);
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = c.output(shape, dt, false, {a, b});
+  if (r.numel() > 0) {
+    if (a.size(-1) == 0) {
+      r.zero_();
+    } else {
+      launch(c, ws, run, fn, Tensor(a), Tensor(b), Tensor(r), kKeepDtype);
+    }
+  }
+  c.finish(r);
+}
+
+void addmm(Call& c, AddmmWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor self = c.tensor("self"), a = c.tensor("mat1"), b = c.tensor("mat2");
+  const at::ScalarType dt = a.scalar_type();
+  if (b.scalar_type() != dt || self.scalar_type() != dt)
+    c.decline("operands of different dtypes (PyTorch's error)");
+  c.need(dtypes, dt, fn);
+  if (a.dim() != 2 || b.dim() != 2 || a.size(1) != b.size(0) || a.size(1) == 0)
+    c.decline("shapes the kernel does not take (PyTorch decides)");
+  const std::vector<int64_t> shape{a.size(0), b.size(1)};
+  if (c.form() == Form::Inplace && self.sizes() != at::IntArrayRef(shape))
+    c.decline("an in-place target of another shape (PyTorch's error)");
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor bias = self.expand(shape);
+  // Out-of-place result: addmm_ reads self as the bias while writing it.
+  at::Tensor r = c.output(shape, dt, false, {bias, a, b});
+  if (r.numel() > 0)
+    launch(c, ws, run, fn, Tensor(bias), Tensor(a), Tensor(b), Scalar(c.scalar("beta"), dt),
+           Scalar(c.scalar("alpha"), dt), Tensor(r), kKeepDtype);
+  c.finish(r);
+}
+
+// ---- softmax ----------------------------------------------------------------
+
+void softmax(Call& c, SoftmaxWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor self = c.tensor("self");
+  if (c.bool_("half_to_float")) c.decline("half_to_float");
+  c.need(dtypes, self.scalar_type(), fn);
+  const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = c.output(self.sizes(), self.scalar_type(), false, {self});
+  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(self), dim, Tensor(r));
+  c.finish(r);
+}
+
+void softmax_backward(Call& c, SoftmaxBwdWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor g = c.tensor("grad_output"), y = c.tensor("output");
+  const at::ScalarType dt = g.scalar_type();
+  if (y.scalar_type() != dt || c.arg("input_dtype").toScalarType() != dt) c.decline("mixed dtypes");
+  c.need(dtypes, dt, fn);
+  if (g.sizes() != y.sizes()) c.decline("shapes that differ (PyTorch's error)");
+  const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), g.dim());
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = c.output(g.sizes(), dt, false, {g, y});
+  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(g), Tensor(y), dim, Tensor(r));
+  c.finish(r);
+}
+
+// ---- norms ------------------------------------------------------------------
+
+namespace {
+// Rows x normalized: the statistics' shape (input's leading dims, 1 for each normalized dim).
+std::vector<int64_t> stat_shape(const at::Tensor& input, size_t normalized) {
+  std::vector<int64_t> s = input.sizes().vec();
+  for (size_t i = s.size() - normalized; i < s.size(); ++i) s[i] = 1;
+  return s;
+}
+
+void check_normalized(const Call& c, const at::Tensor& input, const std::vector<int64_t>& norm) {
+  const int64_t axis = input.dim() - static_cast<int64_t>(norm.size());
+  if (norm.empty() || axis < 0 || input.numel() == 0 || input.sizes().slice(axis).vec() != norm)
+    c.decline("shapes the kernel does not take (PyTorch decides)");
+}
+}  // namespace
+
+void layer_norm(Call& c, LayerNormWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor input = c.tensor("input");
+  const auto w = c.opt_tensor("weight"), b = c.opt_tensor("bias");
+  const std::vector<int64_t> norm = c.ints("normalized_shape");
+  const at::ScalarType dt = input.scalar_type();
+  if ((w && w->scalar_type() != dt) || (b && b->scalar_type() != dt)) c.decline("mixed dtypes");
+  c.need(dtypes, dt, fn);
+  check_normalized(c, input, norm);
+  c10::DeviceGuard guard(c.device());
+  at::Tensor out = empty_result(c, input.sizes(), dt);
+  at::Tensor mean = empty_result(c, stat_shape(input, norm.size()), dt);
+  at::Tensor rstd = empty_result(c, stat_shape(input, norm.size()), dt);
+  launch(c, ws, run, fn, Tensor(input), IntArray(norm), w ? Tensor(*w) : Tensor(),
+         b ? Tensor(*b) : Tensor(), c.double_("eps"), Tensor(out), Tensor(mean), Tensor(rstd));
+  c.finish(std::vector<at::Tensor>{out, mean, rstd});
+}
+
+void layer_norm_backward(Call& c, LayerNormBwdWs ws, RunFn run, const char* fn,
+                         const DtypeSet& dtypes) {
+  const at::Tensor g = c.tensor("grad_out"), input = c.tensor("input");
+  const at::Tensor mean = c.tensor("mean"), rstd = c.tensor("rstd");
+  const auto w = c.opt_tensor("weight"), b = c.opt_tensor("bias");
+  const std::vector<int64_t> norm = c.ints("normalized_shape");
+  const at::ScalarType dt = input.scalar_type();
+  if (g.scalar_type() != dt || (w && w->scalar_type() != dt) || (b && b->scalar_type() != dt))
+    c.decline("mixed dtypes");
+  c.need(dtypes, dt, fn);
+  check_normalized(c, input, norm);
+  std::vector<bool> mask = c.bools("output_mask");
+  // No weight (bias): no gradient for it, as PyTorch returns an undefined tensor.
+  mask[1] = mask[1] && w.has_value();
+  mask[2] = mask[2] && b.has_value();
+  c10::DeviceGuard guard(c.device());
+  at::Tensor gi, gw, gb;
+  if (mask[0]) gi = empty_result(c, input.sizes(), dt);
+  if (mask[1]) gw = empty_result(c, w->sizes(), dt);
+  if (mask[2]) gb = empty_result(c, b->sizes(), dt);
+  launch(c, ws, run, fn, Tensor(g), Tensor(input), IntArray(norm), Tensor(mean), Tensor(rstd),
+         w ? Tensor(*w) : Tensor(), b ? Tensor(*b) : Tensor(), BoolArray(mask),
+         gi.defined() ? Tensor(gi) : Tensor(), gw.defined() ? Tensor(gw) : Tensor(),
+         gb.defined() ? Tensor(gb) : Tensor());
+  c.finish(std::vector<at::Tensor>{gi, gw, gb});
+}
+
+void rms_norm(Call& c, RmsNormWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor input = c.tensor("input");
+  const auto w = c.opt_tensor("weight");
+  const std::vector<int64_t> norm = c.ints("normalized_shape");
+  const at::ScalarType dt = input.scalar_type();
+  if (w && w->scalar_type() != dt) c.decline("mixed dtypes");
+  c.need(dtypes, dt, fn);
+  check_normalized(c, input, norm);
+  const double eps = c.opt_double("eps").value_or(dt == at::kHalf       ? 0.0009765625
+                                                  : dt == at::kBFloat16 ? 0.0078125
+                                                                        : 1.1920928955078125e-07);
+  c10::DeviceGuard guard(c.device());
+  // RmsNorm's gamma is not optional: no weight is a weight of ones.
+  const at::Tensor gamma = w ? *w : at::ones(norm, input.options());
+  at::Tensor out = empty_result(c, input.sizes(), dt);
+  at::Tensor rstd = empty_result(c, stat_shape(input, norm.size()), at::kFloat);
+  launch(c, ws, run, fn, Tensor(input), Tensor(gamma), eps, Tensor(out), Tensor(rstd));
+  c.finish(std::vector<at::Tensor>{out, rstd});
+}
+
+// ---- indexing ---------------------------------------------------------------
+
+void embedding(Call& c, EmbeddingWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor weight = c.tensor("weight"), indices = c.tensor("indices");
+  c.need(dtypes, weight.scalar_type(), fn);
+  need_index(c, indices);
+  if (weight.dim() != 2) c.decline("a weight that is not 2-D (PyTorch's error)");
+  std::vector<int64_t> shape = indices.sizes().vec();
+  shape.push_back(weight.size(1));
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = empty_result(c, shape, weight.scalar_type());
+  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(weight), Tensor(indices), Tensor(r));
+  c.finish(r);
+}
+
+void embedding_backward(Call& c, EmbeddingBwdWs ws, RunFn run, const char* fn,
+                        const DtypeSet& dtypes) {
+  const at::Tensor grad = c.tensor("grad_output"), indices = c.tensor("indices");
+  const at::ScalarType dt = grad.scalar_type();
+  c.need(dtypes, dt, fn);
+  need_index(c, indices);
+  const int64_t num_weights = c.int_("num_weights");
+  const int64_t width = grad.dim() == 0 ? 1 : grad.size(-1);
+  if (grad.numel() != indices.numel() * width) c.decline("shapes the kernel does not take");
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = c.output({num_weights, width}, dt, false, {grad, indices});
+  if (r.numel() > 0) {
+    if (indices.numel() == 0) {
+      r.zero_();
+    } else {
+      const int64_t pad = c.int_("padding_idx");
+      // ACLNN's "no padding index" is any value outside [0, numWeights).
+      const uint64_t padding = pad < 0 ? static_cast<uint64_t>(num_weights) : pad;
+      launch(c, ws, run, fn, Tensor(grad.reshape({indices.numel(), width})),
+             Tensor(indices.reshape({-1})), static_cast<uint64_t>(num_weights), padding,
+             c.bool_("scale_grad_by_freq"), Tensor(r));
+    }
+  }
+  c.finish(r);
+}
+
+void index_select(Call& c, IndexWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor self = c.tensor("self"), index = c.tensor("index");
+  c.need(dtypes, self.scalar_type(), fn);
+  need_index(c, index);
+  if (self.dim() == 0 || index.dim() > 1) c.decline("a 0-dim input or a multi-dim index");
+  const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());
+  std::vector<int64_t> shape = self.sizes().vec();
+  shape[dim] = index.numel();
+  if (self.size(dim) == 0 && index.numel() > 0) c.decline("indexing an empty dimension");
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = c.output(shape, self.scalar_type(), false, {self, index});
+  if (r.numel() > 0)
+    launch(c, ws, run, fn, Tensor(self), dim, Tensor(index.reshape({-1})), Tensor(r));
+  c.finish(r);
+}
+
+void gather(Call& c, IndexWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor self = c.tensor("self"), index = c.tensor("index");
+  c.need(dtypes, self.scalar_type(), fn);
+  need_index(c, index);
+  if (self.dim() != index.dim() || self.dim() == 0)
+    c.decline("ranks the kernel does not take (PyTorch decides)");
+  const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = c.output(index.sizes(), self.scalar_type(), false, {self, index});
+  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(self), dim, Tensor(index), Tensor(r));
+  c.finish(r);
+}
+
+void scatter(Call& c, ScatterWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor self = c.tensor("self"), index = c.tensor("index"), src = c.tensor("src");
+  const at::ScalarType dt = self.scalar_type();
+  if (src.scalar_type() != dt) c.decline("operands of different dtypes (PyTorch's error)");
+  c.need(dtypes, dt, fn);
+  need_index(c, index);
+  if (self.dim() != index.dim() || self.dim() == 0) c.decline("ranks the kernel does not take");
+  int64_t reduce = 0;  // ACLNN Scatter: 0 none, 1 add, 2 multiply
+  if (c.has("reduce")) {
+    const std::string how = c.str("reduce");
+    if (how == "add") {
+      reduce = 1;
+    } else if (how == "multiply") {
+      reduce = 2;
+    } else {
+      c.decline("reduce='" + how + "' (PyTorch's error)");
+    }
+  }
+  const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());
+  c10::DeviceGuard guard(c.device());
+  // The result starts as self: writing it in place over self is what scatter_ means.
+  at::Tensor r = c.output(self.sizes(), dt, true, {self});
+  if (r.numel() > 0)
+    launch(c, ws, run, fn, Tensor(self), dim, Tensor(index), Tensor(src), reduce, Tensor(r));
+  c.finish(r);
+}
+
+void scatter_add(Call& c, ScatterAddWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor self = c.tensor("self"), index = c.tensor("index"), src = c.tensor("src");
+  const at::ScalarType dt = self.scalar_type();
+  if (src.scalar_type() != dt) c.decline("operands of different dtypes (PyTorch's error)");
+  c.need(dtypes, dt, fn);
+  need_index(c, index);
+  if (self.dim() != index.dim() || self.dim() == 0) c.decline("ranks the kernel does not take");
+  const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = c.output(self.sizes(), dt, true, {self});
+  if (r.numel() > 0)
+    launch(c, ws, run, fn, Tensor(self), dim, Tensor(index), Tensor(src), Tensor(r));
+  c.finish(r);
+}
+
+// ---- lists ------------------------------------------------------------------
+
+namespace {
+// ins joined along `dim` into `out`, at most kMaxTensorList per aclTensorList: a longer list is
+// joined in stages (chunks of 50 into intermediates, then those), every stage an ACLNN call.
+void cat_into(const Call& c, ListWs ws, RunFn run, const char* fn,
+              const std::vector<at::Tensor>& ins, int64_t dim, const at::Tensor& out) {
+  if (ins.size() <= kMaxTensorList) {
+    launch(c, ws, run, fn, TensorList(ins), dim, Tensor(out));
+    return;
+  }
+  std::vector<at::Tensor> parts;
+  for (size_t i = 0; i < ins.size(); i += kMaxTensorList) {
+    const std::vector<at::Tensor> chunk(ins.begin() + i,
+                                        ins.begin() + std::min(ins.size(), i + kMaxTensorList));
+    std::vector<int64_t> shape = chunk[0].sizes().vec();
+    shape[dim] = 0;
+    for (const auto& t : chunk) shape[dim] += t.size(dim);
+    at::Tensor part = empty_result(c, shape, out.scalar_type());
+    cat_into(c, ws, run, fn, chunk, dim, part);
+    parts.push_back(part);
+  }
+  cat_into(c, ws, run, fn, parts, dim, out);
+}
+}  // namespace
+
+void cat(Call& c, ListWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  std::vector<at::Tensor> all = c.tensors("tensors"), ins;
+  for (const at::Tensor& t : all) {
+    if (t.dim() == 1 && t.numel() == 0) continue;  // legacy empty tensors are skipped
+    ins.push_back(t);
+  }
+  if (ins.empty()) c.decline("only empty inputs");
+  const at::ScalarType dt = at::native::result_type(all);
+  c.need(dtypes, dt, fn);
+  for (const auto& t : ins) {
+    if (t.dim() != ins[0].dim() || t.dim() == 0) c.decline("inputs of different ranks");
+  }
+  const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), ins[0].dim());
+  std::vector<int64_t> shape = ins[0].sizes().vec();
+  shape[dim] = 0;
+  for (const auto& t : ins) {
+    for (int64_t i = 0; i < t.dim(); ++i) {
+      if (i != dim && t.size(i) != ins[0].size(i))
+        c.decline("inputs whose sizes do not match (PyTorch's error)");
+    }
+    shape[dim] += t.size(dim);
+  }
+  c10::DeviceGuard guard(c.device());
+  std::vector<at::Tensor> parts;
+  for (const auto& t : ins) {
+    if (t.numel() > 0) parts.push_back(on_device(c, t, dt));
+  }
+  at::Tensor r = empty_result(c, shape, dt);
+  if (r.numel() > 0) cat_into(c, ws, run, fn, parts, dim, r);
+  c.finish(r);
+}
+
+void stack(Call& c, ListWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const std::vector<at::Tensor> ins = c.tensors("tensors");
+  if (ins.empty()) c.decline("an empty list (PyTorch's error)");
+  const at::ScalarType dt = at::native::result_type(ins);
+  c.need(dtypes, dt, fn);
+  for (const auto& t : ins) {
+    if (t.sizes() != ins[0].sizes()) c.decline("inputs of different shapes (PyTorch's error)");
+  }
+  const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), ins[0].dim() + 1);
+  std::vector<int64_t> shape = ins[0].sizes().vec();
+  shape.insert(shape.begin() + dim, static_cast<int64_t>(ins.size()));
+  c10::DeviceGuard guard(c.device());
+  std::vector<at::Tensor> parts;
+  for (const auto& t : ins) parts.push_back(on_device(c, t, dt));
+  at::Tensor r = empty_result(c, shape, dt);
+  if (r.numel() > 0) {
+    if (parts.size() <= kMaxTensorList) {
+      launch(c, ws, run, fn, TensorList(parts), dim, Tensor(r));
+    } else {
+      // Stacking a list longer than ACLNN takes is stacking each chunk into its slice of r.
+      for (size_t i = 0; i < parts.size(); i += kMaxTensorList) {
+        const size_t n = std::min(parts.size() - i, kMaxTensorList);
+        const std::vector<at::Tensor> chunk(parts.begin() + i, parts.begin() + i + n);
+        at::Tensor slice = r.narrow(dim, static_cast<int64_t>(i), static_cast<int64_t>(n));
+        launch(c, ws, run, fn, TensorList(chunk), dim, Tensor(slice));
+      }
+    }
+  }
+  c.finish(r);
+}
+
+// ---- selection, fills, factories ---------------------------------------------
+
+void where(Call& c, WhereWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor cond = c.tensor("condition"), a = operand(c, "self"), b = operand(c, "other");
+  const at::ScalarType dt = at::result_type(a, b);
+  c.need(dtypes, dt, fn);
+  if (cond.scalar_type() != at::kBool) c.decline("a non-bool condition");
+  const std::vector<int64_t> shape =
+      at::infer_size(at::infer_size(cond.sizes(), a.sizes()), b.sizes());
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor k = on_device(c, cond, at::kBool).expand(shape);
+  const at::Tensor x = on_device(c, a, dt).expand(shape), y = on_device(c, b, dt).expand(shape);
+  at::Tensor r = c.output(shape, dt, true, {k, x, y});
+  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(k), Tensor(x), Tensor(y), Tensor(r));
+  c.finish(r);
+}
+
+void masked_fill(Call& c, MaskedFillWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor self = c.tensor("self"), mask = c.tensor("mask");
+  const at::ScalarType dt = self.scalar_type();
+  c.need(dtypes, dt, fn);
+  if (mask.scalar_type() != at::kBool) c.decline("a non-bool mask (PyTorch's error to raise)");
+  const std::vector<int64_t> shape =
+      c.form() == Form::Inplace ? self.sizes().vec() : at::infer_size(self.sizes(), mask.sizes());
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor m = on_device(c, mask, at::kBool).expand(shape);
+  at::Tensor r = c.output(shape, dt, true, {self, m});
+  if (r.numel() > 0) {
+    if (!r.is_same(self)) r.copy_(self.expand(shape));  // the fill is in place on the result
+    launch(c, ws, run, fn, Tensor(r), Tensor(m), Scalar(c.scalar("value"), dt));
+  }
+  c.finish(r);
+}
+
+void fill(Call& c, FillWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor self = c.tensor("self");
+  c.need(dtypes, self.scalar_type(), fn);
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = c.output(self.sizes(), self.scalar_type(), true, {});
+  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(r), Scalar(c.scalar("value"), r.scalar_type()));
+  c.finish(r);
+}
+
+void zero(Call& c, ZeroWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor self = c.tensor("self");
+  c.need(dtypes, self.scalar_type(), fn);
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = c.output(self.sizes(), self.scalar_type(), true, {});
+  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(r));
+  c.finish(r);
+}
+
+void arange(Call& c, ArangeWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor out = c.target();
+  const at::ScalarType dt = out.scalar_type();
+  c.need(dtypes, dt, fn);
+  const at::Scalar start = c.scalar("start"), end = c.scalar("end"), step = c.scalar("step");
+  const double xs = start.toDouble(), xe = end.toDouble(), st = step.toDouble();
+  if (st == 0 || !std::isfinite(xs) || !std::isfinite(xe) || (st > 0 && xe < xs) ||
+      (st < 0 && xe > xs)) {
+    c.decline("arguments PyTorch rejects");
+  }
+  const int64_t n = static_cast<int64_t>(std::ceil((xe - xs) / st));
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = c.output({n}, dt, false, {});
+  if (n > 0)
+    launch(c, ws, run, fn, Scalar(start, dt), Scalar(end, dt), Scalar(step, dt), Tensor(r));
+  c.finish(r);
+}
+
+// ---- convolution -------------------------------------------------------------
+
+namespace {
+std::vector<int64_t> per_dim(std::vector<int64_t> v, size_t n) {
+  if (v.size() == 1 && n > 1) v.assign(n, v[0]);
+  return v;
+}
+}  // namespace
+
+void convolution(Call& c, ConvWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor input = c.tensor("input"), weight = c.tensor("weight");
+  const auto bias = c.opt_tensor("bias");
+  const at::ScalarType dt = input.scalar_type();
+  if (weight.scalar_type() != dt || (bias && bias->scalar_type() != dt)) c.decline("mixed dtypes");
+  c.need(dtypes, dt, fn);
+  if (input.dim() < 3 || input.dim() > 5 || weight.dim() != input.dim() || input.numel() == 0)
+    c.decline("shapes the kernel does not take (PyTorch decides)");
+  const size_t n = static_cast<size_t>(input.dim() - 2);
+  const auto stride = per_dim(c.ints("stride"), n), padding = per_dim(c.ints("padding"), n),
+             dilation = per_dim(c.ints("dilation"), n),
+             out_pad = per_dim(c.ints("output_padding"), n);
+  if (stride.size() != n || padding.size() != n || dilation.size() != n || out_pad.size() != n)
+    c.decline("argument lengths PyTorch rejects");
+  const bool transposed = c.bool_("transposed");
+  const int64_t groups = c.int_("groups");
+  std::vector<int64_t> shape{input.size(0), transposed ? weight.size(1) * groups : weight.size(0)};
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t in = input.size(2 + i), k = weight.size(2 + i);
+    const int64_t o =
+        transposed ? (in - 1) * stride[i] - 2 * padding[i] + dilation[i] * (k - 1) + out_pad[i] + 1
+                   : (in + 2 * padding[i] - dilation[i] * (k - 1) - 1) / stride[i] + 1;
+    if (o <= 0) c.decline("an empty output (PyTorch's error)");
+    shape.push_back(o);
+  }
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = empty_result(c, shape, dt);
+  launch(c, ws, run, fn, Tensor(input), Tensor(weight), bias ? Tensor(*bias) : Tensor(),
+         IntArray(stride), IntArray(padding), IntArray(dilation), transposed, IntArray(out_pad),
+         groups, Tensor(r), kKeepDtype);
+  c.finish(r);
+}
+
+void convolution_backward(Call& c, ConvBwdWs ws, RunFn run, const char* fn,
+                          const DtypeSet& dtypes) {
+  const at::Tensor g = c.tensor("grad_output"), input = c.tensor("input"),
+                   weight = c.tensor("weight");
+  const at::ScalarType dt = input.scalar_type();
+  if (weight.scalar_type() != dt || g.scalar_type() != dt) c.decline("mixed dtypes");
+  c.need(dtypes, dt, fn);
+  if (input.dim() < 3 || input.dim() > 5 || weight.dim() != input.dim() || input.numel() == 0)
+    c.decline("shapes the kernel does not take (PyTorch decides)");
+  const size_t n = static_cast<size_t>(input.dim() - 2);
+  const auto stride = per_dim(c.ints("stride"), n), padding = per_dim(c.ints("padding"), n),
+             dilation = per_dim(c.ints("dilation"), n),
+             out_pad = per_dim(c.ints("output_padding"), n);
+  const auto bias_sizes = c.opt_ints("bias_sizes");
+  std::vector<bool> mask = c.bools("output_mask");
+  const int64_t groups = c.int_("groups");
+  const bool transposed = c.bool_("transposed");
+  const std::vector<int64_t> bsizes = bias_sizes ? *bias_sizes : std::vector<int64_t>{g.size(1)};
+  c10::DeviceGuard guard(c.device());
+  at::Tensor gi, gw, gb;
+  if (mask[0]) gi = empty_result(c, input.sizes(), dt);
+  if (mask[1]) gw = empty_result(c, weight.sizes(), dt);
+  if (mask[2]) gb = empty_result(c, bsizes, dt);
+  launch(c, ws, run, fn, Tensor(g), Tensor(input), Tensor(weight), IntArray(bsizes),
+         IntArray(stride), IntArray(padding), IntArray(dilation), transposed, IntArray(out_pad),
+         static_cast<int>(groups), BoolArray(mask), kKeepDtype,
+         gi.defined() ? Tensor(gi) : Tensor(), gw.defined() ? Tensor(gw) : Tensor(),
+         gb.defined() ? Tensor(gb) : Tensor());
+  c.finish(std::vector<at::Tensor>{gi, gw, gb});
+}
+
+}  // namespace tfl_ascend

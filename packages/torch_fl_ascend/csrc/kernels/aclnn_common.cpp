@@ -1,0 +1,457 @@
+#include "aclnn_common.h"
+
+#include <ATen/MemoryOverlap.h>
+#include <ATen/native/Resize.h>
+#include <c10/core/Event.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch_fl/runtime.h>
+
+#include <deque>
+#include <mutex>
+#include <string>
+
+// Exported by this package's runtime library (csrc/runtime/aclrt_runtime.cpp): the aclrtStream
+// behind a tfl_stream (nullptr: the device's default stream). 0 on success.
+extern "C" int tfl_ascend_native_stream(tfl_stream stream, int device, void** out);
+
+namespace tfl_ascend {
+
+bool DtypeSet::has(at::ScalarType t) const {
+  for (at::ScalarType x : types_)
+    if (x == t) return true;
+  return false;
+}
+
+std::string DtypeSet::text() const {
+  std::string s;
+  for (at::ScalarType x : types_) {
+    if (!s.empty()) s += ", ";
+    s += c10::toString(x);
+  }
+  return s;
+}
+
+Call::Call(const c10::OperatorHandle& op, torch::jit::Stack* stack, Form form)
+    : op_(op), stack_(stack), form_(form) {
+  const auto& schema = op.schema();
+  name_ = schema.operator_name().name +
+          (schema.overload_name().empty() ? "" : "." + schema.overload_name());
+  // Report the aten overload this kernel stands for.
+  const auto sep = name_.find("::");
+  if (sep != std::string::npos) name_ = "aten" + name_.substr(sep);
+  const size_t n = schema.arguments().size();
+  TORCH_INTERNAL_ASSERT(stack->size() >= n);
+  base_ = stack->size() - n;
+  std::optional<c10::Device> found;
+  auto visit = [&](const at::Tensor& t) {
+    if (!t.defined()) return;
+    if (t.device().is_privateuseone()) {
+      if (!found) {
+        found = t.device();
+      } else if (*found != t.device()) {
+        TORCH_CHECK(
+            false,
+            "Expected all tensors to be on the same device, but found at least two devices, ",
+            *found, " and ", t.device(), "! (", name_, ", vendor ascend)");
+      }
+    } else if (t.dim() != 0) {
+      TORCH_CHECK(false, "Expected all tensors to be on the same device, but got ", t.device(),
+                  " tensor with ", t.dim(), " dims in ", name_, " on flagos (vendor ascend)");
+    }
+  };
+  for (size_t i = base_; i < stack->size(); ++i) {
+    const c10::IValue& v = (*stack)[i];
+    if (v.isTensor()) visit(v.toTensor());
+    if (v.isTensorList())
+      for (const at::Tensor& t : v.toTensorList().vec()) visit(t);
+  }
+  if (found) device_ = *found;
+}
+
+static size_t index_of(const c10::OperatorHandle& op, const char* arg) {
+  auto i = op.schema().argumentIndexWithName(arg);
+  TORCH_INTERNAL_ASSERT(i.has_value(), "ascend kernel: ", op.schema().name(), " has no argument ",
+                        arg);
+  return *i;
+}
+
+bool Call::has(const char* arg) const {
+  return op_.schema().argumentIndexWithName(arg).has_value();
+}
+const c10::IValue& Call::arg(const char* a) const { return (*stack_)[base_ + index_of(op_, a)]; }
+at::Tensor Call::tensor(const char* a) const { return arg(a).toTensor(); }
+std::optional<at::Tensor> Call::opt_tensor(const char* a) const {
+  const auto& v = arg(a);
+  if (v.isNone()) return std::nullopt;
+  at::Tensor t = v.toTensor();
+  return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt;
+}
+std::vector<at::Tensor> Call::tensors(const char* a) const { return arg(a).toTensorList().vec(); }
+at::Scalar Call::scalar(const char* a) const { return arg(a).toScalar(); }
+int64_t Call::int_(const char* a) const { return arg(a).toInt(); }
+bool Call::bool_(const char* a) const { return arg(a).toBool(); }
+double Call::double_(const char* a) const { return arg(a).toDouble(); }
+std::optional<double> Call::opt_double(const char* a) const {
+  const auto& v = arg(a);
+  return v.isNone() ? std::nullopt : std::optional<double>(v.toDouble());
+}
+std::string Call::str(const char* a) const { return arg(a).toStringRef(); }
+std::vector<int64_t> Call::ints(const char* a) const { return arg(a).toIntVector(); }
+std::optional<std::vector<int64_t>> Call::opt_ints(const char* a) const {
+  const auto& v = arg(a);
+  return v.isNone() ? std::nullopt : std::optional<std::vector<int64_t>>(v.toIntVector());
+}
+std::vector<bool> Call::bools(const char* a) const {
+  const auto list = arg(a).toBoolList();
+  return std::vector<bool>(list.begin(), list.end());
+}
+std::optional<at::ScalarType> Call::opt_dtype(const char* a) const {
+  const auto& v = arg(a);
+  return v.isNone() ? std::nullopt : std::optional<at::ScalarType>(v.toScalarType());
+}
+
+at::Tensor Call::target() const {
+  const auto& args = op_.schema().arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].alias_info() && args[i].alias_info()->isWrite())
+      return (*stack_)[base_ + i].toTensor();
+  }
+  TORCH_INTERNAL_ASSERT(false, "ascend kernel: ", name_, " has no mutable argument");
+}
+
+void Call::decline(const std::string& why) const {
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "ascend (ACLNN) declines ", name_, " on ", device_, ": ", why);
+}
+
+void Call::need(const DtypeSet& dtypes, at::ScalarType t, const char* aclnn) const {
+  if (!dtypes.has(t)) {
+    decline(std::string("compute dtype ") + c10::toString(t) + " has no " + aclnn +
+            " kernel (it serves " + dtypes.text() + ")");
+  }
+}
+
+at::Tensor Call::output(at::IntArrayRef shape, at::ScalarType dtype, bool elementwise,
+                        std::initializer_list<at::Tensor> inputs) {
+  if (form_ == Form::Functional) return empty_result(*this, shape, dtype);
+  at::Tensor dst = target();
+  if (dst.scalar_type() != dtype || !dst.device().is_privateuseone())
+    return empty_result(*this, shape, dtype);
+  if (form_ == Form::Out) {
+    if (dst.sizes() != shape) {
+      // Resizing an out= that an input shares would change that input first.
+      for (const at::Tensor& in : inputs) {
+        if (in.defined() && at::get_overlap_status(dst, in) != at::MemOverlapStatus::No)
+          return empty_result(*this, shape, dtype);
+      }
+      at::native::resize_output(dst, shape);
+    }
+  } else if (dst.sizes() != shape) {
+    return empty_result(*this, shape, dtype);  // finish() raises PyTorch's shape error
+  }
+  if (at::has_internal_overlap(dst) != at::MemOverlap::No) return empty_result(*this, shape, dtype);
+  for (const at::Tensor& in : inputs) {
+    if (!in.defined()) continue;
+    const auto st = at::get_overlap_status(dst, in);
+    // An elementwise op may read and write the same elements (in-place); nothing else may.
+    if (st == at::MemOverlapStatus::Partial || (!elementwise && st == at::MemOverlapStatus::Full))
+      return empty_result(*this, shape, dtype);
+  }
+  return dst;
+}
+
+void Call::finish(const at::Tensor& result) { finish(std::vector<at::Tensor>{result}); }
+
+void Call::finish(const std::vector<at::Tensor>& results) {
+  const auto& schema = op_.schema();
+  std::vector<c10::IValue> out;
+  if (form_ == Form::Functional) {
+    for (const auto& r : results) out.emplace_back(r);
+  } else {
+    // out= and in-place: write through the caller's tensors, return them.
+    const auto& args = schema.arguments();
+    size_t k = 0;
+    for (size_t i = 0; i < args.size() && k < results.size(); ++i) {
+      if (!(args[i].alias_info() && args[i].alias_info()->isWrite())) continue;
+      at::Tensor dst = (*stack_)[base_ + i].toTensor();
+      const at::Tensor& r = results[k++];
+      if (!r.is_same(dst)) {
+        TORCH_CHECK(at::canCast(r.scalar_type(), dst.scalar_type()), "result type ",
+                    r.scalar_type(), " can't be cast to the desired output type ",
+                    dst.scalar_type(), " (", name_, ")");
+        if (form_ == Form::Out) {
+          at::native::resize_output(dst, r.sizes());
+        } else {
+          TORCH_CHECK(dst.sizes() == r.sizes(), "output with shape ", dst.sizes(),
+                      " doesn't match the broadcast shape ", r.sizes(), " (", name_, ")");
+        }
+        dst.copy_(r);
+      }
+      out.emplace_back(dst);
+    }
+  }
+  torch::jit::drop(*stack_, stack_->size() - base_);
+  for (auto& v : out) stack_->push_back(std::move(v));
+}
+
+aclDataType acl_dtype(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat:
+      return ACL_FLOAT;
+    case at::kHalf:
+      return ACL_FLOAT16;
+    case at::kBFloat16:
+      return ACL_BF16;
+    case at::kDouble:
+      return ACL_DOUBLE;
+    case at::kLong:
+      return ACL_INT64;
+    case at::kInt:
+      return ACL_INT32;
+    case at::kShort:
+      return ACL_INT16;
+    case at::kChar:
+      return ACL_INT8;
+    case at::kByte:
+      return ACL_UINT8;
+    case at::kBool:
+      return ACL_BOOL;
+    case at::kUInt16:
+      return ACL_UINT16;
+    case at::kUInt32:
+      return ACL_UINT32;
+    case at::kUInt64:
+      return ACL_UINT64;
+    case at::kComplexFloat:
+      return ACL_COMPLEX64;
+    case at::kComplexDouble:
+      return ACL_COMPLEX128;
+    default:
+      return ACL_DT_UNDEFINED;
+  }
+}
+
+at::Tensor on_device(const Call& c, const at::Tensor& t, at::ScalarType dtype) {
+  at::Tensor x = t;
+  if (!x.device().is_privateuseone()) x = x.to(c.device());  // a CPU 0-dim scalar
+  if (x.scalar_type() != dtype) x = x.to(dtype);
+  return x.resolve_conj().resolve_neg();
+}
+
+at::Tensor empty_result(const Call& c, at::IntArrayRef shape, at::ScalarType dtype) {
+  return at::empty(shape, at::TensorOptions().dtype(dtype).device(c.device()));
+}
+
+namespace {
+std::string recent_error() {
+  const char* m = aclGetRecentErrMsg();
+  return (m && *m) ? std::string(m) : std::string("(aclGetRecentErrMsg: no message)");
+}
+}  // namespace
+
+Tensor::Tensor(const at::Tensor& t) {
+  TORCH_INTERNAL_ASSERT(t.device().is_privateuseone(), "ascend kernel: a ", t.device(),
+                        " tensor reached an aclTensor");
+  const aclDataType dt = acl_dtype(t.scalar_type());
+  TORCH_CHECK(dt != ACL_DT_UNDEFINED, "ascend: dtype ", t.scalar_type(), " has no ACLNN form");
+  const std::vector<int64_t> dims = t.sizes().vec(), strides = t.strides().vec();
+  // The view over its whole storage: ACLNN reads sizes, strides and the offset as they are.
+  const c10::Storage& storage = t.storage();
+  const int64_t item = static_cast<int64_t>(t.element_size());
+  const int64_t storage_len = static_cast<int64_t>(storage.nbytes()) / item;
+  void* data = storage.nbytes() > 0 ? const_cast<void*>(storage.data()) : nullptr;
+  t_ = aclCreateTensor(dims.data(), dims.size(), dt, strides.data(), t.storage_offset(),
+                       ACL_FORMAT_ND, &storage_len, 1, data);
+  TORCH_CHECK(t_ != nullptr, "ascend: aclCreateTensor failed for a ", t.scalar_type(),
+              " tensor of ", t.sizes(), " (strides ", t.strides(), ", offset ", t.storage_offset(),
+              ") on ", t.device(), ": ", recent_error(), " (vendor ascend)");
+}
+
+Tensor::Tensor(Tensor&& o) noexcept : t_(o.t_) { o.t_ = nullptr; }
+Tensor& Tensor::operator=(Tensor&& o) noexcept {
+  if (this != &o) {
+    if (t_) aclDestroyTensor(t_);
+    t_ = o.t_;
+    o.t_ = nullptr;
+  }
+  return *this;
+}
+Tensor::~Tensor() {
+  if (t_) aclDestroyTensor(t_);
+}
+
+Scalar::Scalar(const at::Scalar& s, at::ScalarType like) {
+  TORCH_CHECK(!s.isComplex(), "ascend: complex scalars have no ACLNN form");
+  if (at::isFloatingType(like)) {
+    // Reduced-precision ops take their scalars in float32, as PyTorch's opmath does.
+    if (like == at::kDouble) {
+      double v = s.toDouble();
+      s_ = aclCreateScalar(&v, ACL_DOUBLE);
+    } else {
+      float v = s.toFloat();
+      s_ = aclCreateScalar(&v, ACL_FLOAT);
+    }
+  } else if (like == at::kBool) {
+    bool v = s.toBool();
+    s_ = aclCreateScalar(&v, ACL_BOOL);
+  } else if (s.isFloatingPoint()) {
+    float v = s.toFloat();
+    s_ = aclCreateScalar(&v, ACL_FLOAT);
+  } else {
+    int64_t v = s.toLong();
+    s_ = aclCreateScalar(&v, ACL_INT64);
+  }
+  TORCH_CHECK(s_ != nullptr, "ascend: aclCreateScalar failed: ", recent_error(),
+              " (vendor ascend)");
+}
+Scalar::~Scalar() {
+  if (s_) aclDestroyScalar(s_);
+}
+
+IntArray::IntArray(const std::vector<int64_t>& v) {
+  a_ = aclCreateIntArray(v.data(), v.size());
+  TORCH_CHECK(a_ != nullptr, "ascend: aclCreateIntArray failed: ", recent_error(),
+              " (vendor ascend)");
+}
+IntArray::~IntArray() {
+  if (a_) aclDestroyIntArray(a_);
+}
+
+BoolArray::BoolArray(const std::vector<bool>& v) {
+  std::unique_ptr<bool[]> flat(new bool[v.size() + 1]);  // std::vector<bool> is packed
+  for (size_t i = 0; i < v.size(); ++i) flat[i] = v[i];
+  a_ = aclCreateBoolArray(flat.get(), v.size());
+  TORCH_CHECK(a_ != nullptr, "ascend: aclCreateBoolArray failed: ", recent_error(),
+              " (vendor ascend)");
+}
+BoolArray::~BoolArray() {
+  if (a_) aclDestroyBoolArray(a_);
+}
+
+TensorList::TensorList(const std::vector<at::Tensor>& ts) {
+  TORCH_INTERNAL_ASSERT(ts.size() <= kMaxTensorList, "ascend kernel: a list of ", ts.size(),
+                        " tensors reached aclCreateTensorList unsplit");
+  std::vector<Tensor> owned;
+  owned.reserve(ts.size());
+  for (const at::Tensor& t : ts) owned.emplace_back(t);
+  std::vector<const aclTensor*> raw;
+  for (const Tensor& t : owned) raw.push_back(t.get());
+  l_ = aclCreateTensorList(raw.data(), raw.size());
+  TORCH_CHECK(l_ != nullptr, "ascend: aclCreateTensorList failed for ", ts.size(),
+              " tensors: ", recent_error(), " (vendor ascend)");
+  for (Tensor& t : owned) t.release();  // the list owns its tensors now
+}
+TensorList::~TensorList() {
+  if (l_) aclDestroyTensorList(l_);
+}
+
+aclrtStream current_stream(c10::Device device) {
+  const auto* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1);
+  const c10::Stream s = impl->getStream(device);
+  void* handle = nullptr;
+#if TORCH_FL_TORCH_MAJOR > 2 || TORCH_FL_TORCH_MINOR >= 11
+  handle = impl->getStreamNativeHandle(s);
+#else
+  // torch 2.10 cannot name the native stream: use the device's default one.
+  TORCH_CHECK(s.id() == 0, "ascend kernels need torch >= 2.11 to run on a non-default stream");
+#endif
+  void* acl = nullptr;
+  const int st = tfl_ascend_native_stream(static_cast<tfl_stream>(handle), device.index(), &acl);
+  TORCH_CHECK(st == 0, "ascend: cannot resolve the aclrtStream of ", device, " (status ", st,
+              ", vendor ascend)");
+  return static_cast<aclrtStream>(acl);
+}
+
+namespace {
+const char* status_name(aclnnStatus s) {
+  switch (s) {
+    case ACLNN_ERR_PARAM_NULLPTR:
+      return "ACLNN_ERR_PARAM_NULLPTR";
+    case ACLNN_ERR_PARAM_INVALID:
+      return "ACLNN_ERR_PARAM_INVALID";
+    case ACLNN_ERR_RUNTIME_ERROR:
+      return "ACLNN_ERR_RUNTIME_ERROR";
+    case ACLNN_ERR_INNER:
+      return "ACLNN_ERR_INNER";
+    case ACLNN_ERR_INNER_NULLPTR:
+      return "ACLNN_ERR_INNER_NULLPTR";
+    case ACLNN_ERR_INNER_INFERSHAPE_ERROR:
+      return "ACLNN_ERR_INNER_INFERSHAPE_ERROR";
+    case ACLNN_ERR_INNER_TILING_ERROR:
+      return "ACLNN_ERR_INNER_TILING_ERROR";
+    case ACLNN_ERR_INNER_FIND_KERNEL_ERROR:
+      return "ACLNN_ERR_INNER_FIND_KERNEL_ERROR";
+    default:
+      return "aclnnStatus";
+  }
+}
+
+// Workspaces whose op may still be queued: each is dropped once an event
+// recorded behind its op has completed. A process-lifetime object (the
+// runtime may be gone when statics are destroyed).
+struct KeepAlive {
+  struct Entry {
+    c10::Event event;
+    at::Tensor workspace;
+  };
+  std::mutex mutex;
+  std::deque<Entry> entries;
+
+  // Caller holds `mutex`. Entries complete in the order of their streams, not
+  // globally: every entry is polled (the list is short: ops drain it).
+  void drain() {
+    for (auto it = entries.begin(); it != entries.end();) {
+      if (it->event.query()) {
+        it = entries.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+};
+
+KeepAlive& keep_alive() {
+  static KeepAlive* k = new KeepAlive();
+  return *k;
+}
+}  // namespace
+
+void check(aclnnStatus status, const std::string& aclnn_fn, const Call& c) {
+  if (status == ACLNN_SUCCESS) return;
+  TORCH_CHECK(false, "flagos: ", aclnn_fn, " failed for ", c.name(), " on ", c.device(),
+              " (vendor ascend): status ", status, " (", status_name(status),
+              "): ", recent_error());
+}
+
+void execute(const Call& c, RunFn run, const char* aclnn, uint64_t size, aclOpExecutor* executor) {
+  at::Tensor ws;
+  void* ptr = nullptr;
+  if (size > 0) {
+    // From the flagos caching allocator, on the current stream: reuse of the block after this
+    // op is ordered by that stream.
+    ws = at::empty({static_cast<int64_t>(size)},
+                   at::TensorOptions().dtype(at::kByte).device(c.device()));
+    ptr = ws.data_ptr();
+  }
+  const auto* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1);
+  const c10::Stream stream = impl->getStream(c.device());
+  check(run(ptr, size, executor, current_stream(c.device())), aclnn, c);
+  if (!ws.defined()) return;
+  // Dropping `ws` now would return its block to the pool while the op is queued: fine for
+  // reuse on this stream, but empty_cache would hand the segment back to aclrtFree under the
+  // running op. Keep it until the stream has passed the op.
+  c10::Event event(c10::DeviceType::PrivateUse1);
+  event.record(stream);
+  KeepAlive& k = keep_alive();
+  std::lock_guard<std::mutex> g(k.mutex);
+  k.drain();
+  k.entries.push_back({std::move(event), std::move(ws)});
+}
+
+size_t pending_workspaces() {
+  KeepAlive& k = keep_alive();
+  std::lock_guard<std::mutex> g(k.mutex);
+  k.drain();
+  return k.entries.size();
+}
+
+}  // namespace tfl_ascend

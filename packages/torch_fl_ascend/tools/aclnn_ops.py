@@ -1,0 +1,338 @@
+"""The ops table of the ACLNN kernel generator (tools/gen_kernels.py), by category.
+
+Each entry names an aten operator, the category routine that serves it
+(csrc/kernels/aclnn_categories.h), the aten overloads it serves (functional, ``out=`` and in-place
+spellings where torch has them, so the in-place forms an optimizer uses reach the kernel too), the
+ACLNN function (``aclnn<Fn>``: the pair ``aclnn<Fn>GetWorkspaceSize`` + ``aclnn<Fn>``), the
+``aclnnop/`` header declaring it and the dtypes ACLNN computes it in. A call whose compute dtype is
+not listed is declined by the kernel (core serves it with its counted CPU fallback) and the route
+table sends that first-tensor dtype to ``cpu`` up front (``op[float64, ...] = cpu``).
+
+An overload spelled ``"_:X"`` is the in-place operator ``name_`` with overload ``X`` (``"_:"``
+alone: no overload). Adding an op is one line here, if its category exists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+#: Every dtype a route rule can name for these kernels (complex dtypes keep PyTorch's default).
+ALL_DTYPES = (
+    "float32",
+    "float16",
+    "bfloat16",
+    "float64",
+    "int64",
+    "int32",
+    "int16",
+    "int8",
+    "uint8",
+    "bool",
+)
+FLOATS = ("float32", "float16", "bfloat16")
+#: ACLNN has no float64 kernel outside cast/copy/fill.
+NO_DOUBLE = tuple(d for d in ALL_DTYPES if d != "float64")
+ARITH = FLOATS + ("int64", "int32", "int16", "int8", "uint8")
+SIGNED = FLOATS + ("int64", "int32", "int16", "int8")
+
+
+@dataclasses.dataclass(frozen=True)
+class Op:
+    #: aten base name, e.g. "add"
+    name: str
+    #: category routine in aclnn_categories.h
+    category: str
+    #: the aten overloads served ("" = the default overload)
+    overloads: tuple[str, ...]
+    #: the ACLNN function without its "aclnn" prefix, e.g. "Add"
+    fn: str
+    #: the header in include/aclnnop/ that declares it
+    header: str
+    #: dtypes (torch names) of the compute dtype ACLNN serves; others are declined
+    dtypes: tuple[str, ...] = NO_DOUBLE
+    #: extra C++ arguments for the category routine (after c, ws, run, name, dtypes)
+    args: str = ""
+
+    @property
+    def symbol(self) -> str:
+        return f"aclnn{self.fn}"
+
+
+def _u(name: str, fn: str, header: str, kind: str, dtypes: tuple[str, ...]) -> Op:
+    return Op(
+        name, "unary", ("", "out", "_:"), fn, header, dtypes, f"tfl_ascend::UnaryKind::{kind}"
+    )
+
+
+def _cmp(name: str, pascal: str) -> list[Op]:
+    snake = name
+    return [
+        Op(
+            name,
+            "compare",
+            ("Tensor", "Tensor_out", "_:Tensor"),
+            f"{pascal}Tensor",
+            f"aclnn_{snake}_tensor.h",
+            NO_DOUBLE,
+        ),
+        Op(
+            name,
+            "compare_scalar",
+            ("Scalar", "Scalar_out", "_:Scalar"),
+            f"{pascal}Scalar",
+            f"aclnn_{snake}_scalar.h",
+            NO_DOUBLE,
+        ),
+    ]
+
+
+_TENSOR = ("Tensor", "out", "_:Tensor")
+_SCALAR = ("Scalar", "_:Scalar")
+
+OPS: list[Op] = [
+    # ---- unary ----
+    _u("abs", "Abs", "aclnn_abs.h", "KeepsDtype", SIGNED),
+    _u("neg", "Neg", "aclnn_neg.h", "KeepsDtype", SIGNED),
+    _u("relu", "Relu", "aclnn_relu.h", "KeepsDtype", SIGNED + ("uint8",)),
+    _u("floor", "Floor", "aclnn_floor.h", "KeepsDtype", FLOATS),
+    _u("ceil", "Ceil", "aclnn_ceil.h", "KeepsDtype", FLOATS),
+    _u("exp", "Exp", "aclnn_exp.h", "ToFloat", FLOATS),
+    _u("log", "Log", "aclnn_log.h", "ToFloat", FLOATS),
+    _u("sqrt", "Sqrt", "aclnn_sqrt.h", "ToFloat", FLOATS),
+    _u("rsqrt", "Rsqrt", "aclnn_rsqrt.h", "ToFloat", FLOATS),
+    _u("sin", "Sin", "aclnn_sin.h", "ToFloat", FLOATS),
+    _u("cos", "Cos", "aclnn_cos.h", "ToFloat", FLOATS),
+    _u("tanh", "Tanh", "aclnn_tanh.h", "ToFloat", FLOATS),
+    _u("sigmoid", "Sigmoid", "aclnn_sigmoid.h", "ToFloat", FLOATS),
+    _u("reciprocal", "Reciprocal", "aclnn_reciprocal.h", "ToFloat", FLOATS),
+    _u("erf", "Erf", "aclnn_erf.h", "ToFloat", FLOATS),
+    _u("silu", "Silu", "aclnn_silu.h", "ToFloat", FLOATS),
+    _u("logical_not", "LogicalNot", "aclnn_logical_not.h", "Logical", NO_DOUBLE),
+    Op("gelu", "gelu", ("", "out", "_:"), "GeluV2", "aclnn_gelu_v2.h", FLOATS),
+    # ---- binary: tensor and scalar forms (the scalar forms take an aclScalar) ----
+    Op("add", "binary_alpha", _TENSOR, "Add", "aclnn_add.h", ARITH),
+    Op("add", "binary_alpha_scalar", _SCALAR, "Adds", "aclnn_add.h", ARITH),
+    Op("sub", "binary_alpha", _TENSOR, "Sub", "aclnn_sub.h", ARITH),
+    Op("sub", "binary_alpha_scalar", _SCALAR, "Subs", "aclnn_sub.h", ARITH),
+    Op("mul", "binary", _TENSOR, "Mul", "aclnn_mul.h", NO_DOUBLE, "tfl_ascend::BinaryKind::Arith"),
+    Op(
+        "mul",
+        "binary_scalar",
+        _SCALAR,
+        "Muls",
+        "aclnn_mul.h",
+        NO_DOUBLE,
+        "tfl_ascend::BinaryKind::Arith",
+    ),
+    Op("div", "binary", _TENSOR, "Div", "aclnn_div.h", FLOATS, "tfl_ascend::BinaryKind::TrueDiv"),
+    Op(
+        "div",
+        "binary_scalar",
+        _SCALAR,
+        "Divs",
+        "aclnn_div.h",
+        FLOATS,
+        "tfl_ascend::BinaryKind::TrueDiv",
+    ),
+    Op(
+        "maximum",
+        "binary",
+        ("", "out"),
+        "Maximum",
+        "aclnn_maximum.h",
+        NO_DOUBLE,
+        "tfl_ascend::BinaryKind::Arith",
+    ),
+    Op(
+        "minimum",
+        "binary",
+        ("", "out"),
+        "Minimum",
+        "aclnn_minimum.h",
+        NO_DOUBLE,
+        "tfl_ascend::BinaryKind::Arith",
+    ),
+    Op(
+        "pow",
+        "pow_tensor",
+        ("Tensor_Tensor", "Tensor_Tensor_out", "_:Tensor"),
+        "PowTensorTensor",
+        "aclnn_pow_tensor_tensor.h",
+        FLOATS,
+    ),
+    Op(
+        "pow",
+        "pow_scalar",
+        ("Tensor_Scalar", "Tensor_Scalar_out", "_:Scalar"),
+        "PowTensorScalar",
+        "aclnn_pow.h",
+        FLOATS,
+    ),
+    # ---- compare (bool results) ----
+    *_cmp("eq", "Eq"),
+    *_cmp("ne", "Ne"),
+    *_cmp("lt", "Lt"),
+    *_cmp("le", "Le"),
+    *_cmp("gt", "Gt"),
+    *_cmp("ge", "Ge"),
+    # ---- activation backward ----
+    Op(
+        "tanh_backward",
+        "backward2",
+        ("", "grad_input"),
+        "TanhBackward",
+        "aclnn_tanh_backward.h",
+        FLOATS,
+        '"grad_output", "output"',
+    ),
+    Op(
+        "sigmoid_backward",
+        "backward2",
+        ("", "grad_input"),
+        "SigmoidBackward",
+        "aclnn_sigmoid_backward.h",
+        FLOATS,
+        '"grad_output", "output"',
+    ),
+    Op(
+        "silu_backward",
+        "backward2",
+        ("", "grad_input"),
+        "SiluBackward",
+        "aclnn_silu_backward.h",
+        FLOATS,
+        '"grad_output", "self"',
+    ),
+    Op(
+        "threshold_backward",
+        "threshold_backward",
+        ("", "grad_input"),
+        "ThresholdBackward",
+        "aclnn_threshold_backward.h",
+        FLOATS,
+    ),
+    Op(
+        "gelu_backward",
+        "gelu_backward",
+        ("", "grad_input"),
+        "GeluBackwardV2",
+        "aclnn_gelu_backward_v2.h",
+        FLOATS,
+    ),
+    # ---- reductions ----
+    Op("sum", "reduce_sum", ("", "dim_IntList", "IntList_out"), "ReduceSum", "aclnn_reduce_sum.h"),
+    Op("mean", "reduce_mean", ("", "dim", "out"), "Mean", "aclnn_mean.h", FLOATS),
+    Op("amax", "reduce_extremum", ("", "out"), "Amax", "aclnn_amax.h", ARITH),
+    Op("amin", "reduce_extremum", ("", "out"), "Amin", "aclnn_amin.h", ARITH),
+    Op("max", "reduce_dim_index", ("dim", "dim_max"), "MaxDim", "aclnn_max_dim.h", ARITH),
+    Op("min", "reduce_dim_index", ("dim", "dim_min"), "MinDim", "aclnn_min_dim.h", ARITH),
+    Op("argmax", "reduce_arg", ("", "out"), "ArgMax", "aclnn_argmax.h", ARITH),
+    Op("argmin", "reduce_arg", ("", "out"), "ArgMin", "aclnn_argmin.h", ARITH),
+    Op("all", "reduce_bool", ("", "all_out", "dim", "dims"), "All", "aclnn_all.h"),
+    Op("any", "reduce_bool", ("", "all_out", "dim", "dims"), "Any", "aclnn_any.h"),
+    # ---- matmul family (cube unit: float32/16, bfloat16 only) ----
+    Op("mm", "mm", ("", "out"), "Mm", "aclnn_mm.h", FLOATS, "2"),
+    Op("bmm", "mm", ("", "out"), "BatchMatMul", "aclnn_batch_matmul.h", FLOATS, "3"),
+    Op("addmm", "addmm", ("", "out", "_:"), "Addmm", "aclnn_addmm.h", FLOATS),
+    # ---- softmax forward / backward ----
+    Op("_softmax", "softmax", ("", "out"), "Softmax", "aclnn_softmax.h", FLOATS),
+    Op("_log_softmax", "softmax", ("", "out"), "LogSoftmax", "aclnn_log_softmax.h", FLOATS),
+    Op(
+        "_softmax_backward_data",
+        "softmax_backward",
+        ("", "out"),
+        "SoftmaxBackward",
+        "aclnn_softmax_backward.h",
+        FLOATS,
+    ),
+    Op(
+        "_log_softmax_backward_data",
+        "softmax_backward",
+        ("", "out"),
+        "LogSoftmaxBackward",
+        "aclnn_log_softmax_backward.h",
+        FLOATS,
+    ),
+    # ---- norms ----
+    Op("native_layer_norm", "layer_norm", ("",), "LayerNorm", "aclnn_layer_norm.h", FLOATS),
+    Op(
+        "native_layer_norm_backward",
+        "layer_norm_backward",
+        ("",),
+        "LayerNormBackward",
+        "aclnn_layer_norm_backward.h",
+        FLOATS,
+    ),
+    Op("_fused_rms_norm", "rms_norm", ("",), "RmsNorm", "aclnn_rms_norm.h", FLOATS),
+    # ---- indexing ----
+    Op("embedding", "embedding", ("",), "Embedding", "aclnn_embedding.h", NO_DOUBLE),
+    Op(
+        "embedding_dense_backward",
+        "embedding_backward",
+        ("", "out"),
+        "EmbeddingDenseBackward",
+        "aclnn_embedding_dense_backward.h",
+        FLOATS,
+    ),
+    Op("index_select", "index_select", ("", "out"), "IndexSelect", "aclnn_index_select.h"),
+    Op("gather", "gather", ("", "out"), "Gather", "aclnn_gather.h"),
+    Op(
+        "scatter",
+        "scatter",
+        ("src", "src_out", "_:src", "reduce", "reduce_out", "_:reduce"),
+        "Scatter",
+        "aclnn_scatter.h",
+    ),
+    Op("scatter_add", "scatter_add", ("", "out", "_:"), "ScatterAdd", "aclnn_scatter_add.h", ARITH),
+    # ---- lists (more than 50 tensors are split: ACLNN lists take at most 50) ----
+    Op("cat", "cat", ("", "out"), "Cat", "aclnn_cat.h"),
+    Op("stack", "stack", ("", "out"), "Stack", "aclnn_stack.h"),
+    # ---- selection, fills, factories ----
+    Op("where", "where", ("self", "self_out"), "SWhere", "aclnn_s_where.h"),
+    Op(
+        "masked_fill",
+        "masked_fill",
+        ("Scalar", "_:Scalar"),
+        "InplaceMaskedFillScalar",
+        "aclnn_masked_fill_scalar.h",
+    ),
+    Op("fill", "fill", ("_:Scalar",), "InplaceFillScalar", "aclnn_fill_scalar.h", ALL_DTYPES),
+    Op("zero", "zero", ("_:",), "InplaceZero", "aclnn_zero.h", ALL_DTYPES),
+    Op("arange", "arange", ("start_out",), "Arange", "aclnn_arange.h", ARITH),
+    # ---- convolution ----
+    Op("convolution", "convolution", ("",), "Convolution", "aclnn_convolution.h", FLOATS),
+    Op(
+        "convolution_backward",
+        "convolution_backward",
+        ("",),
+        "ConvolutionBackward",
+        "aclnn_convolution_backward.h",
+        FLOATS,
+    ),
+]
+
+#: Kernels written by hand (csrc/kernels/amp_kernels.cpp): aten overload -> (the ACLNN functions
+#: they call, their headers, the dtypes served). Their schema is defined only when all exist.
+HANDWRITTEN: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "_amp_foreach_non_finite_check_and_unscale_": (
+        ("aclnnForeachNonFiniteCheckAndUnscale",),
+        FLOATS,
+    ),
+    "_amp_update_scale_": (("aclnnAmpUpdateScale",), ("float32",)),
+}
+
+
+def aten_overloads(op: Op) -> list[tuple[str, str]]:
+    """(operator name, overload name) pairs, e.g. ("add_", "Tensor")."""
+    out = []
+    for spelled in op.overloads:
+        if spelled.startswith("_:"):
+            out.append((f"{op.name}_", spelled[2:]))
+        else:
+            out.append((op.name, spelled))
+    return out
+
+
+def declined_dtypes(dtypes: tuple[str, ...]) -> tuple[str, ...]:
+    """The dtypes of ALL_DTYPES an op does not serve, in ALL_DTYPES order."""
+    return tuple(d for d in ALL_DTYPES if d not in dtypes)
