@@ -1,0 +1,1 @@
+"""The Ascend route table (``routes/ascend.conf``) and its generator (:mod:`.generate`)."""
