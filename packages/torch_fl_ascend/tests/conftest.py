@@ -43,7 +43,9 @@ def ascend():
     if torch_fl.vendor().name != "ascend":
         pytest.fail(f"these tests need the ascend vendor, got {torch_fl.vendor().name!r}")
     if not torch.flagos.is_available():
-        pytest.fail("ascend vendor active but no device: " + torch_fl.vendors.active().absent_reason)
+        pytest.fail(
+            "ascend vendor active but no device: " + torch_fl.vendors.active().absent_reason
+        )
     return torch.flagos
 
 
