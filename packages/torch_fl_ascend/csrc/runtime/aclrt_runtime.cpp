@@ -1,0 +1,1188 @@
+// The torch-fl runtime table (include/torch_fl/runtime.h) over CANN's aclrt. Compiled against
+// the toolkit's acl/acl.h and runtime.h only, no torch.
+//
+// What CANN requires, and how this file meets it:
+//  - aclInit once per process, before any aclrt call. A repeat returns
+//    ACL_ERROR_REPEAT_INITIALIZE, accepted: the application (or another library) may have
+//    initialised first.
+//  - device pointers are device-scoped: every call touching one runs with its owning NPU
+//    current (H2D: dst decides; D2H, D2D, memset, free: src/ptr). Ownership is tracked here
+//    (start, size, device) for every malloc: aclrtPointerGetAttributes only exists in recent
+//    toolkits, reports no allocation bounds, and an interior pointer's allocation is what
+//    pointer_info and the overrun checks need.
+//  - a stream belongs to the NPU current when it was created, and is used with that NPU current.
+//  - copies between NPUs need aclrtDeviceEnablePeerAccess in both directions (once per pair,
+//    each with its own NPU current), then an ACL_MEMCPY_DEVICE_TO_DEVICE copy issued with the
+//    source NPU current on a source-NPU stream.
+//  - aclrtMemcpyAsync with host memory needs aclrtMallocHost memory (CANN: other host memory
+//    "fails unpredictably at execution"); pageable host memory is copied synchronously after
+//    the stream's earlier work instead. Async host-to-host copies are not supported by
+//    aclrtMemcpyAsync: done on the host once the stream has drained.
+//  - host functions: aclrtLaunchCallback(ACL_CALLBACK_BLOCK) runs fn on a thread subscribed to
+//    the stream (aclrtSubscribeReport) that serves aclrtProcessReport; BLOCK holds later work on
+//    the stream until fn returned, the ordering runtime.h asks for.
+//  - aclrtStreamQuery reports COMPLETE=0 / NOT_READY=1 but aclrtQueryEventStatus reports
+//    NOT_READY=0 / COMPLETE=1: each is compared with its own enum's names, never with 0.
+//  - aclrtDestroyStream needs the stream drained first: stream_destroy synchronizes it.
+#include <acl/acl.h>
+#include <pthread.h>
+#include <torch_fl/runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#define TFL_ASCEND_API extern "C" __attribute__((visibility("default")))
+
+struct tfl_stream_st {
+  aclrtStream stream;
+  int device;
+  std::mutex subscribe_mutex;
+  bool subscribed = false;  // to its device's report thread (first launch_host_func)
+};
+
+struct tfl_event_st {
+  std::mutex mutex;
+  aclrtEvent event;
+  int device;  // where `event` was created: the device of the stream it was last recorded on
+  uint32_t flags;
+  bool recorded = false;
+};
+
+namespace {
+
+thread_local std::string t_error;
+
+// ---- status mapping and messages ----
+
+const char* acl_error_name(aclError e) {
+  switch (e) {
+    case ACL_SUCCESS:
+      return "ACL_SUCCESS";
+    case ACL_ERROR_INVALID_PARAM:
+      return "ACL_ERROR_INVALID_PARAM";
+    case ACL_ERROR_UNINITIALIZE:
+      return "ACL_ERROR_UNINITIALIZE";
+    case ACL_ERROR_REPEAT_INITIALIZE:
+      return "ACL_ERROR_REPEAT_INITIALIZE";
+    case ACL_ERROR_BAD_ALLOC:
+      return "ACL_ERROR_BAD_ALLOC";
+    case ACL_ERROR_API_NOT_SUPPORT:
+      return "ACL_ERROR_API_NOT_SUPPORT";
+    case ACL_ERROR_INVALID_DEVICE:
+      return "ACL_ERROR_INVALID_DEVICE";
+    case ACL_ERROR_MEMORY_ADDRESS_UNALIGNED:
+      return "ACL_ERROR_MEMORY_ADDRESS_UNALIGNED";
+    case ACL_ERROR_RESOURCE_NOT_MATCH:
+      return "ACL_ERROR_RESOURCE_NOT_MATCH";
+    case ACL_ERROR_INVALID_RESOURCE_HANDLE:
+      return "ACL_ERROR_INVALID_RESOURCE_HANDLE";
+    case ACL_ERROR_FEATURE_UNSUPPORTED:
+      return "ACL_ERROR_FEATURE_UNSUPPORTED";
+    case ACL_ERROR_STORAGE_OVER_LIMIT:
+      return "ACL_ERROR_STORAGE_OVER_LIMIT";
+    case ACL_ERROR_INTERNAL_ERROR:
+      return "ACL_ERROR_INTERNAL_ERROR";
+    case ACL_ERROR_FAILURE:
+      return "ACL_ERROR_FAILURE";
+    case ACL_ERROR_RT_PARAM_INVALID:
+      return "ACL_ERROR_RT_PARAM_INVALID";
+    case ACL_ERROR_RT_INVALID_DEVICEID:
+      return "ACL_ERROR_RT_INVALID_DEVICEID";
+    case ACL_ERROR_RT_CONTEXT_NULL:
+      return "ACL_ERROR_RT_CONTEXT_NULL";
+    case ACL_ERROR_RT_STREAM_CONTEXT:
+      return "ACL_ERROR_RT_STREAM_CONTEXT";
+    case ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID:
+      return "ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID";
+    case ACL_ERROR_RT_EVENT_TIMESTAMP_REVERSAL:
+      return "ACL_ERROR_RT_EVENT_TIMESTAMP_REVERSAL";
+    case ACL_ERROR_RT_STREAM_SUBSCRIBE:
+      return "ACL_ERROR_RT_STREAM_SUBSCRIBE";
+    case ACL_ERROR_RT_THREAD_SUBSCRIBE:
+      return "ACL_ERROR_RT_THREAD_SUBSCRIBE";
+    case ACL_ERROR_RT_STREAM_NO_CB_REG:
+      return "ACL_ERROR_RT_STREAM_NO_CB_REG";
+    case ACL_ERROR_RT_INVALID_MEMORY_TYPE:
+      return "ACL_ERROR_RT_INVALID_MEMORY_TYPE";
+    case ACL_ERROR_RT_INVALID_HANDLE:
+      return "ACL_ERROR_RT_INVALID_HANDLE";
+    case ACL_ERROR_RT_INVALID_MALLOC_TYPE:
+      return "ACL_ERROR_RT_INVALID_MALLOC_TYPE";
+    case ACL_ERROR_RT_WAIT_TIMEOUT:
+      return "ACL_ERROR_RT_WAIT_TIMEOUT";
+    case ACL_ERROR_RT_FEATURE_NOT_SUPPORT:
+      return "ACL_ERROR_RT_FEATURE_NOT_SUPPORT";
+    case ACL_ERROR_RT_MEMORY_ALLOCATION:
+      return "ACL_ERROR_RT_MEMORY_ALLOCATION";
+    case ACL_ERROR_RT_MEMORY_FREE:
+      return "ACL_ERROR_RT_MEMORY_FREE";
+    case ACL_ERROR_RT_NO_DEVICE:
+      return "ACL_ERROR_RT_NO_DEVICE";
+    case ACL_ERROR_RT_NO_PERMISSION:
+      return "ACL_ERROR_RT_NO_PERMISSION";
+    case ACL_ERROR_RT_INTERNAL_ERROR:
+      return "ACL_ERROR_RT_INTERNAL_ERROR";
+    case ACL_ERROR_RT_STREAM_NOT_COMPLETE:
+      return "ACL_ERROR_RT_STREAM_NOT_COMPLETE";
+    case ACL_ERROR_RT_EVENT_NOT_COMPLETE:
+      return "ACL_ERROR_RT_EVENT_NOT_COMPLETE";
+    case ACL_ERROR_RT_REPORT_TIMEOUT:
+      return "ACL_ERROR_RT_REPORT_TIMEOUT";
+    case ACL_ERROR_RT_AICORE_EXCEPTION:
+      return "ACL_ERROR_RT_AICORE_EXCEPTION";
+    case ACL_ERROR_RT_DEV_SETUP_ERROR:
+      return "ACL_ERROR_RT_DEV_SETUP_ERROR";
+    default:
+      return nullptr;
+  }
+}
+
+tfl_status to_status(aclError e) {
+  switch (e) {
+    case ACL_SUCCESS:
+      return TFL_OK;
+    case ACL_ERROR_INVALID_PARAM:
+    case ACL_ERROR_RT_PARAM_INVALID:
+    case ACL_ERROR_MEMORY_ADDRESS_UNALIGNED:
+      return TFL_ERROR_INVALID_VALUE;
+    case ACL_ERROR_UNINITIALIZE:
+      return TFL_ERROR_NOT_INITIALIZED;
+    case ACL_ERROR_BAD_ALLOC:
+    case ACL_ERROR_RT_MEMORY_ALLOCATION:
+      return TFL_ERROR_OUT_OF_MEMORY;
+    case ACL_ERROR_INVALID_DEVICE:
+    case ACL_ERROR_RT_INVALID_DEVICEID:
+    case ACL_ERROR_RT_NO_DEVICE:
+      return TFL_ERROR_INVALID_DEVICE;
+    case ACL_ERROR_INVALID_RESOURCE_HANDLE:
+    case ACL_ERROR_RT_INVALID_HANDLE:
+    case ACL_ERROR_RT_STREAM_CONTEXT:
+      return TFL_ERROR_INVALID_HANDLE;
+    case ACL_ERROR_RT_INVALID_MEMORY_TYPE:
+    case ACL_ERROR_RT_MEMORY_FREE:
+      return TFL_ERROR_INVALID_POINTER;
+    case ACL_ERROR_API_NOT_SUPPORT:
+    case ACL_ERROR_FEATURE_UNSUPPORTED:
+    case ACL_ERROR_RT_FEATURE_NOT_SUPPORT:
+      return TFL_ERROR_NOT_SUPPORTED;
+    case ACL_ERROR_RT_STREAM_NOT_COMPLETE:
+    case ACL_ERROR_RT_EVENT_NOT_COMPLETE:
+      return TFL_ERROR_NOT_READY;
+    default:
+      return TFL_ERROR_DEVICE;
+  }
+}
+
+std::string acl_error_text(aclError e) {
+  const char* name = acl_error_name(e);
+  return std::string(name ? name : "aclError") + " (aclError " + std::to_string(e) + ")";
+}
+
+// "aclrtMalloc(&p, size, ...)" -> "aclrtMalloc": the call's name for messages.
+std::string call_name(const char* expr) {
+  const char* paren = std::strchr(expr, '(');
+  return paren ? std::string(expr, paren) : std::string(expr);
+}
+
+// The toolkit's text for the calling thread's latest failure (real CANN clears it on read),
+// trimmed and bounded: it can be a multi-line report with a traceback.
+std::string recent_error_message() {
+  const char* raw = aclGetRecentErrMsg();
+  if (!raw) return "";
+  std::string s(raw, strnlen(raw, 2048));
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// Records "<call> on Ascend NPU N failed: <status> (aclError N); <detail>; CANN: <message>"
+// and maps the status.
+tfl_status fail_acl(const std::string& call, int device, aclError e,
+                    const std::string& detail = "") {
+  const std::string recent = recent_error_message();
+  std::string msg = call;
+  if (device >= 0) msg += " on Ascend NPU " + std::to_string(device);
+  msg += " failed: " + acl_error_text(e);
+  if (!detail.empty()) msg += "; " + detail;
+  if (!recent.empty()) msg += "; CANN: " + recent;
+  t_error = std::move(msg);
+  return to_status(e);
+}
+
+tfl_status fail(tfl_status s, const std::string& msg) {
+  t_error = "aclrt runtime: " + msg;
+  return s;
+}
+
+#define ACL_CHECK(device, call, ...)                                                       \
+  do {                                                                                     \
+    const aclError _e = (call);                                                            \
+    if (_e != ACL_SUCCESS) return fail_acl(call_name(#call), (device), _e, ##__VA_ARGS__); \
+  } while (0)
+
+std::string ptr_text(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%p", p);
+  return buf;
+}
+
+// ---- initialisation ----
+
+std::mutex g_init_mutex;
+std::atomic<bool> g_ready{false};
+int g_count = 0;
+
+std::mutex g_default_mutex;
+std::vector<tfl_stream_st*> g_default;  // per device, created lazily with that device current
+
+tfl_status rt_init() {
+  if (g_ready.load(std::memory_order_acquire)) return TFL_OK;
+  std::lock_guard<std::mutex> lock(g_init_mutex);
+  if (g_ready.load(std::memory_order_relaxed)) return TFL_OK;
+  const aclError e = aclInit(nullptr);
+  if (e != ACL_SUCCESS && e != ACL_ERROR_REPEAT_INITIALIZE) return fail_acl("aclInit", -1, e);
+  uint32_t n = 0;
+  const aclError c = aclrtGetDeviceCount(&n);
+  if (c == ACL_ERROR_RT_NO_DEVICE) {
+    n = 0;  // initialised, but no NPU: device_count reports 0
+  } else if (c != ACL_SUCCESS) {
+    return fail_acl("aclrtGetDeviceCount", -1, c);
+  }
+  {
+    std::lock_guard<std::mutex> l2(g_default_mutex);
+    g_default.assign(n, nullptr);
+  }
+  g_count = static_cast<int>(n);
+  g_ready.store(true, std::memory_order_release);
+  return TFL_OK;
+}
+
+#define READY() \
+  if (tfl_status _st = rt_init()) return _st
+
+tfl_status check_device(int device) {
+  if (device < 0 || device >= g_count) {
+    return fail(TFL_ERROR_INVALID_DEVICE, "no Ascend NPU " + std::to_string(device) + " (" +
+                                              std::to_string(g_count) + " visible)");
+  }
+  return TFL_OK;
+}
+
+// The calling thread's device. A thread that never chose one is on NPU 0 (as with CUDA); CANN
+// has no current device until aclrtSetDevice, so that is made explicit here.
+aclError thread_device(int32_t* device) {
+  if (aclrtGetDevice(device) == ACL_SUCCESS) return ACL_SUCCESS;
+  (void)aclGetRecentErrMsg();  // consume the "no context" text: it is not an error here
+  const aclError e = aclrtSetDevice(0);
+  if (e == ACL_SUCCESS) *device = 0;
+  return e;
+}
+
+#define CURRENT(var)                                                                 \
+  int32_t var = -1;                                                                  \
+  do {                                                                               \
+    const aclError _ce = thread_device(&var);                                        \
+    if (_ce != ACL_SUCCESS)                                                          \
+      return fail_acl("aclrtSetDevice", 0, _ce, "making NPU 0 the thread's device"); \
+  } while (0)
+
+// Makes `device` current for the scope (aclrt acts on the current device), then restores.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    status_ = thread_device(&prev_);
+    if (status_ != ACL_SUCCESS) return;
+    if (prev_ != device) {
+      status_ = aclrtSetDevice(device);
+      switched_ = status_ == ACL_SUCCESS;
+    }
+  }
+  ~DeviceScope() {
+    if (switched_) (void)aclrtSetDevice(prev_);
+  }
+  aclError status() const { return status_; }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int32_t prev_ = -1;
+  bool switched_ = false;
+  aclError status_ = ACL_SUCCESS;
+};
+
+#define ENTER_DEVICE(device)  \
+  DeviceScope _scope(device); \
+  if (_scope.status() != ACL_SUCCESS) return fail_acl("aclrtSetDevice", (device), _scope.status())
+
+// ---- allocations: every device and pinned allocation goes through this file ----
+
+struct Allocation {
+  uintptr_t start = 0;
+  size_t size = 0;
+  int device = -1;  // -1: pinned host
+};
+
+std::shared_mutex g_ptr_mutex;
+std::map<uintptr_t, std::pair<size_t, int>> g_device_ptrs;  // start -> (size, device)
+std::map<uintptr_t, size_t> g_host_ptrs;                    // start -> size (aclrtMallocHost)
+
+bool find_in(const std::map<uintptr_t, std::pair<size_t, int>>& m, const void* p, Allocation* out) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  auto it = m.upper_bound(a);
+  if (it == m.begin()) return false;
+  --it;
+  if (a >= it->first + std::max<size_t>(it->second.first, 1)) return false;
+  *out = Allocation{it->first, it->second.first, it->second.second};
+  return true;
+}
+
+// The device allocation containing p, if any.
+bool device_allocation(const void* p, Allocation* out) {
+  std::shared_lock<std::shared_mutex> lock(g_ptr_mutex);
+  return find_in(g_device_ptrs, p, out);
+}
+
+int owner_of(const void* p) {
+  Allocation a;
+  return device_allocation(p, &a) ? a.device : -1;
+}
+
+// Whether [p, p + n) lies inside one aclrtMallocHost allocation.
+bool pinned_range(const void* p, size_t n) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  std::shared_lock<std::shared_mutex> lock(g_ptr_mutex);
+  auto it = g_host_ptrs.upper_bound(a);
+  if (it == g_host_ptrs.begin()) return false;
+  --it;
+  return a >= it->first && a + n <= it->first + it->second && a < it->first + it->second;
+}
+
+// [p, p + n) must stay inside p's device allocation: the toolkit would fault at execution,
+// after the call returned success.
+tfl_status check_range(const char* what, const void* p, size_t n) {
+  Allocation a;
+  if (!device_allocation(p, &a)) return TFL_OK;
+  const uintptr_t off = reinterpret_cast<uintptr_t>(p) - a.start;
+  if (off + n > a.size) {
+    return fail(TFL_ERROR_INVALID_VALUE,
+                std::string(what) + " " + ptr_text(p) + ": " + std::to_string(n) +
+                    " bytes at offset " + std::to_string(off) + " overrun its allocation of " +
+                    std::to_string(a.size) + " bytes on Ascend NPU " + std::to_string(a.device));
+  }
+  return TFL_OK;
+}
+
+// ---- streams ----
+
+tfl_status new_stream(int device, tfl_stream_st** out) {
+  aclrtStream s = nullptr;
+  // Priority is not passed on: CANN's training parts take only 0 (a reserved value).
+  // FAST_LAUNCH: resources reserved at creation instead of on each first launch.
+  ACL_CHECK(device, aclrtCreateStreamWithConfig(&s, 0, ACL_STREAM_FAST_LAUNCH));
+  auto* st = new tfl_stream_st();
+  st->stream = s;
+  st->device = device;
+  *out = st;
+  return TFL_OK;
+}
+
+// The runtime's default stream of `device`: a created stream rather than CANN's NULL stream,
+// so it can be subscribed for host functions and ordered like any other stream.
+tfl_status default_stream(int device, tfl_stream_st** out) {
+  std::lock_guard<std::mutex> lock(g_default_mutex);
+  if (tfl_status s = check_device(device)) return s;
+  if (!g_default[device]) {
+    ENTER_DEVICE(device);
+    if (tfl_status s = new_stream(device, &g_default[device])) return s;
+  }
+  *out = g_default[device];
+  return TFL_OK;
+}
+
+// NULL -> the current device's default stream.
+tfl_status resolve(tfl_stream s, tfl_stream_st** out) {
+  if (s) {
+    *out = s;
+    return TFL_OK;
+  }
+  CURRENT(device);
+  return default_stream(device, out);
+}
+
+#define RESOLVE(var, s)         \
+  tfl_stream_st* var = nullptr; \
+  if (tfl_status _rs = resolve((s), &var)) return _rs
+
+// Makes `waiter` wait for the work queued so far on `signal`.
+tfl_status stream_after(tfl_stream_st* waiter, tfl_stream_st* signal) {
+  if (waiter == signal) return TFL_OK;
+  aclrtEvent ev = nullptr;
+  {
+    ENTER_DEVICE(signal->device);
+    ACL_CHECK(signal->device, aclrtCreateEventWithFlag(&ev, ACL_EVENT_SYNC));
+    const aclError e = aclrtRecordEvent(ev, signal->stream);
+    if (e != ACL_SUCCESS) {
+      const tfl_status s = fail_acl("aclrtRecordEvent", signal->device, e);
+      (void)aclrtDestroyEvent(ev);
+      return s;
+    }
+  }
+  aclError e = ACL_SUCCESS;
+  {
+    DeviceScope scope(waiter->device);
+    e = scope.status() != ACL_SUCCESS ? scope.status() : aclrtStreamWaitEvent(waiter->stream, ev);
+  }
+  const tfl_status s =
+      e == ACL_SUCCESS ? TFL_OK : fail_acl("aclrtStreamWaitEvent", waiter->device, e);
+  {
+    // The runtime keeps the event's resources until the queued wait has used them.
+    DeviceScope back(signal->device);
+    (void)aclrtDestroyEvent(ev);
+  }
+  return s;
+}
+
+// ---- host functions: one report thread per device serves aclrtProcessReport ----
+
+struct Reporter {
+  std::atomic<uint64_t> thread_id{0};
+  std::atomic<bool> started{false};
+  std::atomic<bool> finished{false};
+  aclError setup_status = ACL_SUCCESS;
+};
+
+std::mutex g_reporter_mutex;
+std::map<int, Reporter*> g_reporters;
+std::atomic<bool> g_stop_reporters{false};
+
+void reporter_main(int device, Reporter* r) {
+  // Callbacks run in the context of the stream's device.
+  r->setup_status = aclrtSetDevice(device);
+  r->thread_id.store(static_cast<uint64_t>(pthread_self()), std::memory_order_release);
+  r->started.store(true, std::memory_order_release);
+  while (r->setup_status == ACL_SUCCESS && !g_stop_reporters.load(std::memory_order_acquire)) {
+    // A timeout returns so that process exit can stop the thread; failing calls (no stream
+    // subscribed yet) must not spin.
+    const aclError e = aclrtProcessReport(100);
+    if (e != ACL_SUCCESS && e != ACL_ERROR_RT_REPORT_TIMEOUT) {
+      (void)aclGetRecentErrMsg();
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  r->finished.store(true, std::memory_order_release);
+}
+
+// At exit, report threads stop within one aclrtProcessReport timeout; one stuck in a host
+// function is left behind rather than hanging the exit.
+void stop_reporters() {
+  g_stop_reporters.store(true, std::memory_order_release);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  std::lock_guard<std::mutex> lock(g_reporter_mutex);
+  for (auto& kv : g_reporters) {
+    while (!kv.second->finished.load(std::memory_order_acquire) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+}
+
+tfl_status reporter_for(int device, uint64_t* thread_id) {
+  std::lock_guard<std::mutex> lock(g_reporter_mutex);
+  Reporter*& r = g_reporters[device];
+  if (!r) {
+    static std::once_flag exit_hook;
+    std::call_once(exit_hook, [] { std::atexit(stop_reporters); });
+    r = new Reporter();
+    std::thread(reporter_main, device, r).detach();
+    while (!r->started.load(std::memory_order_acquire)) std::this_thread::yield();
+  }
+  if (r->setup_status != ACL_SUCCESS) {
+    return fail_acl("aclrtSetDevice", device, r->setup_status,
+                    "on the host-function report thread");
+  }
+  *thread_id = r->thread_id.load(std::memory_order_acquire);
+  return TFL_OK;
+}
+
+tfl_status subscribe(tfl_stream_st* st) {
+  std::lock_guard<std::mutex> lock(st->subscribe_mutex);
+  if (st->subscribed) return TFL_OK;
+  uint64_t tid = 0;
+  if (tfl_status s = reporter_for(st->device, &tid)) return s;
+  ENTER_DEVICE(st->device);
+  ACL_CHECK(st->device, aclrtSubscribeReport(tid, st->stream));
+  st->subscribed = true;
+  return TFL_OK;
+}
+
+// ---- copies ----
+
+const char* kind_name(tfl_memcpy_kind k) {
+  switch (k) {
+    case TFL_MEMCPY_HOST_TO_HOST:
+      return "HostToHost";
+    case TFL_MEMCPY_HOST_TO_DEVICE:
+      return "HostToDevice";
+    case TFL_MEMCPY_DEVICE_TO_HOST:
+      return "DeviceToHost";
+    case TFL_MEMCPY_DEVICE_TO_DEVICE:
+      return "DeviceToDevice";
+  }
+  return "?";
+}
+
+aclrtMemcpyKind acl_kind(tfl_memcpy_kind k) {
+  switch (k) {
+    case TFL_MEMCPY_HOST_TO_HOST:
+      return ACL_MEMCPY_HOST_TO_HOST;
+    case TFL_MEMCPY_HOST_TO_DEVICE:
+      return ACL_MEMCPY_HOST_TO_DEVICE;
+    case TFL_MEMCPY_DEVICE_TO_HOST:
+      return ACL_MEMCPY_DEVICE_TO_HOST;
+    case TFL_MEMCPY_DEVICE_TO_DEVICE:
+      return ACL_MEMCPY_DEVICE_TO_DEVICE;
+  }
+  return ACL_MEMCPY_DEFAULT;
+}
+
+std::string where(int device) {
+  return device >= 0 ? "Ascend NPU " + std::to_string(device) : std::string("host");
+}
+
+// The device a copy runs on (the one owning the pointer that decides; for D2D the source) and,
+// for D2D, the destination's device. A kind that does not fit the pointers is refused.
+tfl_status copy_device(void* dst, const void* src, size_t n, tfl_memcpy_kind kind, int* device,
+                       int* other) {
+  const int d = owner_of(dst), s = owner_of(src);
+  *other = -1;
+  bool fits = false;
+  switch (kind) {
+    case TFL_MEMCPY_HOST_TO_HOST:
+      fits = d < 0 && s < 0;
+      *device = -1;
+      break;
+    case TFL_MEMCPY_HOST_TO_DEVICE:
+      fits = d >= 0 && s < 0;
+      *device = d;
+      break;
+    case TFL_MEMCPY_DEVICE_TO_HOST:
+      fits = s >= 0 && d < 0;
+      *device = s;
+      break;
+    case TFL_MEMCPY_DEVICE_TO_DEVICE:
+      fits = d >= 0 && s >= 0;
+      *device = s;
+      *other = d;
+      break;
+    default:
+      return fail(TFL_ERROR_INVALID_VALUE,
+                  "unknown memcpy kind " + std::to_string(static_cast<int>(kind)));
+  }
+  if (!fits) {
+    return fail(TFL_ERROR_INVALID_MEMCPY_KIND, std::string("memcpy kind ") + kind_name(kind) +
+                                                   " does not match dst " + ptr_text(dst) + " (" +
+                                                   where(d) + ") and src " + ptr_text(src) + " (" +
+                                                   where(s) + ")");
+  }
+  if (tfl_status st = check_range("memcpy dst", dst, n)) return st;
+  return check_range("memcpy src", src, n);
+}
+
+std::string copy_detail(tfl_memcpy_kind kind, size_t n) {
+  return std::string(kind_name(kind)) + ", " + std::to_string(n) + " bytes";
+}
+
+// Peer access between two NPUs, enabled once per pair in both directions (CANN's rule: each
+// direction is enabled with its own device current).
+std::mutex g_peer_mutex;
+std::map<std::pair<int, int>, bool> g_peer;  // (low, high) -> enabled
+
+tfl_status ensure_peer(int a, int b) {
+  std::lock_guard<std::mutex> lock(g_peer_mutex);
+  const auto key = std::minmax(a, b);
+  if (g_peer.count(key)) return TFL_OK;
+  for (const auto& dir : {std::make_pair(a, b), std::make_pair(b, a)}) {
+    int32_t can = 0;
+    ACL_CHECK(dir.first, aclrtDeviceCanAccessPeer(&can, dir.first, dir.second));
+    if (can != 1) {
+      return fail(TFL_ERROR_NOT_SUPPORTED,
+                  "Ascend NPU " + std::to_string(dir.first) + " cannot copy to or from NPU " +
+                      std::to_string(dir.second) + " (aclrtDeviceCanAccessPeer reports 0)");
+    }
+  }
+  for (const auto& dir : {std::make_pair(a, b), std::make_pair(b, a)}) {
+    ENTER_DEVICE(dir.first);
+    ACL_CHECK(dir.first, aclrtDeviceEnablePeerAccess(dir.second, 0));
+  }
+  g_peer[key] = true;
+  return TFL_OK;
+}
+
+std::string peer_detail(int src, int dst, size_t n) {
+  return "Ascend NPU " + std::to_string(src) + " -> NPU " + std::to_string(dst) + ", " +
+         std::to_string(n) + " bytes";
+}
+
+// ======================= the table's functions =======================
+
+const char* rt_status_name(tfl_status s) { return tfl_status_string(s); }
+
+const char* rt_last_error() { return t_error.c_str(); }
+
+tfl_status rt_device_count(int* count) {
+  if (!count) return fail(TFL_ERROR_INVALID_VALUE, "device_count: NULL out-parameter");
+  READY();
+  *count = g_count;
+  return TFL_OK;
+}
+
+tfl_status rt_get_device(int* device) {
+  if (!device) return fail(TFL_ERROR_INVALID_VALUE, "get_device: NULL out-parameter");
+  READY();
+  CURRENT(d);
+  *device = d;
+  return TFL_OK;
+}
+
+tfl_status rt_set_device(int device) {
+  READY();
+  if (tfl_status s = check_device(device)) return s;
+  ACL_CHECK(device, aclrtSetDevice(device));
+  return TFL_OK;
+}
+
+tfl_status rt_device_synchronize() {
+  READY();
+  CURRENT(device);
+  ACL_CHECK(device, aclrtSynchronizeDevice());
+  return TFL_OK;
+}
+
+tfl_status rt_mem_get_info(size_t* free_bytes, size_t* total_bytes) {
+  if (!free_bytes || !total_bytes)
+    return fail(TFL_ERROR_INVALID_VALUE, "mem_get_info: NULL out-parameter");
+  READY();
+  CURRENT(device);
+  size_t f = 0, t = 0;
+  ACL_CHECK(device, aclrtGetMemInfo(ACL_HBM_MEM, &f, &t));
+  *free_bytes = f;
+  *total_bytes = t;
+  return TFL_OK;
+}
+
+tfl_status rt_device_name(int device, char* buf, size_t len) {
+  if (!buf || len == 0) return fail(TFL_ERROR_INVALID_VALUE, "device_name: empty buffer");
+  READY();
+  if (tfl_status s = check_device(device)) return s;
+  // One SoC per machine: aclrtGetSocName names the chip ("Ascend910B1"), the index tells
+  // the cards apart.
+  const char* soc = aclrtGetSocName();
+  std::snprintf(buf, len, "%s (NPU %d)", soc && *soc ? soc : "Ascend", device);
+  return TFL_OK;
+}
+
+tfl_status rt_malloc(void** ptr, size_t size) {
+  if (!ptr) return fail(TFL_ERROR_INVALID_VALUE, "malloc: NULL out-parameter");
+  if (size == 0) {
+    *ptr = nullptr;
+    return TFL_OK;
+  }
+  READY();
+  CURRENT(device);
+  void* p = nullptr;
+  ACL_CHECK(device, aclrtMalloc(&p, size, ACL_MEM_MALLOC_HUGE_FIRST),
+            std::to_string(size) + " bytes");
+  std::unique_lock<std::shared_mutex> lock(g_ptr_mutex);
+  g_device_ptrs[reinterpret_cast<uintptr_t>(p)] = {size, device};
+  *ptr = p;
+  return TFL_OK;
+}
+
+tfl_status rt_free(void* ptr) {
+  if (!ptr) return TFL_OK;
+  READY();
+  Allocation a;
+  if (!device_allocation(ptr, &a) || a.start != reinterpret_cast<uintptr_t>(ptr)) {
+    return fail(TFL_ERROR_INVALID_POINTER,
+                "free of " + ptr_text(ptr) +
+                    (a.device >= 0 ? ", inside an allocation of Ascend NPU " +
+                                         std::to_string(a.device) + " but not its start"
+                                   : ", which no Ascend NPU allocated here"));
+  }
+  {
+    ENTER_DEVICE(a.device);  // device-scoped: freed with its owner current
+    ACL_CHECK(a.device, aclrtFree(ptr));
+  }
+  std::unique_lock<std::shared_mutex> lock(g_ptr_mutex);
+  g_device_ptrs.erase(a.start);
+  return TFL_OK;
+}
+
+tfl_status rt_host_malloc(void** ptr, size_t size) {
+  if (!ptr) return fail(TFL_ERROR_INVALID_VALUE, "host_malloc: NULL out-parameter");
+  if (size == 0) {
+    *ptr = nullptr;
+    return TFL_OK;
+  }
+  READY();
+  CURRENT(device);  // aclrtMallocHost needs a context
+  void* p = nullptr;
+  ACL_CHECK(device, aclrtMallocHost(&p, size), std::to_string(size) + " bytes of pinned memory");
+  std::unique_lock<std::shared_mutex> lock(g_ptr_mutex);
+  g_host_ptrs[reinterpret_cast<uintptr_t>(p)] = size;
+  *ptr = p;
+  return TFL_OK;
+}
+
+tfl_status rt_host_free(void* ptr) {
+  if (!ptr) return TFL_OK;
+  READY();
+  {
+    std::shared_lock<std::shared_mutex> lock(g_ptr_mutex);
+    if (!g_host_ptrs.count(reinterpret_cast<uintptr_t>(ptr))) {
+      return fail(TFL_ERROR_INVALID_POINTER,
+                  "host_free of " + ptr_text(ptr) + ", which host_malloc did not return");
+    }
+  }
+  CURRENT(device);
+  ACL_CHECK(device, aclrtFreeHost(ptr));
+  std::unique_lock<std::shared_mutex> lock(g_ptr_mutex);
+  g_host_ptrs.erase(reinterpret_cast<uintptr_t>(ptr));
+  return TFL_OK;
+}
+
+tfl_status rt_pointer_info(const void* ptr, tfl_pointer_kind* kind, int* device) {
+  if (!kind || !device) return fail(TFL_ERROR_INVALID_VALUE, "pointer_info: NULL out-parameter");
+  const int owner = owner_of(ptr);
+  if (owner >= 0) {
+    *kind = TFL_POINTER_DEVICE;
+    *device = owner;
+  } else if (ptr && pinned_range(ptr, 1)) {
+    *kind = TFL_POINTER_HOST;
+    *device = -1;
+  } else {
+    *kind = TFL_POINTER_UNKNOWN;
+    *device = -1;
+  }
+  return TFL_OK;
+}
+
+tfl_status rt_memcpy(void* dst, const void* src, size_t n, tfl_memcpy_kind kind) {
+  if (n == 0) return TFL_OK;
+  READY();
+  int device = -1, other = -1;
+  if (tfl_status s = copy_device(dst, src, n, kind, &device, &other)) return s;
+  if (kind == TFL_MEMCPY_HOST_TO_HOST) {
+    std::memmove(dst, src, n);
+    return TFL_OK;
+  }
+  // "after the current device's default stream work": the devices involved drain first.
+  for (int d : {device, other}) {
+    if (d < 0) continue;
+    tfl_stream_st* ds = nullptr;
+    if (tfl_status s = default_stream(d, &ds)) return s;
+    ENTER_DEVICE(d);
+    ACL_CHECK(d, aclrtSynchronizeStream(ds->stream));
+  }
+  if (kind == TFL_MEMCPY_DEVICE_TO_DEVICE && other != device) {
+    if (tfl_status s = ensure_peer(device, other)) return s;
+    ENTER_DEVICE(device);
+    ACL_CHECK(device, aclrtMemcpy(dst, n, src, n, ACL_MEMCPY_DEVICE_TO_DEVICE),
+              peer_detail(device, other, n));
+    return TFL_OK;
+  }
+  ENTER_DEVICE(device);
+  ACL_CHECK(device, aclrtMemcpy(dst, n, src, n, acl_kind(kind)), copy_detail(kind, n));
+  return TFL_OK;
+}
+
+tfl_status rt_memcpy_peer_async(void* dst, int dst_device, const void* src, int src_device,
+                                size_t n, tfl_stream stream);
+
+tfl_status rt_memcpy_async(void* dst, const void* src, size_t n, tfl_memcpy_kind kind,
+                           tfl_stream stream) {
+  if (n == 0) return TFL_OK;
+  READY();
+  int device = -1, other = -1;
+  if (tfl_status s = copy_device(dst, src, n, kind, &device, &other)) return s;
+  if (kind == TFL_MEMCPY_DEVICE_TO_DEVICE && other != device)
+    return rt_memcpy_peer_async(dst, other, src, device, n, stream);
+  RESOLVE(st, stream);
+  if (kind == TFL_MEMCPY_HOST_TO_HOST) {
+    ENTER_DEVICE(st->device);
+    ACL_CHECK(st->device, aclrtSynchronizeStream(st->stream));
+    std::memmove(dst, src, n);
+    return TFL_OK;
+  }
+  if (st->device != device) {
+    return fail(TFL_ERROR_INVALID_VALUE, std::string("memcpy_async ") + kind_name(kind) +
+                                             " on Ascend NPU " + std::to_string(device) +
+                                             " was given a stream of NPU " +
+                                             std::to_string(st->device));
+  }
+  ENTER_DEVICE(device);
+  const void* host = kind == TFL_MEMCPY_HOST_TO_DEVICE   ? src
+                     : kind == TFL_MEMCPY_DEVICE_TO_HOST ? static_cast<const void*>(dst)
+                                                         : nullptr;
+  if (host && !pinned_range(host, n)) {
+    // Pageable host memory: CANN's async copy may not touch it, so the bytes move now, after
+    // the stream's earlier work (which is what stream order asks of them).
+    ACL_CHECK(device, aclrtSynchronizeStream(st->stream));
+    ACL_CHECK(device, aclrtMemcpy(dst, n, src, n, acl_kind(kind)),
+              copy_detail(kind, n) + ", pageable host memory");
+    return TFL_OK;
+  }
+  ACL_CHECK(device, aclrtMemcpyAsync(dst, n, src, n, acl_kind(kind), st->stream),
+            copy_detail(kind, n));
+  return TFL_OK;
+}
+
+tfl_status rt_memcpy_peer_async(void* dst, int dst_device, const void* src, int src_device,
+                                size_t n, tfl_stream stream) {
+  if (n == 0) return TFL_OK;
+  READY();
+  const int d = owner_of(dst), s = owner_of(src);
+  if (d != dst_device || s != src_device) {
+    return fail(TFL_ERROR_INVALID_POINTER,
+                "memcpy_peer_async dst " + ptr_text(dst) + " is on " + where(d) +
+                    " (expected NPU " + std::to_string(dst_device) + "), src " + ptr_text(src) +
+                    " is on " + where(s) + " (expected NPU " + std::to_string(src_device) + ")");
+  }
+  if (tfl_status st = check_range("memcpy_peer_async dst", dst, n)) return st;
+  if (tfl_status st = check_range("memcpy_peer_async src", src, n)) return st;
+  RESOLVE(st, stream);
+  if (dst_device == src_device) {
+    if (st->device != src_device) {
+      return fail(TFL_ERROR_INVALID_VALUE,
+                  "memcpy_peer_async within Ascend NPU " + std::to_string(src_device) +
+                      " was given a stream of NPU " + std::to_string(st->device));
+    }
+    ENTER_DEVICE(src_device);
+    ACL_CHECK(src_device, aclrtMemcpyAsync(dst, n, src, n, ACL_MEMCPY_DEVICE_TO_DEVICE, st->stream),
+              copy_detail(TFL_MEMCPY_DEVICE_TO_DEVICE, n));
+    return TFL_OK;
+  }
+  if (tfl_status e = ensure_peer(src_device, dst_device)) return e;
+  if (st->device == src_device) {
+    ENTER_DEVICE(src_device);
+    ACL_CHECK(src_device, aclrtMemcpyAsync(dst, n, src, n, ACL_MEMCPY_DEVICE_TO_DEVICE, st->stream),
+              peer_detail(src_device, dst_device, n));
+    return TFL_OK;
+  }
+  // A stream of another device: the copy runs on the source's default stream, ordered after
+  // `stream`, and `stream` is ordered after it.
+  tfl_stream_st* src_default = nullptr;
+  if (tfl_status e = default_stream(src_device, &src_default)) return e;
+  if (tfl_status e = stream_after(src_default, st)) return e;
+  {
+    ENTER_DEVICE(src_device);
+    ACL_CHECK(src_device,
+              aclrtMemcpyAsync(dst, n, src, n, ACL_MEMCPY_DEVICE_TO_DEVICE, src_default->stream),
+              peer_detail(src_device, dst_device, n));
+  }
+  return stream_after(st, src_default);
+}
+
+tfl_status rt_memset_async(void* ptr, int value, size_t n, tfl_stream stream) {
+  if (n == 0) return TFL_OK;
+  READY();
+  const int device = owner_of(ptr);
+  if (device < 0) {
+    return fail(TFL_ERROR_INVALID_POINTER,
+                "memset_async of " + ptr_text(ptr) + ", which no Ascend NPU allocated here");
+  }
+  if (tfl_status s = check_range("memset_async", ptr, n)) return s;
+  RESOLVE(st, stream);
+  if (st->device != device) {
+    return fail(TFL_ERROR_INVALID_VALUE, "memset_async of an Ascend NPU " + std::to_string(device) +
+                                             " pointer on a stream of NPU " +
+                                             std::to_string(st->device));
+  }
+  ENTER_DEVICE(device);
+  ACL_CHECK(device, aclrtMemsetAsync(ptr, n, value, n, st->stream), std::to_string(n) + " bytes");
+  return TFL_OK;
+}
+
+tfl_status rt_stream_create(tfl_stream* stream, int priority) {
+  (void)priority;  // see new_stream: CANN's training parts have no stream priorities
+  if (!stream) return fail(TFL_ERROR_INVALID_VALUE, "stream_create: NULL out-parameter");
+  READY();
+  CURRENT(device);
+  tfl_stream_st* st = nullptr;
+  if (tfl_status s = new_stream(device, &st)) return s;
+  *stream = st;
+  return TFL_OK;
+}
+
+tfl_status rt_stream_destroy(tfl_stream stream) {
+  if (!stream)
+    return fail(TFL_ERROR_INVALID_HANDLE, "stream_destroy: the default stream is not destroyed");
+  READY();
+  {
+    ENTER_DEVICE(stream->device);
+    // CANN: a stream is drained before aclrtDestroyStream (and its host functions run).
+    ACL_CHECK(stream->device, aclrtSynchronizeStream(stream->stream));
+    if (stream->subscribed) {
+      uint64_t tid = 0;
+      if (tfl_status s = reporter_for(stream->device, &tid)) return s;
+      ACL_CHECK(stream->device, aclrtUnSubscribeReport(tid, stream->stream));
+    }
+    ACL_CHECK(stream->device, aclrtDestroyStream(stream->stream));
+  }
+  delete stream;
+  return TFL_OK;
+}
+
+tfl_status rt_stream_synchronize(tfl_stream stream) {
+  READY();
+  RESOLVE(st, stream);
+  ENTER_DEVICE(st->device);
+  ACL_CHECK(st->device, aclrtSynchronizeStream(st->stream));
+  return TFL_OK;
+}
+
+tfl_status rt_stream_query(tfl_stream stream) {
+  READY();
+  RESOLVE(st, stream);
+  ENTER_DEVICE(st->device);
+  aclrtStreamStatus status = ACL_STREAM_STATUS_RESERVED;
+  ACL_CHECK(st->device, aclrtStreamQuery(st->stream, &status));
+  if (status == ACL_STREAM_STATUS_COMPLETE) return TFL_OK;
+  if (status == ACL_STREAM_STATUS_NOT_READY) return TFL_ERROR_NOT_READY;
+  return fail(TFL_ERROR_DEVICE, "aclrtStreamQuery on Ascend NPU " + std::to_string(st->device) +
+                                    " returned stream status " +
+                                    std::to_string(static_cast<int>(status)));
+}
+
+tfl_status rt_stream_wait_event(tfl_stream stream, tfl_event event) {
+  if (!event) return fail(TFL_ERROR_INVALID_HANDLE, "stream_wait_event: NULL event");
+  READY();
+  RESOLVE(st, stream);
+  std::lock_guard<std::mutex> lock(event->mutex);
+  // An event never recorded has nothing to wait for (CUDA's rule); CANN would wait forever.
+  if (!event->recorded) return TFL_OK;
+  ENTER_DEVICE(st->device);
+  ACL_CHECK(st->device, aclrtStreamWaitEvent(st->stream, event->event),
+            "event of NPU " + std::to_string(event->device));
+  return TFL_OK;
+}
+
+tfl_status rt_launch_host_func(tfl_stream stream, tfl_host_fn fn, void* user_data) {
+  if (!fn) return fail(TFL_ERROR_INVALID_VALUE, "launch_host_func: NULL function");
+  READY();
+  RESOLVE(st, stream);
+  if (tfl_status s = subscribe(st)) return s;
+  ENTER_DEVICE(st->device);
+  ACL_CHECK(st->device, aclrtLaunchCallback(fn, user_data, ACL_CALLBACK_BLOCK, st->stream));
+  return TFL_OK;
+}
+
+uint32_t acl_event_flags(uint32_t flags) {
+  // SYNC: usable by aclrtStreamWaitEvent; TIME_LINE: records timestamps (costs a little).
+  return ACL_EVENT_SYNC | ((flags & TFL_EVENT_DISABLE_TIMING) ? 0u : ACL_EVENT_TIME_LINE);
+}
+
+tfl_status rt_event_create(tfl_event* event, uint32_t flags) {
+  if (!event) return fail(TFL_ERROR_INVALID_VALUE, "event_create: NULL out-parameter");
+  if (flags & ~static_cast<uint32_t>(TFL_EVENT_DISABLE_TIMING))
+    return fail(TFL_ERROR_INVALID_VALUE, "event_create: unknown flags " + std::to_string(flags));
+  READY();
+  CURRENT(device);
+  aclrtEvent e = nullptr;
+  ACL_CHECK(device, aclrtCreateEventWithFlag(&e, acl_event_flags(flags)));
+  auto* ev = new tfl_event_st();
+  ev->event = e;
+  ev->device = device;
+  ev->flags = flags;
+  *event = ev;
+  return TFL_OK;
+}
+
+tfl_status rt_event_destroy(tfl_event event) {
+  if (!event) return fail(TFL_ERROR_INVALID_HANDLE, "event_destroy: NULL event");
+  READY();
+  {
+    ENTER_DEVICE(event->device);
+    ACL_CHECK(event->device, aclrtDestroyEvent(event->event));
+  }
+  delete event;
+  return TFL_OK;
+}
+
+tfl_status rt_event_record(tfl_event event, tfl_stream stream) {
+  if (!event) return fail(TFL_ERROR_INVALID_HANDLE, "event_record: NULL event");
+  READY();
+  RESOLVE(st, stream);
+  std::lock_guard<std::mutex> lock(event->mutex);
+  if (event->device != st->device) {
+    // A CANN event lives in its device's context: recorded on another device's stream, it is
+    // re-created there (a record replaces whatever the event held anyway).
+    aclrtEvent fresh = nullptr;
+    {
+      ENTER_DEVICE(st->device);
+      ACL_CHECK(st->device, aclrtCreateEventWithFlag(&fresh, acl_event_flags(event->flags)));
+    }
+    {
+      DeviceScope old(event->device);
+      (void)aclrtDestroyEvent(event->event);
+    }
+    event->event = fresh;
+    event->device = st->device;
+    event->recorded = false;
+  }
+  ENTER_DEVICE(st->device);
+  ACL_CHECK(st->device, aclrtRecordEvent(event->event, st->stream));
+  event->recorded = true;
+  return TFL_OK;
+}
+
+tfl_status rt_event_synchronize(tfl_event event) {
+  if (!event) return fail(TFL_ERROR_INVALID_HANDLE, "event_synchronize: NULL event");
+  READY();
+  std::lock_guard<std::mutex> lock(event->mutex);
+  if (!event->recorded) return TFL_OK;
+  ENTER_DEVICE(event->device);
+  ACL_CHECK(event->device, aclrtSynchronizeEvent(event->event));
+  return TFL_OK;
+}
+
+// Whether a recorded event's work has completed (aclrtQueryEventStatus: NOT_READY=0, COMPLETE=1).
+tfl_status event_done(tfl_event_st* event, bool* done) {
+  ENTER_DEVICE(event->device);
+  aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
+  ACL_CHECK(event->device, aclrtQueryEventStatus(event->event, &status));
+  *done = status == ACL_EVENT_RECORDED_STATUS_COMPLETE;
+  return TFL_OK;
+}
+
+tfl_status rt_event_query(tfl_event event) {
+  if (!event) return fail(TFL_ERROR_INVALID_HANDLE, "event_query: NULL event");
+  READY();
+  std::lock_guard<std::mutex> lock(event->mutex);
+  if (!event->recorded) return TFL_OK;  // nothing pending, as with CUDA
+  bool done = false;
+  if (tfl_status s = event_done(event, &done)) return s;
+  return done ? TFL_OK : TFL_ERROR_NOT_READY;
+}
+
+tfl_status rt_event_elapsed_ms(float* ms, tfl_event start, tfl_event end) {
+  if (!ms || !start || !end)
+    return fail(TFL_ERROR_INVALID_VALUE, "event_elapsed_ms: NULL argument");
+  READY();
+  if ((start->flags | end->flags) & TFL_EVENT_DISABLE_TIMING)
+    return fail(TFL_ERROR_INVALID_VALUE, "event_elapsed_ms: an event was created without timing");
+  std::unique_lock<std::mutex> l1(start->mutex, std::defer_lock);
+  std::unique_lock<std::mutex> l2(end->mutex, std::defer_lock);
+  if (start == end) {
+    l1.lock();
+  } else {
+    std::lock(l1, l2);
+  }
+  if (!start->recorded || !end->recorded)
+    return fail(TFL_ERROR_INVALID_VALUE, "event_elapsed_ms: an event was never recorded");
+  for (tfl_event_st* e : {start, end}) {
+    bool done = false;
+    if (tfl_status s = event_done(e, &done)) return s;
+    if (!done) return fail(TFL_ERROR_NOT_READY, "event_elapsed_ms: an event has not completed yet");
+  }
+  ENTER_DEVICE(end->device);
+  float v = 0.0f;
+  ACL_CHECK(end->device, aclrtEventElapsedTime(&v, start->event, end->event));
+  *ms = v;
+  return TFL_OK;
+}
+
+const tfl_runtime_v1 kTable = {
+    /*abi_version=*/TFL_RUNTIME_ABI_VERSION,
+    /*struct_size=*/sizeof(tfl_runtime_v1),
+    /*name=*/"aclrt",
+    // NPU memory is device-scoped (no host-addressable memory). aclnn ops and other kernels
+    // queued on one aclrtStream run in stream order, so producers need no barrier.
+    /*capabilities=*/TFL_CAP_PEER_COPY | TFL_CAP_EVENT_TIMING | TFL_CAP_PINNED_HOST_MEMORY,
+    rt_init,
+    rt_status_name,
+    rt_last_error,
+    rt_device_count,
+    rt_get_device,
+    rt_set_device,
+    rt_device_synchronize,
+    rt_mem_get_info,
+    rt_device_name,
+    rt_malloc,
+    rt_free,
+    rt_host_malloc,
+    rt_host_free,
+    rt_pointer_info,
+    rt_memcpy,
+    rt_memcpy_async,
+    rt_memcpy_peer_async,
+    rt_memset_async,
+    rt_stream_create,
+    rt_stream_destroy,
+    rt_stream_synchronize,
+    rt_stream_query,
+    rt_stream_wait_event,
+    rt_launch_host_func,
+    rt_event_create,
+    rt_event_destroy,
+    rt_event_record,
+    rt_event_synchronize,
+    rt_event_query,
+    rt_event_elapsed_ms,
+    // v1.1 IPC left out: CANN's IPC memory (aclrtIpcMemGetExportKey / aclrtIpcMemImportByKey)
+    // exists only in recent toolkits and, by default, opens only in processes the exporter
+    // named in advance (aclrtIpcMemSetImportPid), which the ABI's "any process may open the
+    // handle" does not give. Without it, torch.multiprocessing refuses flagos tensors, naming
+    // the device and .cpu().
+    /*ipc_get_handle=*/nullptr,
+    /*ipc_open_handle=*/nullptr,
+    /*ipc_close_handle=*/nullptr,
+};
+
+}  // namespace
+
+TFL_ASCEND_API const tfl_runtime_v1* tfl_runtime_get(uint32_t abi_version) {
+  return abi_version == TFL_RUNTIME_ABI_VERSION ? &kTable : nullptr;
+}
+
+// ---- for the package's kernels and Python (not part of runtime.h) ----
+
+// The aclrtStream behind a runtime stream (NULL: `device`'s default stream), for aclnn calls
+// on the flagos current stream.
+TFL_ASCEND_API int tfl_ascend_acl_stream(tfl_stream stream, int device, void** out) {
+  if (!out) return fail(TFL_ERROR_INVALID_VALUE, "tfl_ascend_acl_stream: NULL out-parameter");
+  if (stream) {
+    *out = stream->stream;
+    return TFL_OK;
+  }
+  if (tfl_status s = rt_init()) return s;
+  tfl_stream_st* st = nullptr;
+  if (tfl_status s = default_stream(device, &st)) return s;
+  *out = st->stream;
+  return TFL_OK;
+}
+
+// Presence check without torch: aclInit and the number of NPUs, or a message saying why not.
+TFL_ASCEND_API int tfl_ascend_probe(int* count, char* msg, size_t len) {
+  if (count) *count = 0;
+  if (msg && len) msg[0] = '\0';
+  if (tfl_status s = rt_init()) {
+    if (msg && len) std::snprintf(msg, len, "%s", t_error.c_str());
+    return static_cast<int>(s);
+  }
+  if (count) *count = g_count;
+  return 0;
+}
+
+TFL_ASCEND_API const char* tfl_ascend_last_error() { return t_error.c_str(); }
