@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.cuda]
 
 CUDA = torch.device("cuda")
 

@@ -17,7 +17,7 @@ import torch
 from torch.autograd import DeviceType, ProfilerActivity
 from torch.profiler import profile
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.cuda]
 
 KERNEL_DEVICES = (DeviceType.CUDA, DeviceType.PrivateUse1)
 

@@ -10,7 +10,10 @@ import textwrap
 import pytest
 import torch
 import torch_fl_cuda
-from torch_fl_cuda import flaggems, generate_routes
+from torch_fl_cuda import flaggems
+from torch_fl_cuda.routing import generate
+
+pytestmark = pytest.mark.cuda
 
 
 def test_entry_point_names_the_vendor():
@@ -135,7 +138,7 @@ def test_flaggems_rules_per_dtype():
             "neg": {"verdict": "wrong"},
         }
     }
-    lines, counts = generate_routes.flaggems_rules(survey)
+    lines, counts = generate.flaggems_rules(survey)
     assert counts == {"flaggems": 1, "slower": 1, "wrong": 1}
     assert lines[0] == "abs = flaggems"
     rule = lines[1]
@@ -147,10 +150,10 @@ def test_flaggems_rules_per_dtype():
 
 
 def test_generator_check_on_this_machine():
-    # On a CPU build the tables cannot be checked (they list CUDA kernels) and it says so;
-    # on a CUDA build the checked-in tables must be current.
+    # The gap set needs only the survey, so it is checked everywhere; the tables list CUDA kernels,
+    # so a CPU build says it cannot check them, and on a CUDA build they must be current.
     out = subprocess.run(
-        [sys.executable, "-m", "torch_fl_cuda.generate_routes", "--check"],
+        [sys.executable, "-m", "torch_fl_cuda.routing.generate", "--check"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -158,20 +161,88 @@ def test_generator_check_on_this_machine():
     assert out.returncode == 0, out.stdout + out.stderr
     if torch.version.cuda is None:
         assert "generated and checked on a CUDA build of torch only" in out.stdout
+        assert "cuda gap set up to date" in out.stdout
+
+
+def test_gap_set_is_what_the_flaggems_rules_leave_on_box():
+    survey = {
+        "meta": {"dtypes": ["float32", "float16", "int64"], "noise": 0.05, "torch": "2.11.0+cu130"},
+        "overloads": {
+            "abs": {
+                "verdict": "flaggems",
+                "flaggems_dtypes": ["float32"],
+                "ok_profiles": ["float32/2d", "float16/2d"],
+                "timing_us": {"float16/2d": {"ratio": 1.5}, "float32/2d": {"ratio": 0.5}},
+            },
+            "mm": {"verdict": "slower", "timing_us": {"float32/2d": {"ratio": 2.0}}},
+            "neg": {
+                "verdict": "wrong",
+                "profiles": {"int64/1d": {"box": "ok", "flaggems": "Tensor-likes are not equal!"}},
+            },
+            "zero_": {"verdict": "timeout", "reason": "no result within 150 s"},
+        },
+    }
+    doc = generate.gaps(survey)
+    gaps = doc["gaps"]
+    assert sorted(gaps) == ["abs", "mm", "neg", "zero_"]
+    lines, _ = generate.flaggems_rules(survey)
+    assert lines[1] == f"abs[{','.join(gaps['abs']['dtypes'])}] = box:cuda"
+    assert gaps["abs"]["family"] == "partial" and "slower x1.50: float16" in gaps["abs"]["reason"]
+    assert "not surveyed: bfloat16, float64" in gaps["abs"]["reason"]
+    assert "no profile: int64" in gaps["abs"]["reason"]
+    assert gaps["mm"] == {
+        "dtypes": "all",
+        "family": "slower",
+        "reason": "FlagGems/box:cuda time, worst profile per correct dtype: float32 x2.00",
+        "source": {"document": "data/flaggems_survey.json", "section": "overloads.mm"},
+    }
+    assert gaps["neg"]["family"] == "wrong" and "int64/1d" in gaps["neg"]["reason"]
+    assert gaps["zero_"]["reason"] == "no result within 150 s"
+    assert doc["measured"]["torch"] == "2.11"
+    assert generate.gaps(survey) == doc  # deterministic
+
+
+def test_checked_in_gap_set_matches_the_flaggems_table():
+    from torch_fl.routing.route_table import parse_file, short_op_name
+
+    doc = json.loads(generate.GAPS.read_text())
+    surveyed = json.loads(generate.SURVEY.read_text())["overloads"]
+    assert set(doc["gaps"]) <= set(surveyed)
+    rules = parse_file(generate.FLAGGEMS_TABLE).rules
+    routed = {short_op_name(r.op) for r in rules if r.backend == "flaggems"}
+    for op in surveyed:
+        entry = doc["gaps"][op]
+        assert (entry["dtypes"] != "all") == (op in routed), op
+        assert entry["family"] in doc["families"] and entry["reason"], op
+
+
+def test_check_fails_on_a_stale_gap_set(tmp_path):
+    import shutil
+
+    pkg = tmp_path / "pkg"
+    for sub in ("routes", "data"):
+        shutil.copytree(generate.HERE / sub, pkg / sub)
+    (pkg / "routing").mkdir()
+    gaps = pkg / "routing" / "gaps.json"
+    gaps.write_text(generate.GAPS.read_text().replace('"family": "slower"', '"family": "x"', 1))
+    assert generate.main(["--check", "--dir", str(pkg)]) == 1
+    assert generate.main(["--dir", str(pkg)]) == 0
+    assert gaps.read_text() == generate.GAPS.read_text()
+    assert generate.main(["--check", "--dir", str(pkg)]) == 0
 
 
 def test_checked_in_tables_parse():
     from torch_fl.routing.route_table import parse_file
 
-    for path in (generate_routes.TABLE, generate_routes.FLAGGEMS_TABLE):
+    for path in (generate.TABLE, generate.FLAGGEMS_TABLE):
         if not path.exists():
             pytest.fail(f"{path} is missing: generate it on a GPU machine")
         table = parse_file(path)
-        assert len(table.rules) > 0 or path == generate_routes.FLAGGEMS_TABLE
+        assert len(table.rules) > 0 or path == generate.FLAGGEMS_TABLE
 
 
 def test_survey_json_well_formed():
-    path = generate_routes.SURVEY
+    path = generate.SURVEY
     if not path.exists():
         pytest.fail(f"{path} is missing: run python -m torch_fl_cuda.survey on a GPU")
     doc = json.loads(path.read_text())

@@ -21,7 +21,7 @@ median time of a call through each route, on the largest and a small profile.
 The verdict per overload is ``flaggems`` when at least one dtype was correct on every profile and not
 slower than ``box:cuda`` by more than ``--noise`` (``flaggems_dtypes`` lists those dtypes), else one
 of ``wrong``, ``slower``, ``error``, ``timeout``, ``no-profile`` or ``unsurveyed`` (budget ran
-out). The route generator reads the JSON: ``python -m torch_fl_cuda.generate_routes``.
+out). The route generator reads the JSON: ``python -m torch_fl_cuda.routing.generate``.
 """
 
 from __future__ import annotations
@@ -559,7 +559,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     import torch
 
     from torch_fl_cuda import flaggems
-    from torch_fl_cuda.generate_routes import SURVEY
+    from torch_fl_cuda.routing.generate import SURVEY
 
     if flaggems.status().startswith("off"):
         print(f"flaggems backend {flaggems.status()}", file=sys.stderr)

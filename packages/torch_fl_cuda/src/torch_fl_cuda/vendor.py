@@ -10,7 +10,7 @@ from torch_fl.vendors import Vendor
 
 __all__ = ["CudaVendor", "FLAGGEMS_ROUTE_TABLE", "ROUTE_TABLE", "vendor"]
 
-#: The generated route tables (``python -m torch_fl_cuda.generate_routes``): box:cuda only, and the
+#: The generated route tables (``python -m torch_fl_cuda.routing.generate``): box:cuda only, and the
 #: one with the surveyed FlagGems routes that includes it.
 ROUTE_TABLE = Path(__file__).resolve().parent / "routes" / "cuda.conf"
 FLAGGEMS_ROUTE_TABLE = ROUTE_TABLE.with_name("cuda-flaggems.conf")
