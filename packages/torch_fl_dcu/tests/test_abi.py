@@ -21,6 +21,8 @@ from torch_fl_dcu.tools.manifest import (
 )
 from torch_fl_dcu.tools.shim import shim_source
 
+pytestmark = pytest.mark.dcu
+
 TABLE = "dtk_only_table"
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import FUSE, HIP_VERSION, pth_installed, run_python, torch_base_version
 
+pytestmark = pytest.mark.dcu
+
 LOADED = """
 import ctypes, torch_fl_dcu
 st = torch_fl_dcu.state()

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch_fl.routing.route_table import parse_file, parse_text
 from torch_fl.routing.validation import op_exists
-from torch_fl_dcu import flaggems, generate_routes
-from torch_fl_dcu.generate_routes import BOX, FLAGGEMS_TABLE, TABLE, cuda_declared, load_gaps
+from torch_fl_dcu import flaggems
+from torch_fl_dcu.routing import generate
+from torch_fl_dcu.routing.generate import BOX, FLAGGEMS_TABLE, TABLE, cuda_declared, load_gaps
+
+pytestmark = pytest.mark.dcu
 
 SEED_GAPS = {
     "silu_backward",
@@ -22,7 +26,7 @@ SEED_GAPS = {
 
 
 def test_generator_check_passes_here(capsys):
-    assert generate_routes.main(["--check"]) == 0
+    assert generate.main(["--check"]) == 0
     assert "dcu tables up to date" in capsys.readouterr().out
 
 
@@ -34,9 +38,9 @@ def test_check_fails_on_a_stale_table(tmp_path):
     shutil.copytree(TABLE.parent.parent / "routing", pkg / "routing")
     table = pkg / "routes" / "dcu.conf"
     table.write_text(table.read_text().replace("mm = box:cuda\n", ""))
-    assert generate_routes.main(["--check", "--dir", str(pkg)]) == 1
-    assert generate_routes.main(["--dir", str(pkg)]) == 0
-    assert generate_routes.main(["--check", "--dir", str(pkg)]) == 0
+    assert generate.main(["--check", "--dir", str(pkg)]) == 1
+    assert generate.main(["--dir", str(pkg)]) == 0
+    assert generate.main(["--check", "--dir", str(pkg)]) == 0
 
 
 def test_cuda_declarations_read_from_torchs_schema():
@@ -73,7 +77,7 @@ def test_gap_rules_in_the_checked_in_flaggems_table():
     table = parse_file(FLAGGEMS_TABLE)
     assert TABLE.resolve() in table.files  # it includes the box:cuda base
     routes = table.resolve()
-    boxed = set(generate_routes.generate_box()[0])
+    boxed = set(generate.generate_box()[0])
     text = FLAGGEMS_TABLE.read_text()
     for op in SEED_GAPS:
         full = "aten::" + op
@@ -92,7 +96,7 @@ def test_gap_rules_in_the_checked_in_flaggems_table():
 
 def test_gaps_override_flaggems_claims():
     declared = {"aten::mm", "aten::abs", "aten::relu"}
-    text = generate_routes.flaggems_text(["abs", "mm", "relu", "_conj"], "test", declared)
+    text = generate.flaggems_text(["abs", "mm", "relu", "_conj"], "test", declared)
     routes = parse_text(text.replace("include dcu.conf", "")).resolve()
     assert routes["aten::abs"].backend == "flaggems"
     assert routes["aten::mm"].backend == BOX and routes["aten::relu"].backend == BOX
@@ -138,17 +142,17 @@ def test_check_detects_a_hand_edited_flaggems_table(tmp_path):
     shutil.copytree(TABLE.parent.parent / "routing", pkg / "routing")
     table = pkg / "routes" / "dcu-flaggems.conf"
     text = table.read_text()
-    assert generate_routes.main(["--check", "--dir", str(pkg)]) == 0
+    assert generate.main(["--check", "--dir", str(pkg)]) == 0
     table.write_text(text.replace(f"silu = flaggems, {BOX}, cpu\n", f"silu = {BOX}\n"))
-    assert generate_routes.main(["--check", "--dir", str(pkg)]) == 1
+    assert generate.main(["--check", "--dir", str(pkg)]) == 1
     table.write_text(text.replace("mm = box:cuda  #", "mm = flaggems, box:cuda, cpu  #"))
-    assert generate_routes.main(["--check", "--dir", str(pkg)]) == 1
+    assert generate.main(["--check", "--dir", str(pkg)]) == 1
 
 
 def test_a_dtype_gap_keeps_flaggems_first_for_the_other_dtypes(tmp_path):
     import json
 
-    data = json.loads(generate_routes.GAPS.read_text())
+    data = json.loads(generate.GAPS.read_text())
     data["gaps"]["abs"] = {
         "dtypes": ["int64"],
         "family": "test",
@@ -157,7 +161,7 @@ def test_a_dtype_gap_keeps_flaggems_first_for_the_other_dtypes(tmp_path):
     }
     gaps = tmp_path / "gaps.json"
     gaps.write_text(json.dumps(data))
-    text = generate_routes.flaggems_text(["abs", "mm"], "test", {"aten::abs", "aten::mm"}, gaps)
+    text = generate.flaggems_text(["abs", "mm"], "test", {"aten::abs", "aten::mm"}, gaps)
     rules = _rules(text)
     assert rules["abs"] == f"flaggems, {BOX}, cpu" and rules["abs[int64]"] == BOX
     assert rules["mm"] == BOX

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import importlib.metadata
 
+import pytest
 from conftest import run_python
 from torch.autograd import ProfilerActivity
 from torch_fl_dcu.vendor import ROUTE_TABLE, vendor
+
+pytestmark = pytest.mark.dcu
 
 
 def test_entry_point_names_the_vendor():
