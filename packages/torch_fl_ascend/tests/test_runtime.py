@@ -232,6 +232,13 @@ def test_devices_names_and_per_thread_current_device(two: Runtime, emu: Emulator
     worker.join()
     assert seen == [0], "a thread that never chose a device is on NPU 0"
     assert rt.get_device() == 1
+    # Only "no device chosen yet" means NPU 0: a failing aclrtGetDevice is an error, and the
+    # thread stays on its device.
+    emu.fault("aclrtGetDevice", ACL_ERROR_RT_INTERNAL_ERROR)
+    d = c_int(-7)
+    assert rt.t.get_device(byref(d)) == DEVICE_ERROR and d.value == -7
+    assert "aclrtGetDevice failed: ACL_ERROR_RT_INTERNAL_ERROR (aclError 507000)" in rt.error()
+    assert rt.get_device() == 1
 
 
 def test_mem_get_info_is_the_current_devices_hbm(two: Runtime, emu: Emulator) -> None:

@@ -281,29 +281,34 @@ tfl_status check_device(int device) {
 
 // The calling thread's device. A thread that never chose one is on NPU 0 (as with CUDA); CANN
 // has no current device until aclrtSetDevice, so that is made explicit here.
-aclError thread_device(int32_t* device) {
-  if (aclrtGetDevice(device) == ACL_SUCCESS) return ACL_SUCCESS;
+aclError thread_device(int32_t* device, const char** call) {
+  *call = "aclrtGetDevice";
+  const aclError g = aclrtGetDevice(device);
+  if (g != ACL_ERROR_RT_CONTEXT_NULL) return g;  // success, or a real failure
   (void)aclGetRecentErrMsg();  // consume the "no context" text: it is not an error here
+  *call = "aclrtSetDevice";
   const aclError e = aclrtSetDevice(0);
   if (e == ACL_SUCCESS) *device = 0;
   return e;
 }
 
-#define CURRENT(var)                                                                 \
-  int32_t var = -1;                                                                  \
-  do {                                                                               \
-    const aclError _ce = thread_device(&var);                                        \
-    if (_ce != ACL_SUCCESS)                                                          \
-      return fail_acl("aclrtSetDevice", 0, _ce, "making NPU 0 the thread's device"); \
+#define CURRENT(var)                                                          \
+  int32_t var = -1;                                                           \
+  do {                                                                        \
+    const char* _call = nullptr;                                              \
+    const aclError _ce = thread_device(&var, &_call);                         \
+    if (_ce != ACL_SUCCESS)                                                   \
+      return fail_acl(_call, -1, _ce, "finding the calling thread's device"); \
   } while (0)
 
 // Makes `device` current for the scope (aclrt acts on the current device), then restores.
 class DeviceScope {
  public:
   explicit DeviceScope(int device) {
-    status_ = thread_device(&prev_);
+    status_ = thread_device(&prev_, &call_);
     if (status_ != ACL_SUCCESS) return;
     if (prev_ != device) {
+      call_ = "aclrtSetDevice";
       status_ = aclrtSetDevice(device);
       switched_ = status_ == ACL_SUCCESS;
     }
@@ -312,18 +317,20 @@ class DeviceScope {
     if (switched_) (void)aclrtSetDevice(prev_);
   }
   aclError status() const { return status_; }
+  const char* call() const { return call_; }
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;
 
  private:
   int32_t prev_ = -1;
+  const char* call_ = "aclrtSetDevice";
   bool switched_ = false;
   aclError status_ = ACL_SUCCESS;
 };
 
 #define ENTER_DEVICE(device)  \
   DeviceScope _scope(device); \
-  if (_scope.status() != ACL_SUCCESS) return fail_acl("aclrtSetDevice", (device), _scope.status())
+  if (_scope.status() != ACL_SUCCESS) return fail_acl(_scope.call(), (device), _scope.status())
 
 // ---- allocations: every device and pinned allocation goes through this file ----
 
@@ -454,6 +461,9 @@ tfl_status stream_after(tfl_stream_st* waiter, tfl_stream_st* signal) {
 }
 
 // ---- host functions: one report thread per device serves aclrtProcessReport ----
+// The device's host functions therefore run one at a time, in the order their streams reach
+// them (as CUDA's callback thread does): a host function that blocks holds back the host
+// functions of the device's other streams, never their device work.
 
 struct Reporter {
   std::atomic<uint64_t> thread_id{0};
