@@ -333,6 +333,41 @@ def test_uninitialised_use_and_repeat_init(libpath):
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
 
 
+def test_a_forked_child_starts_uninitialised(libpath):
+    """The child of fork() has none of the parent's devices, memory or stream workers: its aclrt
+    calls fail 100001 (instead of hanging on a worker that did not fork) until it calls aclInit."""
+    script = textwrap.dedent(f"""
+        import ctypes, os
+        lib = ctypes.CDLL({str(libpath)!r})
+        vp = ctypes.c_void_p
+        lib.aclrtMalloc.argtypes = [ctypes.POINTER(vp), ctypes.c_size_t, ctypes.c_int]
+        lib.aclrtMemsetAsync.argtypes = [vp, ctypes.c_size_t, ctypes.c_int32, ctypes.c_size_t, vp]
+        lib.aclrtSynchronizeStream.argtypes = [vp]
+        assert lib.aclInit(None) == 0 and lib.aclrtSetDevice(0) == 0
+        p = vp()
+        assert lib.aclrtMalloc(ctypes.byref(p), 64, 0) == 0
+        assert lib.aclrtMemsetAsync(p, 64, 1, 64, None) == 0
+        pid = os.fork()
+        if pid == 0:
+            ok = lib.aclrtSynchronizeStream(None) == {UNINITIALIZE}
+            ok = ok and lib.aclInit(None) == 0 and lib.aclrtSetDevice(0) == 0
+            q = vp()
+            ok = ok and lib.aclrtMalloc(ctypes.byref(q), 64, 0) == 0
+            ok = ok and lib.aclrtMemsetAsync(p, 64, 1, 64, None) == {INVALID_PARAM}  # parent's
+            ok = ok and lib.aclrtMemsetAsync(q, 64, 2, 64, None) == 0
+            ok = ok and lib.aclrtSynchronizeStream(None) == 0
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.WEXITSTATUS(status) == 0, status
+        assert lib.aclrtSynchronizeStream(None) == 0  # the parent is unaffected
+        print("ok")
+    """)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+
+
 def test_a_thread_without_a_current_device_gets_context_null(acl):
     out = {}
 

@@ -234,9 +234,22 @@ struct State {
 };
 
 // Never destroyed: stream worker threads may still be parked at process exit.
-State& S() {
+State*& state_ptr() {
   static State* s = new State();
-  return *s;
+  return s;
+}
+State& S() { return *state_ptr(); }
+
+// A forked child gets no worker threads and, like a process on the real driver, none of its
+// parent's devices, memory or streams: it starts uninitialised (aclInit again). The parent's
+// state is abandoned, not destroyed: its locks may be held by threads that did not fork.
+void after_fork_in_child() {
+  state_ptr() = new State();
+  t_device = -1;
+  t_err.clear();
+}
+__attribute__((constructor)) void register_fork_handler() {
+  pthread_atfork(nullptr, nullptr, after_fork_in_child);
 }
 
 size_t env_size(const char* name, size_t dflt) {
