@@ -461,9 +461,10 @@ tfl_status stream_after(tfl_stream_st* waiter, tfl_stream_st* signal) {
 }
 
 // ---- host functions: one report thread per device serves aclrtProcessReport ----
-// The device's host functions therefore run one at a time, in the order their streams reach
-// them (as CUDA's callback thread does): a host function that blocks holds back the host
-// functions of the device's other streams, never their device work.
+// CANN lets one thread serve several streams of one device, never streams of two devices. So a
+// device's host functions run one at a time, in the order their streams reach them (as with
+// CUDA's callback thread): one that blocks holds back the host functions of the device's other
+// streams, never their device work.
 
 struct Reporter {
   std::atomic<uint64_t> thread_id{0};
