@@ -796,6 +796,51 @@ def child_init_fails() -> dict:
     return {"init": first, "error": first_error, "retry": rt.t.init(), "count": rt.device_count()}
 
 
+def child_fork_after_use() -> dict:
+    """The parent allocates, runs a host function and copies across NPUs, then forks: the child
+    starts afresh (CANN starts it uninitialised) and can use the NPUs itself."""
+    acl, lib = _load()
+    rt = Runtime(lib.tfl_runtime_get(1).contents)
+    parent_ptr = rt.malloc(64)
+    keep = HOST_FN(lambda _d: None)
+    rt.check(rt.t.launch_host_func(None, keep, None))
+    rt.check(rt.t.device_synchronize())
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        out: dict = {}
+        try:
+            out["pointer"] = list(rt.pointer_info(parent_ptr))
+            out["count"] = rt.device_count()
+            p = rt.malloc(64)
+            rt.write(p, b"child!!!" * 8)
+            seen: list[int] = []
+            fn = HOST_FN(lambda _d: seen.append(1))
+            rt.check(rt.t.launch_host_func(None, fn, None))
+            rt.check(rt.t.stream_synchronize(None))
+            out["host_fn"] = seen
+            out["read"] = rt.read(p, 8).decode()
+        except AssertionError as exc:
+            out["error"] = str(exc)
+        os.write(w, json.dumps(out).encode())
+        os._exit(0)
+    os.close(w)
+    child = json.loads(os.read(r, 4096).decode())
+    os.waitpid(pid, 0)
+    rt.check(rt.t.free(parent_ptr))
+    return child
+
+
+def test_a_forked_child_starts_afresh_in_subprocess(emu: Emulator) -> None:
+    out = _run_child("child_fork_after_use")
+    assert out == {
+        "pointer": [POINTER_UNKNOWN, -1],
+        "count": 2,
+        "host_fn": [1],
+        "read": "child!!!",
+    }
+
+
 def test_three_small_npus_in_subprocess(emu: Emulator) -> None:
     out = _run_child("child_three_small_npus", ASCEND_EMU_DEVICES="3", ASCEND_EMU_MEMORY_MB="64")
     assert out["count"] == 3

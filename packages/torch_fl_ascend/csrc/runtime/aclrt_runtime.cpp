@@ -37,6 +37,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <shared_mutex>
 #include <string>
 #include <thread>
@@ -1112,6 +1113,39 @@ tfl_status rt_event_elapsed_ms(float* ms, tfl_event start, tfl_event end) {
   ACL_CHECK(end->device, aclrtEventElapsedTime(&v, start->event, end->event));
   *ms = v;
   return TFL_OK;
+}
+
+// ---- fork ----
+// A forked child has none of the parent's NPU state (the driver's, the toolkit's) nor its report
+// threads, and CANN starts it uninitialised: the runtime forgets the parent's streams,
+// allocations, peer access and report threads, so the child initialises afresh on first use
+// (core refuses flagos in a child whose parent had used it; a parent that only probed forks
+// children that can use it). Locks held by threads that did not fork are re-made, not waited
+// for; the parent's objects are abandoned, never destroyed.
+template <typename M>
+void remake(M& m) {
+  new (&m) M();
+}
+
+void after_fork_in_child() {
+  remake(g_init_mutex);
+  remake(g_default_mutex);
+  remake(g_ptr_mutex);
+  remake(g_reporter_mutex);
+  remake(g_peer_mutex);
+  g_ready.store(false);
+  g_count = 0;
+  new (&g_default) std::vector<tfl_stream_st*>();
+  new (&g_device_ptrs) std::map<uintptr_t, std::pair<size_t, int>>();
+  new (&g_host_ptrs) std::map<uintptr_t, size_t>();
+  new (&g_reporters) std::map<int, Reporter*>();
+  new (&g_peer) std::map<std::pair<int, int>, bool>();
+  g_stop_reporters.store(false);
+  t_error.clear();
+}
+
+__attribute__((constructor)) void register_fork_handler() {
+  pthread_atfork(nullptr, nullptr, after_fork_in_child);
 }
 
 const tfl_runtime_v1 kTable = {
