@@ -171,6 +171,7 @@ class Mem:
     def __init__(self, acl):
         self.acl = acl
         self.live: list[tuple[int, int]] = []
+        self.host: list[int] = []
 
     def malloc(self, device: int, n: int) -> int:
         assert self.acl.aclrtSetDevice(device) == SUCCESS
@@ -189,13 +190,24 @@ class Mem:
         assert self.acl.aclrtMemcpy(buf, n, ptr, n, D2H) == SUCCESS, err(self.acl)
         return buf.raw
 
+    def pinned(self, data: bytes) -> int:
+        """An aclrtMallocHost block holding `data`: what an asynchronous copy's host side needs."""
+        h = ctypes.c_void_p()
+        assert self.acl.aclrtMallocHost(ctypes.byref(h), len(data)) == SUCCESS, err(self.acl)
+        ctypes.memmove(h, data, len(data))
+        self.host.append(h.value)
+        return h.value
+
     def forget(self, ptr: int) -> None:
         self.live = [(d, p) for d, p in self.live if p != ptr]
+        self.host = [p for p in self.host if p != ptr]
 
     def free_all(self) -> None:
         for device, p in self.live:
             self.acl.aclrtSetDevice(device)
             self.acl.aclrtFree(p)
+        for p in self.host:
+            self.acl.aclrtFreeHost(p)
         self.acl.aclrtSetDevice(0)
 
 
@@ -375,12 +387,13 @@ def test_a_thread_without_a_current_device_gets_context_null(acl):
         p, d = ctypes.c_void_p(), ctypes.c_int32()
         out["malloc"] = acl.aclrtMalloc(ctypes.byref(p), 64, 0)
         out["get"] = acl.aclrtGetDevice(ctypes.byref(d))
+        out["host"] = acl.aclrtMallocHost(ctypes.byref(p), 64)
         out["msg"] = err(acl)
 
     t = threading.Thread(target=body)
     t.start()
     t.join()
-    assert out["malloc"] == RT_CONTEXT_NULL and out["get"] == RT_CONTEXT_NULL
+    assert out["malloc"] == out["get"] == out["host"] == RT_CONTEXT_NULL
     assert "no current device" in out["msg"]
 
 
@@ -512,7 +525,7 @@ def test_streams_are_asynchronous_and_statuses_have_opposite_polarity(acl, mem):
     e = new_event(acl)
     assert event_status(acl, e) == EVENT_NOT_READY  # never recorded
     gate = Gate(acl, s)
-    src = ctypes.create_string_buffer(b"newnewne", 8)
+    src = mem.pinned(b"newnewne")
     assert acl.aclrtMemcpyAsync(dev, 8, src, 8, H2D, s) == SUCCESS
     assert acl.aclrtRecordEvent(e, s) == SUCCESS
     assert stream_status(acl, s) == STREAM_NOT_READY == 1
@@ -567,7 +580,7 @@ def test_synchronize_waits_for_queued_work(acl, mem, sync):
     s = new_stream(acl)
     e = new_event(acl)
     gate = DelayedGate(acl, s, 0.3)
-    src = ctypes.create_string_buffer(b"newnewne", 8)
+    src = mem.pinned(b"newnewne")
     assert acl.aclrtMemcpyAsync(dev, 8, src, 8, H2D, s) == SUCCESS
     assert acl.aclrtRecordEvent(e, s) == SUCCESS
     gate.start()
@@ -668,6 +681,38 @@ def test_free_with_pending_work_is_a_violation_surfaced_at_sync(acl, mem):
     assert "aclrtMemcpyAsync" in msg and "aclrtFree'd" in msg
     assert mem.read(0, dst, 16) == b"D" * 16  # the copy did not run on freed memory
     assert acl.aclrtSynchronizeStream(s) == SUCCESS  # reported once
+    assert acl.aclrtDestroyStream(s) == SUCCESS
+
+
+def test_async_copies_need_pinned_host_memory(acl, mem):
+    dev = mem.malloc(0, 16)
+    pageable = ctypes.create_string_buffer(16)
+    assert acl.aclrtMemcpyAsync(dev, 16, pageable, 16, H2D, None) == INVALID_PARAM
+    assert "pageable host memory" in err(acl)
+    assert acl.aclrtMemcpyAsync(pageable, 16, dev, 16, D2H, None) == INVALID_PARAM
+    assert acl.aclrtMemcpyAsync(pageable, 16, dev, 16, DEFAULT, None) == INVALID_PARAM
+    pinned = mem.pinned(b"P" * 16)
+    assert acl.aclrtMemcpyAsync(dev, 16, pinned, 16, H2D, None) == SUCCESS
+    assert acl.aclrtMemcpyAsync(dev, 16, pinned + 8, 16, H2D, None) == INVALID_PARAM  # overrun
+    assert acl.aclrtSynchronizeStream(None) == SUCCESS
+    assert mem.read(0, dev, 16) == b"P" * 16
+
+
+def test_free_host_with_pending_copy_is_a_violation(acl, mem):
+    dev = mem.malloc(0, 8)
+    mem.write(0, dev, b"devdevde")
+    pinned = mem.pinned(b"hosthost")
+    s = new_stream(acl)
+    gate = Gate(acl, s)
+    assert acl.aclrtMemcpyAsync(pinned, 8, dev, 8, D2H, s) == SUCCESS
+    before = acl.aclEmuViolationCount()
+    assert acl.aclrtFreeHost(pinned) == SUCCESS
+    mem.forget(pinned)
+    assert acl.aclEmuViolationCount() == before + 1
+    assert "aclrtFreeHost" in acl.aclEmuLastViolation().decode()
+    gate.release()
+    assert acl.aclrtSynchronizeStream(s) == RT_AICORE_EXCEPTION
+    assert "aclrtFreeHost'd" in err(acl)
     assert acl.aclrtDestroyStream(s) == SUCCESS
 
 

@@ -149,10 +149,16 @@ void Stream::loop() {
     for (const AllocRef& a : it.allocs) {
       if (a->freed.load()) {
         st = ACL_ERROR_RT_AICORE_EXCEPTION;
-        snprintf(msg, sizeof msg,
-                 "%s read/wrote device memory %p (%zu bytes, device %d) that was aclrtFree'd "
-                 "before the stream reached the work",
-                 it.name.c_str(), reinterpret_cast<void*>(a->base), a->bytes, a->device);
+        if (a->device < 0)
+          snprintf(msg, sizeof msg,
+                   "%s read/wrote pinned host memory %p (%zu bytes) that was aclrtFreeHost'd "
+                   "before the stream reached the work",
+                   it.name.c_str(), reinterpret_cast<void*>(a->base), a->bytes);
+        else
+          snprintf(msg, sizeof msg,
+                   "%s read/wrote device memory %p (%zu bytes, device %d) that was aclrtFree'd "
+                   "before the stream reached the work",
+                   it.name.c_str(), reinterpret_cast<void*>(a->base), a->bytes, a->device);
         break;
       }
     }
@@ -219,8 +225,8 @@ struct State {
   std::atomic<bool> initialized{false};
   bool ever_initialized = false;
   std::vector<Device> devices;
-  std::map<uintptr_t, AllocRef> allocs;     // device allocations by base
-  std::map<uintptr_t, size_t> host_allocs;  // aclrtMallocHost blocks
+  std::map<uintptr_t, AllocRef> allocs;       // device allocations by base
+  std::map<uintptr_t, AllocRef> host_allocs;  // aclrtMallocHost blocks (device -1)
   std::unordered_map<void*, StreamRef> streams;
   std::unordered_map<void*, EventRef> events;
   std::unordered_map<uint64_t, ReporterRef> reporters;
@@ -320,6 +326,19 @@ AllocRef find_range_locked(const void* ptr, size_t bytes) {
   return a;
 }
 
+// Caller holds s.mu. The aclrtMallocHost block containing [ptr, ptr + bytes) (nullptr: none).
+AllocRef find_pinned_locked(const void* ptr, size_t bytes) {
+  State& s = S();
+  uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+  auto it = s.host_allocs.upper_bound(p);
+  if (it == s.host_allocs.begin()) return nullptr;
+  --it;
+  const AllocRef& a = it->second;
+  uintptr_t end = a->base + a->bytes;
+  if (p < a->base || p >= end || bytes > end - p) return nullptr;
+  return a;
+}
+
 // Caller holds s.mu. Default stream of a device, created on first use.
 StreamRef default_stream_locked(int32_t dev) {
   Device& d = S().devices[static_cast<size_t>(dev)];
@@ -378,15 +397,18 @@ const char* kind_name(aclrtMemcpyKind k) {
   return "an unknown aclrtMemcpyKind";
 }
 
-// One side of a copy: nullptr allocation for host memory.
+// One side of a copy: the device allocation, the pinned block of an asynchronous copy's host
+// side, or nullptr (host memory of a synchronous copy).
 struct Side {
   AllocRef alloc;
 };
 
 // Checks one pointer of a copy against the kind and the current device. `want_device`: the
 // kind says device memory (-1: ACL_MEMCPY_DEFAULT, either). Peers count only for D2D/DEFAULT.
+// The host side of an asynchronous copy must be aclrtMallocHost memory: the stream reads or
+// writes it later, which pageable memory does not allow.
 aclError check_side(const char* fn, const char* role, const void* p, size_t n, int want_device,
-                    aclrtMemcpyKind kind, int32_t cur, Side* out) {
+                    aclrtMemcpyKind kind, int32_t cur, bool async, Side* out) {
   State& s = S();
   std::lock_guard<std::mutex> lk(s.mu);
   AllocRef a = find_alloc_locked(p);
@@ -397,6 +419,14 @@ aclError check_side(const char* fn, const char* role, const void* p, size_t n, i
                   "%s: %s %p is not device memory (kind %s wants a device pointer of device %d)",
                   fn, role, p, kind_name(kind), cur);
     out->alloc = nullptr;
+    if (async && n > 0) {
+      out->alloc = find_pinned_locked(p, n);
+      if (!out->alloc)
+        return fail(ACL_ERROR_INVALID_PARAM,
+                    "%s: %s [%p, +%zu) is pageable host memory; an asynchronous copy needs "
+                    "aclrtMallocHost memory (or use aclrtMemcpy)",
+                    fn, role, p, n);
+    }
     return ACL_SUCCESS;
   }
   if (want_device == 0)
@@ -424,7 +454,7 @@ aclError check_side(const char* fn, const char* role, const void* p, size_t n, i
 }
 
 aclError check_copy(const char* fn, void* dst, size_t destMax, const void* src, size_t count,
-                    aclrtMemcpyKind kind, int32_t cur, Side* d, Side* sside) {
+                    aclrtMemcpyKind kind, int32_t cur, bool async, Side* d, Side* sside) {
   if (dst == nullptr || src == nullptr)
     return fail(ACL_ERROR_INVALID_PARAM, "%s: %s is NULL", fn, dst ? "src" : "dst");
   if (count > destMax)
@@ -450,9 +480,9 @@ aclError check_copy(const char* fn, void* dst, size_t destMax, const void* src, 
       return fail(ACL_ERROR_INVALID_PARAM, "%s: kind %d is not an aclrtMemcpyKind", fn,
                   static_cast<int>(kind));
   }
-  aclError e = check_side(fn, "dst", dst, count, want_dst, kind, cur, d);
+  aclError e = check_side(fn, "dst", dst, count, want_dst, kind, cur, async, d);
   if (e != ACL_SUCCESS) return e;
-  return check_side(fn, "src", src, count, want_src, kind, cur, sside);
+  return check_side(fn, "src", src, count, want_src, kind, cur, async, sside);
 }
 
 aclError check_memset(const char* fn, void* p, size_t maxCount, size_t count, int32_t cur,
@@ -460,7 +490,7 @@ aclError check_memset(const char* fn, void* p, size_t maxCount, size_t count, in
   if (p == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "%s: devPtr is NULL", fn);
   if (count > maxCount)
     return fail(ACL_ERROR_INVALID_PARAM, "%s: count %zu exceeds maxCount %zu", fn, count, maxCount);
-  return check_side(fn, "devPtr", p, count, 1, ACL_MEMCPY_HOST_TO_DEVICE, cur, out);
+  return check_side(fn, "devPtr", p, count, 1, ACL_MEMCPY_HOST_TO_DEVICE, cur, false, out);
 }
 
 // Queues an item whose allocations were already validated; pins them.
@@ -820,26 +850,44 @@ aclError aclrtFree(void* devPtr) {
 
 aclError aclrtMallocHost(void** hostPtr, size_t size) {
   ACL_ENTER("aclrtMallocHost");
+  ACL_NEED_DEVICE("aclrtMallocHost", dev);  // pinned memory is mapped through a device context
+  (void)dev;
   if (!hostPtr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMallocHost: hostPtr is NULL");
   if (size == 0) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMallocHost: size is 0");
   void* p = nullptr;
   if (posix_memalign(&p, 64, size) != 0)
     return fail(ACL_ERROR_BAD_ALLOC, "aclrtMallocHost: %zu bytes failed", size);
+  auto a = std::make_shared<Allocation>();
+  a->base = reinterpret_cast<uintptr_t>(p);
+  a->bytes = a->accounted = size;
   std::lock_guard<std::mutex> lk(S().mu);
-  S().host_allocs[reinterpret_cast<uintptr_t>(p)] = size;
+  S().host_allocs[a->base] = a;
   *hostPtr = p;
   return ACL_SUCCESS;
 }
 
 aclError aclrtFreeHost(void* hostPtr) {
   ACL_ENTER("aclrtFreeHost");
-  std::lock_guard<std::mutex> lk(S().mu);
-  auto it = S().host_allocs.find(reinterpret_cast<uintptr_t>(hostPtr));
-  if (it == S().host_allocs.end())
-    return fail(ACL_ERROR_INVALID_PARAM, "aclrtFreeHost: %p is not an aclrtMallocHost block",
-                hostPtr);
-  S().host_allocs.erase(it);
-  std::free(hostPtr);
+  AllocRef a;
+  {
+    std::lock_guard<std::mutex> lk(S().mu);
+    auto it = S().host_allocs.find(reinterpret_cast<uintptr_t>(hostPtr));
+    if (it == S().host_allocs.end())
+      return fail(ACL_ERROR_INVALID_PARAM, "aclrtFreeHost: %p is not an aclrtMallocHost block",
+                  hostPtr);
+    a = it->second;
+    S().host_allocs.erase(it);
+    a->freed.store(true);
+  }
+  // The block itself goes when the last queued copy naming it is done.
+  if (a->pending.load() > 0) {
+    char buf[512];
+    snprintf(buf, sizeof buf,
+             "aclrtFreeHost(%p) while %d queued asynchronous copy(ies) still use it: pinned "
+             "memory must outlive the copy (record an event / synchronize the stream first)",
+             hostPtr, a->pending.load());
+    violation(buf);
+  }
   return ACL_SUCCESS;
 }
 
@@ -865,7 +913,7 @@ aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
   ACL_ENTER("aclrtMemcpy");
   ACL_NEED_DEVICE("aclrtMemcpy", dev);
   Side d, s;
-  aclError e = check_copy("aclrtMemcpy", dst, destMax, src, count, kind, dev, &d, &s);
+  aclError e = check_copy("aclrtMemcpy", dst, destMax, src, count, kind, dev, false, &d, &s);
   if (e != ACL_SUCCESS) return e;
   // Synchronous with respect to the host only: queued stream work is not waited for.
   if (count) std::memmove(dst, src, count);
@@ -882,7 +930,7 @@ aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t cou
                 "aclrtMemcpyAsync: stream %p belongs to device %d but device %d is current", stream,
                 st->device, dev);
   Side d, s;
-  aclError e = check_copy("aclrtMemcpyAsync", dst, destMax, src, count, kind, dev, &d, &s);
+  aclError e = check_copy("aclrtMemcpyAsync", dst, destMax, src, count, kind, dev, true, &d, &s);
   if (e != ACL_SUCCESS) return e;
   Item it;
   it.name = "aclrtMemcpyAsync";

@@ -105,7 +105,12 @@ ACL_FUNC_VISIBILITY aclError aclrtDeviceGetStreamPriorityRange(int32_t* leastPri
 ACL_FUNC_VISIBILITY aclError aclrtGetCurrentContext(aclrtContext* context);
 ACL_FUNC_VISIBILITY aclError aclrtSetCurrentContext(aclrtContext context);
 
-/* Memory. */
+/* Memory. Device pointers are device-scoped: valid only with their device current (a
+ * device-to-device copy may also name memory of a peer enabled by aclrtDeviceEnablePeerAccess).
+ * aclrtMemcpy / aclrtMemset are synchronous for the host but not ordered after queued stream
+ * work (synchronize first); count may not exceed destMax / maxCount. The host side of
+ * aclrtMemcpyAsync must be aclrtMallocHost memory, which (like device memory) must outlive the
+ * queued copy. */
 ACL_FUNC_VISIBILITY aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy);
 ACL_FUNC_VISIBILITY aclError aclrtFree(void* devPtr);
 ACL_FUNC_VISIBILITY aclError aclrtMallocHost(void** hostPtr, size_t size);
@@ -121,7 +126,8 @@ ACL_FUNC_VISIBILITY aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t 
 ACL_FUNC_VISIBILITY aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value,
                                               size_t count, aclrtStream stream);
 
-/* Streams. */
+/* Streams. NULL is the current device's default stream. Work runs asynchronously in stream
+ * order; a failure of queued work is returned by the next synchronisation that waits for it. */
 ACL_FUNC_VISIBILITY aclError aclrtCreateStream(aclrtStream* stream);
 ACL_FUNC_VISIBILITY aclError aclrtCreateStreamWithConfig(aclrtStream* stream, uint32_t priority,
                                                          uint32_t flag);
@@ -130,7 +136,9 @@ ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStream(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus* status);
 ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event);
 
-/* Events. */
+/* Events. A never-recorded (or reset) event queries NOT_READY and synchronizes at once;
+ * aclrtEventElapsedTime needs two completed events with timestamps (aclrtCreateEvent, or
+ * ACL_EVENT_TIME_LINE). */
 ACL_FUNC_VISIBILITY aclError aclrtCreateEvent(aclrtEvent* event);
 ACL_FUNC_VISIBILITY aclError aclrtCreateEventWithFlag(aclrtEvent* event, uint32_t flag);
 ACL_FUNC_VISIBILITY aclError aclrtDestroyEvent(aclrtEvent event);
