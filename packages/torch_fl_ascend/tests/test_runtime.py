@@ -206,6 +206,8 @@ def test_table_header_capabilities_and_ipc_left_out(rt: Runtime, libs) -> None:
     for th in threads:
         th.join()
     assert errors == [OK] * 4, "init is idempotent from several threads"
+    for name, code in _m.sim.STATUS.items():  # runtime.h's enum spellings
+        assert t.status_name(code).decode() == name
 
 
 def test_probe_counts_npus(libs, rt: Runtime) -> None:
@@ -592,7 +594,7 @@ def test_host_functions_on_every_device_and_default_stream(two: Runtime) -> None
     assert seen == [0, 1]
 
 
-def test_device_synchronize_and_stream_destroy_drain(rt: Runtime) -> None:
+def test_device_synchronize_and_stream_destroy_drain(rt: Runtime, emu: Emulator) -> None:
     s = rt.stream()
     d = rt.malloc(4)
     gate = Gate()
@@ -608,9 +610,11 @@ def test_device_synchronize_and_stream_destroy_drain(rt: Runtime) -> None:
     gate2.launch(rt, s)
     rt.check(rt.t.memset_async(d, 2, 4, s))
     timer = gate2.open_later()
+    unsubscribed = emu.calls("aclrtUnSubscribeReport")
     rt.check(rt.t.stream_destroy(s))  # drains (CANN's rule) and unsubscribes its host functions
     timer.join()
     assert rt.read(d, 4) == b"\x02" * 4
+    assert emu.calls("aclrtUnSubscribeReport") == unsubscribed + 1
     assert rt.t.stream_destroy(None) == INVALID_HANDLE
     rt.check(rt.t.free(d))
 
