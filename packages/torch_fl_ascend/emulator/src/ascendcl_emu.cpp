@@ -35,6 +35,7 @@
 namespace {
 
 constexpr size_t kAlign = 512;  // aclrtMalloc's address alignment
+constexpr size_t kPoisonBytes = size_t{64} << 20;
 constexpr const char* kSocName = "Ascend910B2";
 
 thread_local std::string t_err;       // message of the latest failure on this thread
@@ -794,8 +795,9 @@ aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy) {
                 size);
   }
   // Fresh device memory is not zero on hardware: poison it so readers of unwritten memory see
-  // garbage rather than a lucky 0.
-  std::memset(p, 0xA5, accounted);
+  // garbage rather than a lucky 0. Capped, so that a large reservation (a caching allocator's
+  // segment) does not commit all of its host pages up front.
+  std::memset(p, 0xA5, std::min(accounted, kPoisonBytes));
   auto a = std::make_shared<Allocation>();
   a->device = dev;
   a->base = reinterpret_cast<uintptr_t>(p);
