@@ -14,10 +14,11 @@
 //  - copies between NPUs need aclrtDeviceEnablePeerAccess in both directions (once per pair,
 //    each with its own NPU current), then an ACL_MEMCPY_DEVICE_TO_DEVICE copy issued with the
 //    source NPU current on a source-NPU stream.
-//  - aclrtMemcpyAsync with host memory needs aclrtMallocHost memory (CANN: other host memory
-//    "fails unpredictably at execution"); pageable host memory is copied synchronously after
-//    the stream's earlier work instead. Async host-to-host copies are not supported by
-//    aclrtMemcpyAsync: done on the host once the stream has drained.
+//  - aclrtMemcpyAsync with host memory needs aclrtMallocHost memory (CANN documents that other
+//    host memory fails unpredictably when the copy runs); pageable host memory is copied
+//    synchronously after the stream's earlier work instead, as CUDA does for pageable H2D.
+//    Async host-to-host copies are not supported by aclrtMemcpyAsync: done on the host once
+//    the stream has drained.
 //  - host functions: aclrtLaunchCallback(ACL_CALLBACK_BLOCK) runs fn on a thread subscribed to
 //    the stream (aclrtSubscribeReport) that serves aclrtProcessReport; BLOCK holds later work on
 //    the stream until fn returned, the ordering runtime.h asks for.
