@@ -70,6 +70,12 @@ def _schema(name: str, overload: str):
         return None
 
 
+def _composite(full: str) -> bool:
+    import torch
+
+    return torch._C._dispatch_has_kernel_for_dispatch_key(full, "CompositeImplicitAutograd")
+
+
 def _form(schema) -> str:
     for arg in schema.arguments:
         if arg.kwarg_only and arg.alias_info is not None and arg.alias_info.is_write:
@@ -122,6 +128,10 @@ def generate(functions: set[str]) -> tuple[str, dict]:
             if schema is None:
                 skipped[full] = "this torch has no such overload"
                 warnings.append(f"{full} does not exist in this torch: skipped")
+                continue
+            if _composite(full):
+                # Decomposes into routed operators on every device: a kernel would be unroutable.
+                skipped[full] = "CompositeImplicitAutograd in this torch (its parts are routed)"
                 continue
             headers.add(op.header)
             ident = _cident(name, overload)

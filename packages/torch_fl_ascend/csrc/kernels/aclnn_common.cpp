@@ -12,7 +12,7 @@
 
 // Exported by this package's runtime library (csrc/runtime/aclrt_runtime.cpp): the aclrtStream
 // behind a tfl_stream (nullptr: the device's default stream). 0 on success.
-extern "C" int tfl_ascend_native_stream(tfl_stream stream, int device, void** out);
+extern "C" int tfl_ascend_acl_stream(tfl_stream stream, int device, void** out);
 
 namespace tfl_ascend {
 
@@ -355,7 +355,7 @@ aclrtStream current_stream(c10::Device device) {
   TORCH_CHECK(s.id() == 0, "ascend kernels need torch >= 2.11 to run on a non-default stream");
 #endif
   void* acl = nullptr;
-  const int st = tfl_ascend_native_stream(static_cast<tfl_stream>(handle), device.index(), &acl);
+  const int st = tfl_ascend_acl_stream(static_cast<tfl_stream>(handle), device.index(), &acl);
   TORCH_CHECK(st == 0, "ascend: cannot resolve the aclrtStream of ", device, " (status ", st,
               ", vendor ascend)");
   return static_cast<aclrtStream>(acl);

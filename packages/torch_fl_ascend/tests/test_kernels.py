@@ -1,0 +1,268 @@
+"""Generated ACLNN kernels: CPU-matching results on strided, offset, rank-0 and broadcast inputs,
+out= and in-place forms, declines to the counted CPU fallback, errors that name everything, tensor
+lists over ACLNN's 50, and workspaces that outlive a freed cache."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.ascend
+
+DEV = "flagos:0"
+TOL = {
+    torch.float32: {"rtol": 1.3e-6, "atol": 1e-5},
+    torch.float16: {"rtol": 1e-3, "atol": 1e-3},
+    torch.bfloat16: {"rtol": 1.6e-2, "atol": 1e-2},
+}
+
+
+@pytest.fixture
+def counts(ascend):
+    import torch_fl
+
+    torch_fl._C.reset_dispatch_counts()
+
+    def served(op: str) -> dict[str, int]:
+        return dict(torch_fl._C.dispatch_counts().get(op, {}))
+
+    return served
+
+
+def close(a, b, dtype=torch.float32):
+    torch.testing.assert_close(a.cpu(), b, **TOL.get(dtype, {}))
+
+
+def test_manifest_covers_every_category(ascend):
+    from torch_fl_ascend import kernels_manifest
+
+    generated = kernels_manifest()["generated"]
+    for op in (
+        "aten::abs",
+        "aten::add.Tensor",
+        "aten::add_.Scalar",
+        "aten::mul.out",
+        "aten::eq.Scalar",
+        "aten::sum.dim_IntList",
+        "aten::max.dim",
+        "aten::mm",
+        "aten::addmm_",
+        "aten::_softmax",
+        "aten::native_layer_norm_backward",
+        "aten::gelu_backward",
+        "aten::embedding_dense_backward",
+        "aten::scatter_add",
+        "aten::cat",
+        "aten::stack",
+        "aten::where.self",
+        "aten::fill_.Scalar",
+        "aten::arange.start_out",
+        "aten::convolution_backward",
+        "aten::_amp_update_scale_",
+    ):
+        assert op in generated, op
+    assert generated["aten::gelu"] == "aclnnGeluV2"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_float_ops_match_cpu_per_dtype(counts, dtype):
+    x = torch.randn(6, 5).to(dtype)
+    y = torch.randn(6, 5).to(dtype)
+    d, e = x.to(DEV), y.to(DEV)
+    close(torch.exp(d), torch.exp(x), dtype)
+    close(torch.add(d, e, alpha=2), torch.add(x, y, alpha=2), dtype)
+    close(d * e, x * y, dtype)
+    close(torch.nn.functional.gelu(d), torch.nn.functional.gelu(x), dtype)
+    close(torch.nn.functional.gelu(d, approximate="tanh"), torch.nn.functional.gelu(x, approximate="tanh"), dtype)  # fmt: skip
+    close(torch.softmax(d, 1), torch.softmax(x, 1), dtype)
+    close(d.sum(0), x.sum(0), dtype)
+    close(torch.mm(d, e.t()), torch.mm(x, y.t()), dtype)
+    assert counts("aten::exp") == {"ascend": 1}
+    assert counts("aten::mm") == {"ascend": 1}
+
+
+def test_strided_and_offset_inputs_need_no_copies(counts):
+    base = torch.randn(8, 10)
+    d = base.to(DEV)
+    views = [
+        (d.t(), base.t()),
+        (d[1:, 2::3], base[1:, 2::3]),  # storage offset and a step
+        (d[3], base[3]),
+        (d.expand(2, 8, 10)[1], base),
+    ]
+    for dv, cv in views:
+        close(torch.neg(dv), torch.neg(cv))
+        close(dv * 2.5, cv * 2.5)
+        close(torch.sigmoid(dv), torch.sigmoid(cv))
+    close(torch.mm(d.t()[:, :4], d[:4, :5]), base.t()[:, :4] @ base[:4, :5])
+    assert "cpu" not in counts("aten::neg")
+
+
+def test_rank0_and_broadcast(counts):
+    a, b = torch.tensor(-2.5), torch.randn(4, 1)
+    da, db = a.to(DEV), b.to(DEV)
+    close(torch.abs(da), torch.abs(a))
+    close(da + db, a + b)
+    close(db + torch.randn(3).to(DEV) * 0, b + torch.zeros(3))
+    close(torch.where(db > 0, da, db), torch.where(b > 0, a, b))
+    close(da.sum(), a.sum())
+    assert counts("aten::abs") == {"ascend": 1}
+
+
+def test_out_and_inplace_forms(counts):
+    x, y = torch.randn(5, 4), torch.randn(5, 4)
+    d, e = x.to(DEV), y.to(DEV)
+    out = torch.empty(0, device=DEV)
+    torch.mul(d, e, out=out)
+    close(out, x * y)
+    assert out.shape == (5, 4)
+    t = d.clone()
+    t.add_(e, alpha=3)
+    close(t, x + 3 * y)
+    v = d.clone()
+    v[:, 1].mul_(4.0)  # in place on a strided view
+    ref = x.clone()
+    ref[:, 1].mul_(4.0)
+    close(v, ref)
+    s = d.clone()
+    s.sigmoid_()
+    close(s, x.sigmoid())
+    assert counts("aten::mul.out") == {"ascend": 1}
+    assert counts("aten::add_.Tensor") == {"ascend": 1}
+
+
+def test_declined_dtype_falls_back_and_is_counted(counts):
+    """int32 first operand routes to ascend; the compute dtype is float64, which ACLNN's Add lacks:
+    the kernel declines before any effect and core's CPU fallback serves the call, counted."""
+    a = torch.arange(6, dtype=torch.int32)
+    b = torch.linspace(0, 1, 6, dtype=torch.float64)
+    r = torch.add(a.to(DEV), b.to(DEV))
+    assert r.dtype == torch.float64
+    torch.testing.assert_close(r.cpu(), a + b)
+    assert counts("aten::add.Tensor") == {"ascend": 1, "cpu": 1}
+
+
+def test_float64_never_reaches_the_kernel(counts):
+    x = torch.randn(4, dtype=torch.float64)
+    torch.testing.assert_close(torch.exp(x.to(DEV)).cpu(), torch.exp(x))
+    assert counts("aten::exp") == {"cpu": 1}  # the route table's exp[float64, ...] rule
+
+
+def test_errors_name_function_overload_device_vendor_status_and_message(emu, ascend):
+    a = torch.ones(3, device="flagos:1")
+    with emu.fault("aclnnAbsGetWorkspaceSize", 161002):
+        with pytest.raises(RuntimeError) as info:
+            torch.abs(a)
+    msg = str(info.value)
+    for part in ("aclnnAbsGetWorkspaceSize", "aten::abs", "flagos:1", "ascend", "161002"):
+        assert part in msg, msg
+    with emu.fault("aclnnExp", 361001):
+        with pytest.raises(RuntimeError) as info:
+            torch.exp(a)
+    msg = str(info.value)
+    for part in ("aclnnExp", "aten::exp", "flagos:1", "ascend", "361001"):
+        assert part in msg, msg
+    assert torch.equal(torch.abs(a).cpu(), torch.ones(3))  # nothing left armed or broken
+
+
+def test_cat_and_stack_of_60_tensors(emu, counts):
+    """ACLNN lists take at most 50 tensors: longer lists are joined in stages."""
+    xs = [torch.randn(2, 3) for _ in range(60)]
+    ds = [x.to(DEV) for x in xs]
+    before = emu.call_count("aclnnCat")
+    close(torch.cat(ds, 1), torch.cat(xs, 1))
+    assert emu.call_count("aclnnCat") - before == 3  # 50 + 10, then the 2 parts
+    close(torch.stack(ds, 0), torch.stack(xs, 0))
+    close(torch.cat(ds[::7], 0), torch.cat(xs[::7], 0))
+    assert counts("aten::cat") == {"ascend": 2}
+
+
+def test_reductions_norms_indexing_and_conv(ascend):
+    x = torch.randn(4, 6)
+    d = x.to(DEV)
+    v, i = d.max(1)
+    cv, ci = x.max(1)
+    close(v, cv)
+    assert torch.equal(i.cpu(), ci)
+    assert torch.equal(d.argmax().cpu(), x.argmax())
+    close(d.mean((0, 1)), x.mean((0, 1)))
+    w, b = torch.randn(6), torch.randn(6)
+    out, mean, rstd = torch.native_layer_norm(d, [6], w.to(DEV), b.to(DEV), 1e-5)
+    ref = torch.native_layer_norm(x, [6], w, b, 1e-5)
+    close(out, ref[0])
+    close(mean, ref[1])
+    idx = torch.tensor([3, 0, 2])
+    close(d.index_select(0, idx.to(DEV)), x.index_select(0, idx))
+    emb = torch.nn.functional.embedding(idx.to(DEV), d)
+    close(emb, torch.nn.functional.embedding(idx, x))
+    g = torch.tensor([[0, 1], [2, 3], [1, 1], [5, 0]])
+    close(d.gather(1, g.to(DEV)), x.gather(1, g))
+    close(
+        torch.zeros(4, 6, device=DEV).scatter_add(1, g.to(DEV), d[:, :2]),
+        torch.zeros(4, 6).scatter_add(1, g, x[:, :2]),
+    )
+    img, k = torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3)
+    close(
+        torch.nn.functional.conv2d(img.to(DEV), k.to(DEV), padding=1),
+        torch.nn.functional.conv2d(img, k, padding=1),
+    )
+    r = torch.empty(0, device=DEV, dtype=torch.int32)
+    torch.arange(2, 11, 3, out=r)
+    assert torch.equal(r.cpu(), torch.arange(2, 11, 3, dtype=torch.int32))
+    z = d.clone()
+    z.zero_()
+    assert torch.equal(z.cpu(), torch.zeros(4, 6))
+    z.fill_(1.5)
+    assert torch.equal(z.cpu(), torch.full((4, 6), 1.5))
+
+
+def test_autograd_through_native_backward_kernels(counts):
+    x = torch.randn(3, 8, requires_grad=True)
+    lin = torch.nn.Linear(8, 4)
+    ln = torch.nn.LayerNorm(4)
+    ref = ln(torch.nn.functional.gelu(lin(x))).softmax(-1).sum()
+    ref.backward()
+    xd = x.detach().to(DEV).requires_grad_()
+    lin_d = torch.nn.Linear(8, 4).to(DEV)
+    lin_d.load_state_dict(lin.state_dict())
+    ln_d = torch.nn.LayerNorm(4).to(DEV)
+    out = ln_d(torch.nn.functional.gelu(lin_d(xd))).softmax(-1).sum()
+    out.backward()
+    close(xd.grad, x.grad)
+    close(lin_d.weight.grad, lin.weight.grad)
+    assert counts("aten::native_layer_norm_backward") == {"ascend": 1}
+    assert counts("aten::gelu_backward") == {"ascend": 1}
+
+
+def test_amp_kernels(ascend):
+    grads = [torch.randn(4).to(DEV) for _ in range(55)]
+    found = torch.zeros(1, device=DEV)
+    inv = torch.full((1,), 0.5, device=DEV)
+    torch._amp_foreach_non_finite_check_and_unscale_(grads, found, inv)
+    assert found.item() == 0.0
+    grads[53][1] = float("inf")
+    torch._amp_foreach_non_finite_check_and_unscale_(grads, found, inv)
+    assert found.item() == 1.0
+    scale = torch.full((1,), 8.0, device=DEV)
+    tracker = torch.zeros(1, dtype=torch.int32, device=DEV)
+    torch._amp_update_scale_(scale, tracker, found, 2.0, 0.5, 3)
+    assert scale.item() == 4.0 and tracker.item() == 0
+
+
+def test_workspace_outlives_an_emptied_cache(emu, ascend):
+    """A workspace block dropped right after its op is queued must not be aclrtFree'd (here: by
+    empty_cache) before the stream passes the op: the emulator counts such a free as a contract
+    violation and fails the op."""
+    emu.clear_faults()
+    big = torch.randn(512, 512).to(DEV)
+    keep = []  # inputs and results stay referenced: only the workspaces are dropped
+    for _ in range(5):
+        r = torch.mm(big, big)  # a workspace per call; the stream is still busy
+        keep += [r, r.sum(0)]
+        assert torch.ops.torch_fl_ascend._pending_workspaces() > 0
+        torch.flagos.empty_cache()
+    torch.flagos.synchronize()
+    assert emu.violation_count() == 0, emu.last_violation()
+    assert torch.ops.torch_fl_ascend._pending_workspaces() == 0
+    ref = big.cpu() @ big.cpu()
+    close(keep[-1], ref.sum(0), torch.float16)  # loose: 512-term float32 sums
