@@ -266,3 +266,77 @@ def test_workspace_outlives_an_emptied_cache(emu, ascend):
     assert torch.ops.torch_fl_ascend._pending_workspaces() == 0
     ref = big.cpu() @ big.cpu()
     close(keep[-1], ref.sum(0), torch.float16)  # loose: 512-term float32 sums
+
+
+_IDX = [[0, 1], [2, 3], [4, 5], [0, 2]]
+CASES = {
+    "masked_fill": lambda t: t.masked_fill(t > 0, 2.0),
+    "masked_fill_": lambda t: t.clone().masked_fill_(t > 0, -1.0),
+    "where_scalar": lambda t: torch.where(t > 0, t, 0.0),
+    "pow_scalar": lambda t: t.abs().pow(2.5),
+    "pow_tensor": lambda t: t.abs().pow(t),
+    "eq_inplace": lambda t: t.clone().eq_(0.5),
+    "lt_tensor": lambda t: t < t.flip(0),
+    "amin": lambda t: t.amin(1, keepdim=True),
+    "all": lambda t: (t > -10).all(),
+    "any_dim": lambda t: (t > 1).any(1),
+    "argmin_dim": lambda t: t.argmin(1, keepdim=True),
+    "min_dim": lambda t: t.min(0).values,
+    "bmm": lambda t: torch.bmm(t.reshape(2, 2, 6), t.reshape(2, 6, 2)),
+    "addmm_": lambda t: torch.ones(4, 4, device=t.device).addmm_(t, t.t(), beta=0.5, alpha=2),
+    "log_softmax_backward": lambda t: torch.ops.aten._log_softmax_backward_data(
+        t, t.log_softmax(1), 1, t.dtype
+    ),
+    "softmax_backward": lambda t: torch.ops.aten._softmax_backward_data(
+        t, t.softmax(1), 1, t.dtype
+    ),
+    "scatter": lambda t: torch.zeros(4, 6, device=t.device).scatter(
+        1, torch.tensor(_IDX, device=t.device), t[:, :2]
+    ),
+    "scatter_reduce_add": lambda t: torch.ones(4, 6, device=t.device).scatter(
+        1, torch.tensor(_IDX, device=t.device), t[:, :2], reduce="add"
+    ),
+    "embedding_backward": lambda t: torch.ops.aten.embedding_dense_backward(
+        t[:3], torch.tensor([1, 0, 1], device=t.device), 4, -1, False
+    ),
+    "threshold_backward": lambda t: torch.ops.aten.threshold_backward(t, t.flip(1), 0.0),
+    "tanh_backward": lambda t: torch.ops.aten.tanh_backward(t, t.tanh()),
+    "sigmoid_backward": lambda t: torch.ops.aten.sigmoid_backward(t, t.sigmoid()),
+    "logical_not": lambda t: torch.logical_not(t > 0),
+    "div_scalar": lambda t: t / 3,
+    "sub_scalar": lambda t: t - 3,
+    "maximum": lambda t: torch.maximum(t, t.flip(0)),
+    "int32_sum": lambda t: (t * 10).to(torch.int32).sum(1),
+    "mean_keepdim": lambda t: t.mean(1, keepdim=True),
+    "rsqrt": lambda t: t.abs().rsqrt(),
+    "conv_transpose2d": lambda t: torch.nn.functional.conv_transpose2d(
+        t.reshape(1, 1, 4, 6), torch.ones(1, 2, 3, 3, device=t.device)
+    ),
+    "conv1d_bias_stride": lambda t: torch.nn.functional.conv1d(
+        t.reshape(1, 4, 6),
+        torch.ones(3, 4, 2, device=t.device),
+        torch.ones(3, device=t.device),
+        stride=2,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_category_routines_match_cpu(ascend, case):
+    torch.manual_seed(0)
+    x = torch.randn(4, 6)
+    ref = CASES[case](x)
+    got = CASES[case](x.to(DEV))
+    torch.testing.assert_close(got.cpu(), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_convolution_backward(counts):
+    img = torch.randn(1, 2, 5, 5, requires_grad=True)
+    k = torch.randn(3, 2, 3, 3, requires_grad=True)
+    b = torch.randn(3, requires_grad=True)
+    torch.nn.functional.conv2d(img, k, b, padding=1).square().sum().backward()
+    dev = [t.detach().to(DEV).requires_grad_() for t in (img, k, b)]
+    torch.nn.functional.conv2d(*dev, padding=1).square().sum().backward()
+    for a, c in zip(dev, (img, k, b), strict=True):
+        torch.testing.assert_close(a.grad.cpu(), c.grad, rtol=1e-4, atol=1e-4)
+    assert counts("aten::convolution_backward") == {"ascend": 1}
