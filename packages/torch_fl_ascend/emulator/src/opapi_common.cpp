@@ -263,6 +263,8 @@ aclnnStatus Op::build(uint64_t* workspaceSize, aclOpExecutor** executor, uint64_
     }
     try {
       fn(c);
+    } catch (const c10::NotImplementedError&) {
+      // no Meta kernel for some op in the computation: checked when it runs
     } catch (const c10::Error& e) {
       const std::string what = e.what_without_backtrace();
       if (!NoMetaKernel(what)) return emu_nn::Fail(name_, ACLNN_ERR_PARAM_INVALID, what);
