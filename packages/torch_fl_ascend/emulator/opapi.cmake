@@ -21,6 +21,9 @@ target_include_directories(opapi PRIVATE include src)
 target_include_directories(opapi SYSTEM PRIVATE "${_tfl_torch_inc}" "${_tfl_torch_api_inc}")
 target_compile_definitions(opapi PRIVATE _GLIBCXX_USE_CXX11_ABI=${_tfl_torch_cxx11_abi})
 target_link_libraries(opapi PRIVATE nnopbase ascendcl "${_tfl_lib_torch_cpu}" "${_tfl_lib_c10}")
+if(COMMAND torch_fl_precompile_torch_headers)
+  torch_fl_precompile_torch_headers(opapi)
+endif()
 set_target_properties(opapi PROPERTIES CXX_STANDARD ${TORCH_FL_CXX_STANDARD}
   CXX_VISIBILITY_PRESET hidden POSITION_INDEPENDENT_CODE ON
   BUILD_RPATH "$ORIGIN;${TORCH_FL_TORCH_LIB_DIR}" INSTALL_RPATH "$ORIGIN;${TORCH_FL_TORCH_LIB_DIR}")
