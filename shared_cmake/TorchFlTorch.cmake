@@ -75,3 +75,16 @@ function(torch_fl_install_torch_build_info package_dir)
        "TORCH_MINOR = \"${TORCH_FL_TORCH_MAJOR}.${TORCH_FL_TORCH_MINOR}\"\n")
   install(FILES "${_file}" DESTINATION "${package_dir}")
 endfunction()
+
+# Precompiled torch headers for a target's C++ sources. Parsing ATen's headers is most of each
+# translation unit's compile time (core's csrc/aten/copy.cpp: 20 s without, 6 s with, on a 2-core
+# machine), and the suites build core twice (two torch minors). -DTORCH_FL_PCH=OFF disables it.
+option(TORCH_FL_PCH "precompile torch's headers" ON)
+function(torch_fl_precompile_torch_headers target)
+  if(TORCH_FL_PCH)
+    target_precompile_headers(${target} PRIVATE
+      "$<$<COMPILE_LANGUAGE:CXX>:<ATen/ATen.h$<ANGLE-R>>"
+      "$<$<COMPILE_LANGUAGE:CXX>:<ATen/core/dispatch/Dispatcher.h$<ANGLE-R>>"
+      "$<$<COMPILE_LANGUAGE:CXX>:<torch/library.h$<ANGLE-R>>")
+  endif()
+endfunction()

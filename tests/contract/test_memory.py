@@ -94,6 +94,20 @@ def test_empty_cache_lowers_memory_reserved(flagos, dev):
     assert flagos.memory_stats(dev)["num_device_free"] > frees0
 
 
+def test_empty_cache_does_not_free_memory_queued_work_still_reads(flagos, dev):
+    # A tensor's block goes back to the cache when the tensor dies, not when the stream has
+    # passed its last use; empty_cache must not hand such a segment back to the device while
+    # that use is still queued (cudaFree synchronizes; a vendor runtime's free need not).
+    a = torch.randn(1024, 1024, device=dev)
+    expected = (a.cpu() @ a.cpu()).sum()
+    for _ in range(3):
+        r = a @ a
+        s = r.sum()  # queued behind the matmul; reads r
+        del r
+        torch.flagos.empty_cache()
+        torch.testing.assert_close(s.cpu(), expected, rtol=1e-3, atol=1.0)
+
+
 def test_reserved_is_at_least_allocated(flagos, dev):
     ts = [_empty(n, dev) for n in (100, 5000, 3 * MiB)]
     assert flagos.memory_reserved(dev) >= flagos.memory_allocated(dev) > 0

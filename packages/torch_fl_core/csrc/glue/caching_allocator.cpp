@@ -814,25 +814,51 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
       std::sort(completed.begin(), completed.end());
       process_events(st, &completed);
     }
-    release_free_segments(st, st.small_pool);
-    release_free_segments(st, st.large_pool);
+    // A cached segment's last use may still be queued: the block went back to the pool when its
+    // tensor died, not when the stream passed it (the allocation stream orders its own reuse).
+    // The runtime's free waits for nothing (unlike cudaFree, which synchronizes), so the device
+    // is synchronized first -- without the lock, as stream work (host functions) may allocate.
+    // The segments are taken out of the pools before, so nobody can reuse them meanwhile.
+    std::vector<Block*> segments;
+    take_free_segments(st.small_pool, &segments);
+    take_free_segments(st.large_pool, &segments);
+    if (segments.empty()) return;
+    lock.unlock();
+    tfl_status failure = TFL_OK;
+    {
+      CurrentDeviceScope scope(st.device);
+      failure = runtime().device_synchronize();
+      // After a failed synchronize the memory may still be in use: keep it (leaked) rather than
+      // free it under running work.
+      for (Block* block : segments) {
+        if (failure != TFL_OK) break;
+        failure = runtime().free(block->ptr);
+        if (failure != TFL_OK) break;
+        block->ptr = nullptr;
+      }
+    }
+    lock.lock();
+    for (Block* block : segments) {
+      if (block->ptr != nullptr) continue;  // not freed: see above
+      const StatRows types = stat_types_for(*block->pool);
+      ++st.stats.num_device_free;
+      stat_decrease(st.stats.segment, types, 1);
+      stat_decrease(st.stats.reserved_bytes, types, block->size);
+      delete block;
+    }
+    if (failure != TFL_OK) throw_runtime_error(failure, "device_synchronize/free", st.device);
   }
 
-  static void release_free_segments(DeviceState& st, BlockPool& pool) {
-    const StatRows types = stat_types_for(pool);
+  // Moves every cached segment that is entirely unused out of `pool` into `out`.
+  static void take_free_segments(BlockPool& pool, std::vector<Block*>* out) {
     for (auto it = pool.blocks.begin(); it != pool.blocks.end();) {
       Block* block = *it;
       if (block->is_split()) {
         ++it;
         continue;
       }
-      const tfl_status status = runtime().free(block->ptr);
-      if (status != TFL_OK) throw_runtime_error(status, "free", st.device);
-      ++st.stats.num_device_free;
-      stat_decrease(st.stats.segment, types, 1);
-      stat_decrease(st.stats.reserved_bytes, types, block->size);
+      out->push_back(block);
       it = pool.blocks.erase(it);
-      delete block;
     }
   }
 
