@@ -729,6 +729,17 @@ def test_routed_results_are_plain_flagos_tensors():
 ABSENT = "box:mps"
 
 
+def _other_vendor_backend() -> str:
+    """A vendor backend torch-fl knows by name that is not the active vendor's, so nothing in
+    this process registers it."""
+    import torch_fl
+
+    return next(v for v in ("ascend", "gcu", "dcu") if v != torch_fl.vendor().name)
+
+
+OTHER_VENDOR = _other_vendor_backend()
+
+
 def _routes() -> dict[str, str]:
     from torch_fl import _C
 
@@ -743,14 +754,14 @@ def test_preference_list_first_choice_missing_loads_with_the_next(
 
     conf = tmp_path / "pref.conf"
     conf.write_text(
-        f"{_include_vendor(vendor_table)}abs = {ABSENT}, ascend, cpu\nneg[int64] = {ABSENT}, none\n"
-        "neg = cpu\nneg[int64] = ascend, cpu\n"
+        f"{_include_vendor(vendor_table)}abs = {ABSENT}, {OTHER_VENDOR}, cpu\n"
+        f"neg[int64] = {ABSENT}, none\nneg = cpu\nneg[int64] = {OTHER_VENDOR}, cpu\n"
     )
     active = routing.load_routes(path=conf)
     assert _routes()["aten::abs"] == "cpu"
     (rule,) = [r for r in active.preference_rules() if r.op == "aten::abs"]
-    assert rule.backend == "cpu" and rule.choices == (ABSENT, "ascend", "cpu")
-    assert [c for c, _ in rule.skipped_choices] == [ABSENT, "ascend"]
+    assert rule.backend == "cpu" and rule.choices == (ABSENT, OTHER_VENDOR, "cpu")
+    assert [c for c, _ in rule.skipped_choices] == [ABSENT, OTHER_VENDOR]
     assert all("not registered in this process" in why for _, why in rule.skipped_choices)
     # The dtype rule keeps later-wins: the second neg[int64] list is the one in force.
     assert active.routes["aten::neg"].dtype_rules == ((("int64",), "cpu"),)
@@ -764,7 +775,10 @@ def test_preference_list_first_choice_missing_loads_with_the_next(
     ("rhs", "message"),
     [
         ("flaggems, gcux, cpu", "unknown backend 'gcux' in 'flaggems, gcux, cpu' for abs: "),
-        (f"{ABSENT}, ascend", f"no backend of '{ABSENT}, ascend' is available for abs ("),
+        (
+            f"{ABSENT}, {OTHER_VENDOR}",
+            f"no backend of '{ABSENT}, {OTHER_VENDOR}' is available for abs (",
+        ),
         ("cpu, , cpu", "empty backend in the preference list"),
     ],
 )

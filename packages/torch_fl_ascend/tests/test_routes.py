@@ -61,10 +61,14 @@ def test_flaggems_first_then_ascend_then_cpu(ascend):
     assert rules["bitwise_not"] == "flaggems, cpu"  # no ACLNN kernel in the table
     assert rules["add.out"] == "ascend"  # not a FlagGems overload
     # The dtypes ACLNN lacks skip ascend, FlagGems first still where it serves the op.
-    assert rules["mm[float64, int64, int32, int16, int8, uint8, bool]"] == "flaggems, cpu"
-    assert rules["add.out[float64, bool]"] == "cpu"
+    complex_ = "complex64, complex128"
+    assert rules[f"mm[float64, int64, int32, int16, int8, uint8, bool, {complex_}]"] == (
+        "flaggems, cpu"
+    )
+    assert rules[f"add.out[float64, int16, bool, {complex_}]"] == "cpu"
     assert rules["fill_.Scalar"].endswith("ascend, cpu") or rules["fill_.Scalar"] == "ascend"
-    assert not any(k.startswith("fill_.Scalar[") for k in rules)  # ACLNN fills every dtype
+    # ACLNN fills every real dtype; complex ones go to the CPU up front.
+    assert [k for k in rules if k.startswith("fill_.Scalar[")] == [f"fill_.Scalar[{complex_}]"]
     # Factories with a Device argument never get a cpu choice.
     assert all("cpu" not in rules.get(op, "") for op in ("randn", "ones", "zeros", "arange"))
 

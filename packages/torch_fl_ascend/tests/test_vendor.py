@@ -130,7 +130,8 @@ def test_torch_npu_is_refused_with_the_ascend_vendor(toolkit_lib, tmp_path):
     (fake / "__init__.py").write_text(
         "import torch\ntorch.utils.rename_privateuse1_backend('npu')\n"
     )
-    env = _env(tmp_path, ASCEND_TOOLKIT_HOME=str(toolkit_lib.parent), PYTHONPATH=str(tmp_path))
+    search = os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH", "")) if p)
+    env = _env(tmp_path, ASCEND_TOOLKIT_HOME=str(toolkit_lib.parent), PYTHONPATH=search)
     after = _run(
         "import torch\ntry:\n    import torch_npu\nexcept ImportError as e:\n    print(e)\n"
         "print((torch.ones(2, device='flagos') * 2).cpu().tolist())",

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 
-#: Every dtype a route rule can name for these kernels (complex dtypes keep PyTorch's default).
+#: Every dtype a route rule can name for these kernels. ACLNN computes none of them in complex
+#: dtypes here, so those go to the CPU up front too.
 ALL_DTYPES = (
     "float32",
     "float16",
@@ -28,12 +29,17 @@ ALL_DTYPES = (
     "int8",
     "uint8",
     "bool",
+    "complex64",
+    "complex128",
 )
 FLOATS = ("float32", "float16", "bfloat16")
-#: ACLNN has no float64 kernel outside cast/copy/fill.
-NO_DOUBLE = tuple(d for d in ALL_DTYPES if d != "float64")
-ARITH = FLOATS + ("int64", "int32", "int16", "int8", "uint8")
-SIGNED = FLOATS + ("int64", "int32", "int16", "int8")
+#: Arithmetic: the floating types and the integer types ACLNN computes in (no int16, no float64).
+ARITH = FLOATS + ("int64", "int32", "int8", "uint8")
+SIGNED = FLOATS + ("int64", "int32", "int8")
+#: Selection, indexing, comparison and lists: arithmetic dtypes and bool.
+WITH_BOOL = ARITH + ("bool",)
+#: Fills: every real dtype (ACLNN's only float64 and int16 kernels are cast/copy/fill).
+REAL = tuple(d for d in ALL_DTYPES if not d.startswith("complex"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,7 +55,7 @@ class Op:
     #: the header in include/aclnnop/ that declares it
     header: str
     #: dtypes (torch names) of the compute dtype ACLNN serves; others are declined
-    dtypes: tuple[str, ...] = NO_DOUBLE
+    dtypes: tuple[str, ...] = WITH_BOOL
     #: extra C++ arguments for the category routine (after c, ws, run, name, dtypes)
     args: str = ""
 
@@ -73,7 +79,7 @@ def _cmp(name: str, pascal: str) -> list[Op]:
             ("Tensor", "Tensor_out", "_:Tensor"),
             f"{pascal}Tensor",
             f"aclnn_{snake}_tensor.h",
-            NO_DOUBLE,
+            WITH_BOOL,
         ),
         Op(
             name,
@@ -81,7 +87,7 @@ def _cmp(name: str, pascal: str) -> list[Op]:
             ("Scalar", "Scalar_out", "_:Scalar"),
             f"{pascal}Scalar",
             f"aclnn_{snake}_scalar.h",
-            NO_DOUBLE,
+            WITH_BOOL,
         ),
     ]
 
@@ -93,7 +99,7 @@ OPS: list[Op] = [
     # ---- unary ----
     _u("abs", "Abs", "aclnn_abs.h", "KeepsDtype", SIGNED),
     _u("neg", "Neg", "aclnn_neg.h", "KeepsDtype", SIGNED),
-    _u("relu", "Relu", "aclnn_relu.h", "KeepsDtype", SIGNED + ("uint8",)),
+    _u("relu", "Relu", "aclnn_relu.h", "KeepsDtype", ARITH),
     _u("floor", "Floor", "aclnn_floor.h", "KeepsDtype", FLOATS),
     _u("ceil", "Ceil", "aclnn_ceil.h", "KeepsDtype", FLOATS),
     _u("exp", "Exp", "aclnn_exp.h", "ToFloat", FLOATS),
@@ -107,21 +113,21 @@ OPS: list[Op] = [
     _u("reciprocal", "Reciprocal", "aclnn_reciprocal.h", "ToFloat", FLOATS),
     _u("erf", "Erf", "aclnn_erf.h", "ToFloat", FLOATS),
     _u("silu", "Silu", "aclnn_silu.h", "ToFloat", FLOATS),
-    _u("logical_not", "LogicalNot", "aclnn_logical_not.h", "Logical", NO_DOUBLE),
+    _u("logical_not", "LogicalNot", "aclnn_logical_not.h", "Logical", WITH_BOOL),
     Op("gelu", "gelu", ("", "out", "_:"), "GeluV2", "aclnn_gelu_v2.h", FLOATS),
     # ---- binary: tensor and scalar forms (the scalar forms take an aclScalar) ----
     Op("add", "binary_alpha", _TENSOR, "Add", "aclnn_add.h", ARITH),
     Op("add", "binary_alpha_scalar", _SCALAR, "Adds", "aclnn_add.h", ARITH),
     Op("sub", "binary_alpha", _TENSOR, "Sub", "aclnn_sub.h", ARITH),
     Op("sub", "binary_alpha_scalar", _SCALAR, "Subs", "aclnn_sub.h", ARITH),
-    Op("mul", "binary", _TENSOR, "Mul", "aclnn_mul.h", NO_DOUBLE, "tfl_ascend::BinaryKind::Arith"),
+    Op("mul", "binary", _TENSOR, "Mul", "aclnn_mul.h", ARITH, "tfl_ascend::BinaryKind::Arith"),
     Op(
         "mul",
         "binary_scalar",
         _SCALAR,
         "Muls",
         "aclnn_mul.h",
-        NO_DOUBLE,
+        ARITH,
         "tfl_ascend::BinaryKind::Arith",
     ),
     Op("div", "binary", _TENSOR, "Div", "aclnn_div.h", FLOATS, "tfl_ascend::BinaryKind::TrueDiv"),
@@ -140,7 +146,7 @@ OPS: list[Op] = [
         ("", "out"),
         "Maximum",
         "aclnn_maximum.h",
-        NO_DOUBLE,
+        ARITH,
         "tfl_ascend::BinaryKind::Arith",
     ),
     Op(
@@ -149,7 +155,7 @@ OPS: list[Op] = [
         ("", "out"),
         "Minimum",
         "aclnn_minimum.h",
-        NO_DOUBLE,
+        ARITH,
         "tfl_ascend::BinaryKind::Arith",
     ),
     Op(
@@ -265,7 +271,7 @@ OPS: list[Op] = [
     ),
     Op("_fused_rms_norm", "rms_norm", ("",), "RmsNorm", "aclnn_rms_norm.h", FLOATS),
     # ---- indexing ----
-    Op("embedding", "embedding", ("",), "Embedding", "aclnn_embedding.h", NO_DOUBLE),
+    Op("embedding", "embedding", ("",), "Embedding", "aclnn_embedding.h", ARITH),
     Op(
         "embedding_dense_backward",
         "embedding_backward",
@@ -296,8 +302,8 @@ OPS: list[Op] = [
         "InplaceMaskedFillScalar",
         "aclnn_masked_fill_scalar.h",
     ),
-    Op("fill", "fill", ("_:Scalar",), "InplaceFillScalar", "aclnn_fill_scalar.h", ALL_DTYPES),
-    Op("zero", "zero", ("_:",), "InplaceZero", "aclnn_zero.h", ALL_DTYPES),
+    Op("fill", "fill", ("_:Scalar",), "InplaceFillScalar", "aclnn_fill_scalar.h", REAL),
+    Op("zero", "zero", ("_:",), "InplaceZero", "aclnn_zero.h", REAL),
     Op("arange", "arange", ("start_out",), "Arange", "aclnn_arange.h", ARITH),
     # ---- convolution ----
     Op("convolution", "convolution", ("",), "Convolution", "aclnn_convolution.h", FLOATS),

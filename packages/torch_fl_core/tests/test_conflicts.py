@@ -29,7 +29,9 @@ def fake_npu(tmp_path):
 
 
 def _run(code: str, path, **env) -> subprocess.CompletedProcess:
-    full = {**os.environ, "FLAGOS_VENDOR": "sim", "PYTHONPATH": str(path), **env}
+    # The stand-in goes first on the path; the rest of the path still finds torch-fl.
+    search = os.pathsep.join(p for p in (str(path), os.environ.get("PYTHONPATH", "")) if p)
+    full = {**os.environ, "FLAGOS_VENDOR": "sim", "PYTHONPATH": search, **env}
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,

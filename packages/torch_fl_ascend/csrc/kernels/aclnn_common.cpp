@@ -6,8 +6,6 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch_fl/runtime.h>
 
-#include <deque>
-#include <mutex>
 #include <string>
 
 // Exported by this package's runtime library (csrc/runtime/aclrt_runtime.cpp): the aclrtStream
@@ -134,7 +132,10 @@ at::Tensor Call::output(at::IntArrayRef shape, at::ScalarType dtype, bool elemen
                         std::initializer_list<at::Tensor> inputs) {
   if (form_ == Form::Functional) return empty_result(*this, shape, dtype);
   at::Tensor dst = target();
-  if (dst.scalar_type() != dtype || !dst.device().is_privateuseone())
+  // A target with a lazy conj/neg bit holds the negation (or conjugate) of what it reads as:
+  // ACLNN would write raw values into it, so the result goes through copy_, which honours bits.
+  if (dst.scalar_type() != dtype || !dst.device().is_privateuseone() || dst.is_neg() ||
+      dst.is_conj())
     return empty_result(*this, shape, dtype);
   if (form_ == Form::Out) {
     if (dst.sizes() != shape) {
@@ -385,34 +386,6 @@ const char* status_name(aclnnStatus s) {
   }
 }
 
-// Workspaces whose op may still be queued: each is dropped once an event
-// recorded behind its op has completed. A process-lifetime object (the
-// runtime may be gone when statics are destroyed).
-struct KeepAlive {
-  struct Entry {
-    c10::Event event;
-    at::Tensor workspace;
-  };
-  std::mutex mutex;
-  std::deque<Entry> entries;
-
-  // Caller holds `mutex`. Entries complete in the order of their streams, not
-  // globally: every entry is polled (the list is short: ops drain it).
-  void drain() {
-    for (auto it = entries.begin(); it != entries.end();) {
-      if (it->event.query()) {
-        it = entries.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-};
-
-KeepAlive& keep_alive() {
-  static KeepAlive* k = new KeepAlive();
-  return *k;
-}
 }  // namespace
 
 void check(aclnnStatus status, const std::string& aclnn_fn, const Call& c) {
@@ -423,35 +396,19 @@ void check(aclnnStatus status, const std::string& aclnn_fn, const Call& c) {
 }
 
 void execute(const Call& c, RunFn run, const char* aclnn, uint64_t size, aclOpExecutor* executor) {
+  // The workspace comes from the flagos caching allocator on the current stream, the stream the
+  // op runs on, and is released when this returns, with the op still queued: its block goes back
+  // to that stream's pool, so whatever reuses it is ordered behind the op on the same stream (as
+  // for any temporary), and the allocator synchronizes the device before it hands a cached
+  // segment back to aclrtFree (empty_cache), so the memory outlives the op.
   at::Tensor ws;
   void* ptr = nullptr;
   if (size > 0) {
-    // From the flagos caching allocator, on the current stream: reuse of the block after this
-    // op is ordered by that stream.
     ws = at::empty({static_cast<int64_t>(size)},
                    at::TensorOptions().dtype(at::kByte).device(c.device()));
     ptr = ws.data_ptr();
   }
-  const auto* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1);
-  const c10::Stream stream = impl->getStream(c.device());
   check(run(ptr, size, executor, current_stream(c.device())), aclnn, c);
-  if (!ws.defined()) return;
-  // Dropping `ws` now would return its block to the pool while the op is queued: fine for
-  // reuse on this stream, but empty_cache would hand the segment back to aclrtFree under the
-  // running op. Keep it until the stream has passed the op.
-  c10::Event event(c10::DeviceType::PrivateUse1);
-  event.record(stream);
-  KeepAlive& k = keep_alive();
-  std::lock_guard<std::mutex> g(k.mutex);
-  k.drain();
-  k.entries.push_back({std::move(event), std::move(ws)});
-}
-
-size_t pending_workspaces() {
-  KeepAlive& k = keep_alive();
-  std::lock_guard<std::mutex> g(k.mutex);
-  k.drain();
-  return k.entries.size();
 }
 
 }  // namespace tfl_ascend

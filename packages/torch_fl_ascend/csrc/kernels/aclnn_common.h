@@ -11,10 +11,9 @@
 //    table's dtypes) is DECLINED before it has any effect, and core serves it
 //    with its counted CPU fallback (docs/routing.md);
 //  - the two-phase protocol: aclnnXGetWorkspaceSize -> a workspace from the
-//    flagos caching allocator -> aclnnX on the flagos current stream; the
-//    workspace stays referenced until an event recorded after the op
-//    completes, so its block is not freed or handed out before the stream
-//    has passed it;
+//    flagos caching allocator (allocated on the flagos current stream) ->
+//    aclnnX on that stream; the block's reuse is ordered behind the op by the
+//    stream, and the allocator synchronizes before freeing cached segments;
 //  - every status is checked: an error names the aclnn function, the aten
 //    overload, the device, the vendor, the status and aclGetRecentErrMsg.
 #pragma once
@@ -192,9 +191,9 @@ using RunFn = aclnnStatus (*)(void*, uint64_t, aclOpExecutor*, aclrtStream);
 // aten overload, the device, the vendor, the status and the toolkit's text.
 void check(aclnnStatus status, const std::string& aclnn_fn, const Call& c);
 
-// The second phase: workspace of `size` bytes from the flagos caching
-// allocator, aclnnX on the current stream, the workspace kept alive until the
-// stream has passed it.
+// The second phase: a workspace of `size` bytes from the flagos caching
+// allocator on the current stream, then aclnnX on that stream (the workspace's
+// reuse is ordered behind the op by the stream, like any temporary's).
 void execute(const Call& c, RunFn run, const char* aclnn, uint64_t size, aclOpExecutor* executor);
 
 // Both phases: ws(args..., &size, &executor), then execute().
@@ -206,8 +205,5 @@ void launch(const Call& c, WsFn ws, RunFn run, const char* aclnn, Args&&... args
         c);
   execute(c, run, aclnn, size, executor);
 }
-
-// Live keep-alive workspaces (tests: they drain once their streams pass them).
-size_t pending_workspaces();
 
 }  // namespace tfl_ascend

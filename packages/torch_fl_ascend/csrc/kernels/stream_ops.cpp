@@ -2,7 +2,6 @@
 // integer) behind the flagos current stream of a device -- what a Triton
 // launcher (FlagGems on an Ascend backend) enqueues on, so every producer
 // shares the flagos stream (docs/routing.md, "Producers on one stream").
-// _pending_workspaces(): ACLNN workspaces still held for queued ops (tests).
 #include <c10/core/Device.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -19,11 +18,8 @@ int64_t current_acl_stream(int64_t device) {
   return static_cast<int64_t>(reinterpret_cast<intptr_t>(tfl_ascend::current_stream(d)));
 }
 
-int64_t pending_workspaces() { return static_cast<int64_t>(tfl_ascend::pending_workspaces()); }
-
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(torch_fl_ascend, m) {
   m.def("_current_acl_stream(int device) -> int", &current_acl_stream);
-  m.def("_pending_workspaces() -> int", &pending_workspaces);
 }

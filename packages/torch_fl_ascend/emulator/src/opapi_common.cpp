@@ -252,6 +252,9 @@ aclnnStatus Op::build(uint64_t* workspaceSize, aclOpExecutor** executor, uint64_
   auto tensorSlot = tensorSlot_;
   auto listSlots = listSlots_;
   {
+    // The emulator's own ATen calls are the "device" at work, not the user's program: no
+    // profiler rows, no autocast of the caller's thread.
+    EmulatorAtenScope quiet;
     Ctx c;
     c.meta = true;
     for (int si : tensorSlot)
@@ -278,6 +281,7 @@ aclnnStatus Op::build(uint64_t* workspaceSize, aclOpExecutor** executor, uint64_
                                                                void* /*ws*/, char* msg,
                                                                size_t len) -> int {
     try {
+      EmulatorAtenScope quiet;
       Ctx c;
       for (int si : tensorSlot)
         c.t.push_back(slots[si].present ? HostView(slots[si].desc, host[si]) : at::Tensor());

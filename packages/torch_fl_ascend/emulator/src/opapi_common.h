@@ -4,6 +4,9 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <ATen/record_function.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include <cstdint>
 #include <functional>
@@ -26,6 +29,14 @@ constexpr Dtypes kArith = kFloating | kInts;
 constexpr Dtypes kWithBool = kArith | Bit(ACL_BOOL);
 constexpr Dtypes kIndex = Bit(ACL_INT32) | Bit(ACL_INT64);
 constexpr Dtypes kAny = kWithBool | Bit(ACL_DOUBLE) | Bit(ACL_INT16);
+
+// Around the emulator's own ATen calls (they stand for device work): no profiler rows, no
+// autograd, no autocast of the calling thread.
+struct EmulatorAtenScope {
+  at::RecordFunctionGuard no_record{false};
+  at::NoGradGuard no_grad;
+  c10::impl::ExcludeDispatchKeyGuard no_autocast{c10::autocast_dispatch_keyset};
+};
 
 struct Ctx {
   bool meta = false;

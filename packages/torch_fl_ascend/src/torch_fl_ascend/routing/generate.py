@@ -66,6 +66,8 @@ ALL_DTYPES = (
     "int8",
     "uint8",
     "bool",
+    "complex64",
+    "complex128",
 )
 
 
