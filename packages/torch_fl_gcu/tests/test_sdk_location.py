@@ -90,7 +90,7 @@ def test_a_missing_sdk_is_one_error_naming_the_library_the_places_and_the_fix(tm
     expected = (
         f"the TopsRider SDK library libtopsrt.so was not found: looked in {home}/lib and "
         f"{home}/lib64 (TOPS_HOME={home}) and on the dynamic loader path (LD_LIBRARY_PATH unset, "
-        f"the ldconfig cache). Set TOPS_HOME to the TopsRider install, the directory whose lib/ "
+        f"the ldconfig cache). Set TOPS_HOME to the TopsRider SDK install whose lib/ or lib64/ "
         f"holds libtopsrt.so: export TOPS_HOME=/path/to/tops"
     )
     assert expected in last, err
@@ -113,10 +113,10 @@ def test_without_tops_home_the_default_location_is_named(tmp_path):
     proc = _run(TOUCH, env)
     assert proc.returncode != 0, proc.stdout
     assert (
-        "looked in /opt/tops/lib and /opt/tops/lib64 (TOPS_HOME is unset, so TopsRider's default "
-        "install location /opt/tops)"
+        "looked in /opt/tops/lib and /opt/tops/lib64 (TOPS_HOME is unset, so the TopsRider SDK's "
+        "default install location /opt/tops)"
     ) in proc.stderr, proc.stderr
-    assert "Set TOPS_HOME to the TopsRider install" in proc.stderr
+    assert "Set TOPS_HOME to the TopsRider SDK install" in proc.stderr
 
 
 @pytest.fixture

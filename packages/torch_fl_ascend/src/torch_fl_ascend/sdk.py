@@ -11,22 +11,52 @@ it was looked for and the variable to set.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from torch_fl.vendors.sdk import LoadedSdk, SdkLoader, SdkNotFoundError, SdkSpec
+if TYPE_CHECKING:
+    from torch_fl.vendors.sdk import LoadedSdk, SdkLoader
 
-__all__ = ["ENV_VARS", "LIBRARIES", "SPEC", "SdkNotFoundError", "load", "loaded", "search_dirs"]
+__all__ = [
+    "DEFAULT_HOME",
+    "ENV_VARS",
+    "LIBRARIES",
+    "SdkNotFoundError",  # noqa: F822 -- provided by __getattr__ (core's class)
+    "load",
+    "loaded",
+    "search_dirs",
+]
 
 ENV_VARS = ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME")
 LIBRARIES = ("libascendcl.so", "libnnopbase.so", "libopapi.so")
-SPEC = SdkSpec(
-    product="CANN toolkit",
-    env_vars=ENV_VARS,
-    default_home="/usr/local/Ascend/ascend-toolkit/latest",
-    libraries=LIBRARIES,
-    lib_dirs=("lib64", "lib"),
-)
-_LOADER = SdkLoader(SPEC)
+DEFAULT_HOME = "/usr/local/Ascend/ascend-toolkit/latest"
+
+
+# Core's loader is imported on first use, not at import: this module is imported while torch-fl
+# sets up the device (the vendor's presence check), and importing torch_fl from here first would
+# start that set-up while this module is still half imported.
+@functools.cache
+def _loader() -> SdkLoader:
+    from torch_fl.vendors.sdk import SdkLoader, SdkSpec
+
+    return SdkLoader(
+        SdkSpec(
+            product="CANN toolkit",
+            env_vars=ENV_VARS,
+            default_home=DEFAULT_HOME,
+            libraries=LIBRARIES,
+            lib_dirs=("lib64", "lib"),
+        )
+    )
+
+
+def __getattr__(name: str):
+    if name == "SdkNotFoundError":  # core's: what load() raises
+        from torch_fl.vendors.sdk import SdkNotFoundError
+
+        return SdkNotFoundError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _built() -> str:
@@ -41,12 +71,12 @@ def _built() -> str:
 
 def load(environ: Mapping[str, str] | None = None) -> LoadedSdk:
     """Load the toolkit once per process (a failure is retried on the next call)."""
-    return _LOADER.load(environ, built=_built())
+    return _loader().load(environ, built=_built())
 
 
 def loaded() -> LoadedSdk | None:
-    return _LOADER.loaded()
+    return _loader().loaded()
 
 
 def search_dirs(environ: Mapping[str, str] | None = None):
-    return _LOADER.search_dirs(environ)
+    return _loader().search_dirs(environ)

@@ -49,6 +49,8 @@ class SdkSpec:
     libraries: tuple[str, ...]
     #: Directories under the home that hold them.
     lib_dirs: tuple[str, ...] = ("lib", "lib64")
+    #: The home in the fix the not-found message gives (``export VAR=<example>``).
+    example: str = "/path/to/it"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,8 +148,9 @@ class SdkLoader:
         return (
             f"the {self.spec.product} library {name} was not found: looked in {dirs} ({where}) "
             f"and on the dynamic loader path ({loader}, the ldconfig cache). Set {first} to the "
-            f"{self.spec.product} install whose {'/'.join(self.spec.lib_dirs)} holds {name}: "
-            f"export {first}=/path/to/it{hint}"
+            f"{self.spec.product} install whose {' or '.join(d + '/' for d in self.spec.lib_dirs)} "
+            f"holds {name}: "
+            f"export {first}={self.spec.example}{hint}"
         )
 
     def _find(self, name: str, environ: Mapping[str, str], built: str) -> tuple[str, str]:
