@@ -30,91 +30,12 @@ std::string DtypeSet::text() const {
 }
 
 Call::Call(const c10::OperatorHandle& op, torch::jit::Stack* stack, Form form)
-    : op_(op), stack_(stack), form_(form) {
-  const auto& schema = op.schema();
-  name_ = schema.operator_name().name +
-          (schema.overload_name().empty() ? "" : "." + schema.overload_name());
-  // Report the aten overload this kernel stands for.
-  const auto sep = name_.find("::");
-  if (sep != std::string::npos) name_ = "aten" + name_.substr(sep);
-  const size_t n = schema.arguments().size();
-  TORCH_INTERNAL_ASSERT(stack->size() >= n);
-  base_ = stack->size() - n;
-  std::optional<c10::Device> found;
-  auto visit = [&](const at::Tensor& t) {
-    if (!t.defined()) return;
-    if (t.device().is_privateuseone()) {
-      if (!found) {
-        found = t.device();
-      } else if (*found != t.device()) {
-        TORCH_CHECK(
-            false,
-            "Expected all tensors to be on the same device, but found at least two devices, ",
-            *found, " and ", t.device(), "! (", name_, ", vendor ascend)");
-      }
-    } else if (t.dim() != 0) {
-      TORCH_CHECK(false, "Expected all tensors to be on the same device, but got ", t.device(),
-                  " tensor with ", t.dim(), " dims in ", name_, " on flagos (vendor ascend)");
-    }
-  };
-  for (size_t i = base_; i < stack->size(); ++i) {
-    const c10::IValue& v = (*stack)[i];
-    if (v.isTensor()) visit(v.toTensor());
-    if (v.isTensorList())
-      for (const at::Tensor& t : v.toTensorList().vec()) visit(t);
-  }
-  if (found) device_ = *found;
-}
+    : torch_fl::BoxedCall(op, stack, "ascend"), form_(form) {}
 
-static size_t index_of(const c10::OperatorHandle& op, const char* arg) {
-  auto i = op.schema().argumentIndexWithName(arg);
-  TORCH_INTERNAL_ASSERT(i.has_value(), "ascend kernel: ", op.schema().name(), " has no argument ",
-                        arg);
-  return *i;
-}
-
-bool Call::has(const char* arg) const {
-  return op_.schema().argumentIndexWithName(arg).has_value();
-}
-const c10::IValue& Call::arg(const char* a) const { return (*stack_)[base_ + index_of(op_, a)]; }
-at::Tensor Call::tensor(const char* a) const { return arg(a).toTensor(); }
-std::optional<at::Tensor> Call::opt_tensor(const char* a) const {
-  const auto& v = arg(a);
-  if (v.isNone()) return std::nullopt;
-  at::Tensor t = v.toTensor();
-  return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt;
-}
-std::vector<at::Tensor> Call::tensors(const char* a) const { return arg(a).toTensorList().vec(); }
-at::Scalar Call::scalar(const char* a) const { return arg(a).toScalar(); }
-int64_t Call::int_(const char* a) const { return arg(a).toInt(); }
-bool Call::bool_(const char* a) const { return arg(a).toBool(); }
-double Call::double_(const char* a) const { return arg(a).toDouble(); }
-std::optional<double> Call::opt_double(const char* a) const {
-  const auto& v = arg(a);
-  return v.isNone() ? std::nullopt : std::optional<double>(v.toDouble());
-}
 std::string Call::str(const char* a) const { return arg(a).toStringRef(); }
-std::vector<int64_t> Call::ints(const char* a) const { return arg(a).toIntVector(); }
-std::optional<std::vector<int64_t>> Call::opt_ints(const char* a) const {
-  const auto& v = arg(a);
-  return v.isNone() ? std::nullopt : std::optional<std::vector<int64_t>>(v.toIntVector());
-}
 std::vector<bool> Call::bools(const char* a) const {
   const auto list = arg(a).toBoolList();
   return std::vector<bool>(list.begin(), list.end());
-}
-std::optional<at::ScalarType> Call::opt_dtype(const char* a) const {
-  const auto& v = arg(a);
-  return v.isNone() ? std::nullopt : std::optional<at::ScalarType>(v.toScalarType());
-}
-
-at::Tensor Call::target() const {
-  const auto& args = op_.schema().arguments();
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i].alias_info() && args[i].alias_info()->isWrite())
-      return (*stack_)[base_ + i].toTensor();
-  }
-  TORCH_INTERNAL_ASSERT(false, "ascend kernel: ", name_, " has no mutable argument");
 }
 
 void Call::decline(const std::string& why) const {

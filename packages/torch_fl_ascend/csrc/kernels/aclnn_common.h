@@ -22,6 +22,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 #include <acl/acl.h>
+#include <torch_fl/boxed_call.h>
 #include <aclnn/aclnn_base.h>
 
 #include <initializer_list>
@@ -45,34 +46,14 @@ class DtypeSet {
   std::vector<at::ScalarType> types_;
 };
 
-// One boxed call: arguments by schema name, results pushed back.
-class Call {
+// One boxed call: arguments by schema name (torch_fl::BoxedCall), results pushed back.
+class Call : public torch_fl::BoxedCall {
  public:
   Call(const c10::OperatorHandle& op, torch::jit::Stack* stack, Form form);
 
-  const std::string& name() const { return name_; }  // "aten::add.Tensor"
   Form form() const { return form_; }
-  bool has(const char* arg) const;
-  const c10::IValue& arg(const char* arg) const;
-  at::Tensor tensor(const char* arg) const;  // CPU 0-dim scalars allowed
-  std::optional<at::Tensor> opt_tensor(const char* arg) const;
-  std::vector<at::Tensor> tensors(const char* arg) const;
-  at::Scalar scalar(const char* arg) const;
-  int64_t int_(const char* arg) const;
-  bool bool_(const char* arg) const;
-  double double_(const char* arg) const;
-  std::optional<double> opt_double(const char* arg) const;
   std::string str(const char* arg) const;
-  std::vector<int64_t> ints(const char* arg) const;
-  std::optional<std::vector<int64_t>> opt_ints(const char* arg) const;
   std::vector<bool> bools(const char* arg) const;
-  std::optional<at::ScalarType> opt_dtype(const char* arg) const;
-
-  // The flagos device of the call (first flagos tensor argument); checks that
-  // every tensor argument is on it or a CPU 0-dim scalar, like CUDA does.
-  c10::Device device() const { return device_; }
-  // The out= / in-place target (the first mutated argument).
-  at::Tensor target() const;
 
   // Refuse the call (a dtype or shape ACLNN does not serve): core serves it on
   // the CPU. Only before anything has been written.
@@ -92,12 +73,7 @@ class Call {
   void finish(const std::vector<at::Tensor>& results);
 
  private:
-  const c10::OperatorHandle& op_;
-  torch::jit::Stack* stack_;
   Form form_;
-  std::string name_;
-  size_t base_;
-  c10::Device device_{c10::kPrivateUse1, 0};
 };
 
 // ACLNN's dtype for a torch dtype; ACL_DT_UNDEFINED when it has none.

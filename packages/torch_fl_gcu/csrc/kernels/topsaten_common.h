@@ -21,6 +21,7 @@
 #include <ATen/core/stack.h>
 #include <tops_runtime_api.h>
 #include <topsaten/topsaten.h>
+#include <torch_fl/boxed_call.h>
 
 #include <optional>
 #include <string>
@@ -30,32 +31,12 @@ namespace tfl_gcu {
 
 enum class Form { Functional, Out, Inplace };
 
-// One boxed call: arguments by schema name, results pushed back.
-class Call {
+// One boxed call: arguments by schema name (torch_fl::BoxedCall), results pushed back.
+class Call : public torch_fl::BoxedCall {
  public:
   Call(const c10::OperatorHandle& op, torch::jit::Stack* stack, Form form);
 
-  const std::string& name() const { return name_; }  // "aten::add.Tensor"
   Form form() const { return form_; }
-  bool has(const char* arg) const;
-  const c10::IValue& arg(const char* arg) const;
-  at::Tensor tensor(const char* arg) const;  // CPU 0-dim scalars allowed
-  std::optional<at::Tensor> opt_tensor(const char* arg) const;
-  std::vector<at::Tensor> tensors(const char* arg) const;
-  at::Scalar scalar(const char* arg) const;
-  int64_t int_(const char* arg) const;
-  bool bool_(const char* arg) const;
-  double double_(const char* arg) const;
-  std::optional<double> opt_double(const char* arg) const;
-  std::vector<int64_t> ints(const char* arg) const;
-  std::optional<std::vector<int64_t>> opt_ints(const char* arg) const;
-  std::optional<at::ScalarType> opt_dtype(const char* arg) const;
-
-  // The flagos device of the call (first flagos tensor argument); checks that
-  // every tensor argument is on it or a CPU 0-dim scalar, like CUDA does.
-  c10::Device device() const { return device_; }
-  // The out= / in-place target (the mutated argument).
-  at::Tensor target() const;
 
   // Refuse the call (compute dtype without a topsaten kernel): core serves it
   // on the CPU. Only before anything has been written.
@@ -66,12 +47,7 @@ class Call {
   void finish(const std::vector<at::Tensor>& results);
 
  private:
-  const c10::OperatorHandle& op_;
-  torch::jit::Stack* stack_;
   Form form_;
-  std::string name_;
-  size_t base_;
-  c10::Device device_{c10::kPrivateUse1, 0};
 };
 
 // topsaten's dtype for a torch dtype; TOPSATEN_DATA_NONE when it has none.
