@@ -264,6 +264,26 @@ def test_injected_malloc_failure(flagos, simctl, dev, before):
 
 @pytest.mark.sim_only
 @pytest.mark.memory
+def test_injected_free_failure_in_empty_cache_keeps_the_segment_cached(flagos, simctl, dev):
+    flagos.empty_cache()
+    t = torch.empty(4 * MiB, dtype=torch.uint8, device=f"flagos:{dev}")
+    del t
+    reserved = flagos.memory_reserved(dev)
+    assert reserved >= 4 * MiB
+    with simctl.fault("free"):
+        with pytest.raises(RuntimeError) as info:
+            flagos.empty_cache()
+    assert_runtime_error_message(str(info.value), "free", dev)
+    # Nothing was lost: the segment is still cached and counted, and the next flush frees it.
+    assert flagos.memory_reserved(dev) == reserved
+    assert simctl.live_bytes(dev) == reserved
+    flagos.empty_cache()
+    assert flagos.memory_reserved(dev) == 0
+    assert simctl.live_bytes(dev) == 0
+
+
+@pytest.mark.sim_only
+@pytest.mark.memory
 def test_injected_malloc_failure_with_device_status(flagos, simctl, before):
     flagos.empty_cache()
     with simctl.fault("malloc", status="TFL_ERROR_DEVICE"):

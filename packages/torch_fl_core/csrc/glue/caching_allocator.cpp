@@ -825,10 +825,12 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
     if (segments.empty()) return;
     lock.unlock();
     tfl_status failure = TFL_OK;
+    const char* failed_call = "device_synchronize";
     {
       CurrentDeviceScope scope(st.device);
       failure = runtime().device_synchronize();
-      // After a failed synchronize the memory may still be in use: keep it (leaked) rather than
+      if (failure == TFL_OK) failed_call = "free";
+      // After a failed synchronize the memory may still be in use: keep it cached rather than
       // free it under running work.
       for (Block* block : segments) {
         if (failure != TFL_OK) break;
@@ -839,14 +841,17 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
     }
     lock.lock();
     for (Block* block : segments) {
-      if (block->ptr != nullptr) continue;  // not freed: see above
+      if (block->ptr != nullptr) {  // not freed (see above): cached again, for a later retry
+        block->pool->blocks.insert(block);
+        continue;
+      }
       const StatRows types = stat_types_for(*block->pool);
       ++st.stats.num_device_free;
       stat_decrease(st.stats.segment, types, 1);
       stat_decrease(st.stats.reserved_bytes, types, block->size);
       delete block;
     }
-    if (failure != TFL_OK) throw_runtime_error(failure, "device_synchronize/free", st.device);
+    if (failure != TFL_OK) throw_runtime_error(failure, failed_call, st.device);
   }
 
   // Moves every cached segment that is entirely unused out of `pool` into `out`.
