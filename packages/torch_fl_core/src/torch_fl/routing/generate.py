@@ -51,6 +51,7 @@ from torch_fl.routing.validation import torch_minor
 
 __all__ = [
     "EXCLUDED",
+    "write_or_check",
     "STUB_COMPOSITES",
     "Generated",
     "classify_box_routes",
@@ -280,27 +281,19 @@ def _diff_summary(old: str, new: str, path: Path) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Iterable[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m torch_fl.routing.generate",
-        description="Generate (or --check) a vendor's route table.",
-    )
-    parser.add_argument("--vendor", default="sim", choices=sorted(VENDORS))
-    parser.add_argument(
-        "--check", action="store_true", help="exit 1 if the table is not up to date"
-    )
-    parser.add_argument(
-        "--output",
-        default=None,
-        help="the table file (default: the package's routes/<vendor>.conf; - for stdout)",
-    )
-    args = parser.parse_args(None if argv is None else list(argv))
-    text = generate(args.vendor)
-    if args.output == "-":
+def write_or_check(text: str, output: str | Path, *, check: bool, regenerate: str) -> int:
+    """The command-line tail every route-table generator shares (core's and the vendors').
+
+    ``output`` ``-`` prints the table. With ``check``, compares it with the file: exit status 1
+    with a summary of the routes to add and remove (and ``regenerate``, the command that fixes
+    it) when they differ; a table generated for another torch minor is not checked (its
+    ``# generated-for:`` line says which). Otherwise writes the file atomically.
+    """
+    if str(output) == "-":
         sys.stdout.write(text)
         return 0
-    path = Path(args.output) if args.output else default_output(args.vendor)
-    if args.check:
+    path = Path(output)
+    if check:
         try:
             current = path.read_text(encoding="utf-8")
         except OSError as exc:
@@ -317,17 +310,38 @@ def main(argv: Iterable[str] | None = None) -> int:
             print(f"{path}: up to date")
             return 0
         print(_diff_summary(current, text, path), file=sys.stderr)
-        print(
-            f"regenerate: python -m torch_fl.routing.generate --vendor {args.vendor} --output {path}",
-            file=sys.stderr,
-        )
+        print(f"regenerate: {regenerate} --output {path}", file=sys.stderr)
         return 1
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
-    print(f"wrote {path}: {text.count(f' = {BACKEND}')} routes")
+    rules = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
+    print(f"wrote {path}: {len(rules)} rules")
     return 0
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m torch_fl.routing.generate",
+        description="Generate (or --check) a vendor's route table.",
+    )
+    parser.add_argument("--vendor", default="sim", choices=sorted(VENDORS))
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if the table is not up to date"
+    )
+    parser.add_argument(
+        "--output",
+        default=None,
+        help="the table file (default: the package's routes/<vendor>.conf; - for stdout)",
+    )
+    args = parser.parse_args(None if argv is None else list(argv))
+    return write_or_check(
+        generate(args.vendor),
+        args.output or default_output(args.vendor),
+        check=args.check,
+        regenerate=f"python -m torch_fl.routing.generate --vendor {args.vendor}",
+    )
 
 
 if __name__ == "__main__":

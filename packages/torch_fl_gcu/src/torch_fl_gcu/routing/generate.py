@@ -38,7 +38,6 @@ The output is sorted and byte-identical on every run with the same build and tor
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import sys
 from collections.abc import Iterable
@@ -229,30 +228,11 @@ def main(argv: Iterable[str] | None = None) -> int:
     text, warnings = _current()
     for w in warnings:
         print(f"torch_fl_gcu.routing.generate: warning: {w}", file=sys.stderr)
-    out = Path(args.output)
-    if args.check:
-        old = out.read_text() if out.is_file() else ""
-        if old == text:
-            print(f"{out} is up to date")
-            return 0
-        diff = list(
-            difflib.unified_diff(
-                old.splitlines(), text.splitlines(), str(out), "generated", lineterm=""
-            )
-        )
-        print(
-            f"{out} is stale ({len(diff)} diff lines); regenerate with "
-            "`python -m torch_fl_gcu.routing.generate`",
-            file=sys.stderr,
-        )
-        print("\n".join(diff[:40]), file=sys.stderr)
-        return 1
-    if args.output == "-":
-        sys.stdout.write(text)
-    else:
-        out.write_text(text)
-        print(f"wrote {out}")
-    return 0
+    from torch_fl.routing.generate import write_or_check
+
+    return write_or_check(
+        text, args.output, check=args.check, regenerate="python -m torch_fl_gcu.routing.generate"
+    )
 
 
 if __name__ == "__main__":
