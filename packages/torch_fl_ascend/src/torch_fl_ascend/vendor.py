@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import ctypes
 from pathlib import Path
 
 from torch_fl import versions
 from torch_fl.vendors import Vendor
+from torch_fl.vendors.sdk import probe_runtime
 
 from torch_fl_ascend import NAMESPACE, library_dir, sdk, sdk_info
 
@@ -62,20 +62,12 @@ class AscendVendor(Vendor):
             self._absent = str(exc)
             return False
         try:
-            lib = ctypes.CDLL(str(path))
+            count, detail = probe_runtime(path, "tfl_ascend_probe")
         except OSError as exc:
             self._absent = f"the runtime library {path} does not load: {exc}"
             return False
-        count = ctypes.c_int(0)
-        msg = ctypes.create_string_buffer(512)
-        lib.tfl_ascend_probe.argtypes = [
-            ctypes.POINTER(ctypes.c_int),
-            ctypes.c_char_p,
-            ctypes.c_size_t,
-        ]
-        rc = lib.tfl_ascend_probe(ctypes.byref(count), msg, len(msg))
-        if rc != 0 or count.value <= 0:
-            detail = msg.value.decode(errors="replace") or "aclrtGetDeviceCount reported 0 NPUs"
+        if count <= 0:
+            detail = detail or "aclrtGetDeviceCount reported 0 NPUs"
             self._absent = f"no Ascend NPU: {detail} (driver installed? /dev/davinci* present?)"
             return False
         return True

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["LOADER_PATH", "LoadedSdk", "SdkLoader", "SdkNotFoundError", "SdkSpec"]
+__all__ = ["LOADER_PATH", "LoadedSdk", "SdkLoader", "SdkNotFoundError", "SdkSpec", "probe_runtime"]
 
 LOADER_PATH = "the dynamic loader path"
 
@@ -191,3 +191,18 @@ class SdkLoader:
 
     def loaded(self) -> LoadedSdk | None:
         return self._loaded
+
+
+def probe_runtime(library: str | Path, symbol: str) -> tuple[int, str]:
+    """Call a vendor runtime library's device probe, ``int symbol(int* count, char* msg, size_t
+    len)`` (0 on success), before core loads the library: (device count, the runtime's message;
+    the count is 0 when the probe failed). Raises OSError when the library does not load (its SDK
+    is missing). Vendors' ``is_present()`` use it, with the SDK loaded first."""
+    lib = ctypes.CDLL(str(library))
+    probe = getattr(lib, symbol)
+    probe.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_char_p, ctypes.c_size_t]
+    probe.restype = ctypes.c_int
+    count = ctypes.c_int(0)
+    msg = ctypes.create_string_buffer(512)
+    rc = probe(ctypes.byref(count), msg, len(msg))
+    return (count.value if rc == 0 else 0), msg.value.decode(errors="replace")
