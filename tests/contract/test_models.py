@@ -389,27 +389,10 @@ def test_moe_router_spreads_tokens_over_experts(built):
         assert picked[:, 0].unique().numel() > 1, layer
 
 
-def _int_histc_works() -> bool:
-    try:
-        torch.histc(torch.zeros(2, dtype=torch.int32, device="flagos"), bins=2, min=0, max=1)
-        return True
-    except (NotImplementedError, RuntimeError):
-        return False
-
-
-INT_HISTC_GAP = (
-    "torch.histc on an int32 flagos tensor raises NotImplementedError ('histogram_cpu' not "
-    "implemented for 'Int'): flagos runs CPU's histc, which takes floating types only, where "
-    "CUDA's takes every dtype; transformers' grouped_mm experts count tokens per expert with "
-    "histc on int32 ids on every device but cpu and mps"
-)
-
-
-def test_moe_grouped_mm_experts_match_cpu(built, request):
-    """transformers' default experts implementation (sorted tokens, grouped matmuls), forward and
-    backward; CPU runs its own branch of it (histc on float ids)."""
-    if not _int_histc_works():
-        request.applymarker(pytest.mark.xfail(reason=f"product bug: {INT_HISTC_GAP}", strict=True))
+def test_moe_grouped_mm_experts_match_cpu(built):
+    """transformers' default experts implementation (sorted tokens, grouped matmuls, tokens per
+    expert counted with histc on int32 ids), forward and backward; CPU runs its own branch of it
+    (histc on float ids)."""
     cpu, fl = pair(built, "mixtral")
     for model in (cpu, fl):
         model.set_experts_implementation("grouped_mm")

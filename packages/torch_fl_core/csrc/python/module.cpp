@@ -18,6 +18,7 @@
 #include "glue/host_allocator.h"
 #include "glue/runtime_access.h"
 #include "glue/stream_pool.h"
+#include "aten/composite_backend.h"
 #include "aten/cpu_fallback.h"
 #include "profiler/route_scope.h"
 #include "router/backend.h"
@@ -241,6 +242,7 @@ NB_MODULE(_C, m) {
     return b->has_kernel(*handle);
   });
   m.def("core_native_ops", &core_native_ops);
+  m.def("composite_kernels", &composite_kernels);
   m.def(
       "register_python_backend",
       [](const std::string& name, nb::handle trampoline, nb::handle has_kernel,

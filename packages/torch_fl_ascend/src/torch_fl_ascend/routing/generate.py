@@ -121,6 +121,7 @@ def generate(
     gaps: Mapping[str, dict],
     torch_minor: str,
     stub_composites: Mapping[str, str] | None = None,
+    composites: Mapping[str, Iterable[str]] | None = None,
     measured: str | None = None,
     route_classes: tuple[Iterable[str], Iterable[str]] | None = None,
 ) -> tuple[str, list[str]]:
@@ -128,7 +129,9 @@ def generate(
 
     ``ascend_ops``: overloads (``aten::abs`` or ``abs``) with an ACLNN kernel; ``dtypes``: per
     overload the dtypes that kernel serves (absent: all). ``skipped``: overloads the kernel
-    generator left out, with why. ``flaggems_ops``: FlagGems' overloads.
+    generator left out, with why. ``flaggems_ops``: FlagGems' overloads. ``composites``: core's
+    composite kernels (overload -> dtypes), which take those dtypes of the overload (a plain
+    ``cpu`` rule first where it has no other).
     """
     cpu_ok, factories = (set(c) for c in (route_classes or _route_classes()))
     ascend = {_short(o) for o in ascend_ops}
@@ -187,6 +190,13 @@ def generate(
     for op, why in sorted((stub_composites or {}).items()):
         if _short(op) not in rules:
             rules[_short(op)] = [((), "cpu", f"composite {why}")]
+    from torch_fl.routing.generate import COMPOSITE
+
+    composites = {_short(op): tuple(d) for op, d in (composites or {}).items()}
+    for op, ds in sorted(composites.items()):
+        rules.setdefault(op, [((), "cpu", "")]).append(
+            (ds, COMPOSITE, "CPU's kernel lacks these dtypes")
+        )
     warnings = [f"no ascend route for {_short(op)}: {why}" for op, why in sorted(skipped.items())]
     counts: dict[str, int] = {}
     for rs in rules.values():
@@ -215,6 +225,8 @@ def generate(
         f"{whole} take the overload off flaggems, {partial} only some dtypes.",
         f"# Without an ascend route (missing from libopapi.so): {len(skipped)}",
         *(f"#   {_short(op)}: {why}" for op, why in sorted(skipped.items())),
+        "# Dtypes CPU's kernel lacks and CUDA's takes go to core's composite backend: "
+        f"{', '.join(sorted(composites)) or 'none'}.",
         "# Unlisted overloads keep PyTorch's default on flagos (composite, else the CPU fallback).",
         "",
     ]
@@ -226,7 +238,7 @@ def generate(
 
 
 def _current() -> tuple[str, list[str]]:
-    from torch_fl.routing.generate import STUB_COMPOSITES
+    from torch_fl.routing.generate import STUB_COMPOSITES, composite_kernels
     from torch_fl.routing.validation import torch_minor
 
     from torch_fl_ascend import kernels_manifest
@@ -241,6 +253,7 @@ def _current() -> tuple[str, list[str]]:
         gaps=load_gaps(),
         torch_minor=torch_minor(),
         stub_composites=STUB_COMPOSITES,
+        composites=composite_kernels(),
         measured=load_measured(),
     )
 

@@ -50,11 +50,14 @@ from torch_fl.routing.route_table import short_op_name
 from torch_fl.routing.validation import torch_minor
 
 __all__ = [
+    "COMPOSITE",
     "EXCLUDED",
     "write_or_check",
     "STUB_COMPOSITES",
     "Generated",
     "classify_box_routes",
+    "composite_kernels",
+    "composite_rule",
     "default_output",
     "flaggems_route_classes",
     "generate",
@@ -84,6 +87,25 @@ EXCLUDED: dict[str, str] = {
     "_pin_memory": "pinned host memory is core's host allocator",
     "is_pinned": "pinned host memory is core's host allocator",
 }
+
+
+#: Core's backend of kernels written with ATen operators (``csrc/aten/composite_backend.h``), for
+#: the dtypes that CPU's kernel of an overload lacks and CUDA's takes (``histc`` of integers). A
+#: table whose route for such an overload ends on the CPU sends those dtypes there.
+COMPOSITE = "composite"
+
+
+def composite_kernels() -> dict[str, tuple[str, ...]]:
+    """Short overload name -> the dtypes (of its first tensor) core's ``composite`` backend serves."""
+    from torch_fl import _C
+
+    kernels = getattr(_C, "composite_kernels", None)
+    return {short_op_name(op): tuple(dtypes) for op, dtypes in kernels()} if kernels else {}
+
+
+def composite_rule(op: str, dtypes: Iterable[str]) -> str:
+    """The table line sending ``dtypes`` of ``op`` to the composite backend."""
+    return f"{op}[{', '.join(dtypes)}] = {COMPOSITE}  # CPU's kernel lacks these dtypes"
 
 
 def _schema(op: str):
@@ -152,13 +174,20 @@ class Generated:
         )
         for name, why in sorted(STUB_COMPOSITES.items()):
             lines.append(f"#          {name.removeprefix('aten::')}: {why}")
+        composites = composite_kernels()
         lines += [
             "# Everything else (no CPU kernel of its own: composite operators decompose into routed",
             "# ones; CUDA-only operators) keeps its default: composite kernels, else ATen's CPU "
             "fallback.",
+            f"# Dtypes CPU's kernel lacks and CUDA's takes go to core's {COMPOSITE} backend (kernels "
+            "written with",
+            f"# ATen operators): {', '.join(sorted(composites)) or 'none'}.",
             "",
         ]
-        lines += [f"{short_op_name(op)} = {BACKEND}" for op in self.routed]
+        for op in map(short_op_name, self.routed):
+            lines.append(f"{op} = {BACKEND}")
+            if op in composites:
+                lines.append(composite_rule(op, composites[op]))
         return "\n".join(lines) + "\n"
 
 

@@ -60,7 +60,7 @@ __all__ = [
 
 #: Backends that a vendor package or core registers somewhere (beyond ``cpu`` and ``box:<key>``):
 #: in a preference list they may be absent from this process without being an error.
-KNOWN_BACKENDS = ("cpu", "flaggems", "gcu", "dcu", "ascend")
+KNOWN_BACKENDS = ("cpu", "composite", "flaggems", "gcu", "dcu", "ascend")
 
 
 @functools.lru_cache(maxsize=256)

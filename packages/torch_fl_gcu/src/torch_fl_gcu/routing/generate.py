@@ -117,6 +117,7 @@ def generate(
     gaps: dict[str, dict],
     torch_minor: str,
     stub_composites: dict[str, str] | None = None,
+    composites: dict[str, tuple[str, ...]] | None = None,
     measured: str | None = None,
     route_classes: tuple[Iterable[str], Iterable[str]] | None = None,
 ) -> tuple[str, list[str]]:
@@ -125,7 +126,8 @@ def generate(
     ``gcu_ops``/``flaggems_ops``: overloads (``aten::abs`` or ``abs``) each backend has a kernel
     for. ``skipped``: overloads the kernel generator left out, with why (SDK lacks the function).
     ``route_classes``: (overloads a cpu route serves, device-argument factories), default
-    :func:`_route_classes`.
+    :func:`_route_classes`. ``composites``: core's composite kernels (overload -> dtypes), which
+    take those dtypes of the overload (a plain ``cpu`` rule first where it has no other).
     """
     cpu_ok, factories = (set(c) for c in (route_classes or _route_classes()))
     gcu = {_short(o) for o in gcu_ops}
@@ -145,6 +147,10 @@ def generate(
     for op, why in sorted((stub_composites or {}).items()):
         if _short(op) not in decisions:
             decisions[_short(op)] = Decision(_short(op), "cpu", f"composite {why}")
+    composites = {_short(op): tuple(d) for op, d in (composites or {}).items()}
+    for op in sorted(composites):
+        if op not in decisions:
+            decisions[op] = Decision(op, "cpu", "")
     whole = partial = 0
     for op, entry in sorted(gaps.items()):
         d = decisions.get(op)
@@ -184,9 +190,13 @@ def generate(
         "# Rules with gcu send int64/float64 (first tensor) to cpu: topsaten has no 64-bit kernels.",
         f"# Without a gcu route (missing from libtopsaten.so, or a measured defect): {len(skipped)}",
         *(f"#   {_short(op)}: {why}" for op, why in sorted(skipped.items())),
+        "# Dtypes CPU's kernel lacks and CUDA's takes go to core's composite backend: "
+        f"{', '.join(sorted(composites)) or 'none'}.",
         "# Unlisted overloads keep PyTorch's default on flagos (composite, else the CPU fallback).",
         "",
     ]
+    from torch_fl.routing.generate import composite_rule
+
     for op in sorted(decisions):
         d = decisions[op]
         comment = f"  # {d.why}" if d.why else ""
@@ -198,11 +208,13 @@ def generate(
             lines.append(f"{op}[{SIXTY_FOUR_BIT}] = cpu{comment if d.dtypes and covered else ''}")
         if d.dtypes and not covered:
             lines.append(f"{op}[{', '.join(d.dtypes)}] = cpu{comment}")
+        if op in composites:
+            lines.append(composite_rule(op, composites[op]))
     return "\n".join(lines) + "\n", warnings
 
 
 def _current() -> tuple[str, list[str]]:
-    from torch_fl.routing.generate import STUB_COMPOSITES
+    from torch_fl.routing.generate import STUB_COMPOSITES, composite_kernels
     from torch_fl.routing.validation import torch_minor
 
     from torch_fl_gcu import kernels_manifest
@@ -216,6 +228,7 @@ def _current() -> tuple[str, list[str]]:
         gaps=load_gaps(),
         torch_minor=torch_minor(),
         stub_composites=STUB_COMPOSITES,
+        composites=composite_kernels(),
         measured=load_measured(),
     )
 
