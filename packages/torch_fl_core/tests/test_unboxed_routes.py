@@ -11,11 +11,16 @@ TOOL = Path(__file__).resolve().parents[1] / "tools" / "gen_unboxed_routes.py"
 
 
 @pytest.fixture(scope="module")
-def routable() -> dict[str, str]:
+def tool():
     spec = importlib.util.spec_from_file_location("gen_unboxed_routes", TOOL)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return {full: struct for full, struct, _ in module.routable()}
+    return module
+
+
+@pytest.fixture(scope="module")
+def routable(tool) -> dict[str, str]:
+    return {full: struct for full, struct, _, _ in tool.routable()}
 
 
 def test_overloads_with_a_kernel_box_routes_reach(routable):
@@ -39,3 +44,20 @@ def test_the_build_registered_what_the_generator_lists(routable):
     from torch_fl import _C
 
     assert _C.unboxed_route_count() == len(routable)
+
+
+def test_overloads_of_one_signature_share_a_file(tool):
+    ops = tool.routable()
+    files = tool.shard(ops, 4)
+    assert sorted(op for f in files for op in f) == sorted(ops)  # each overload once
+    where = {}
+    for i, f in enumerate(files):
+        for _, _, _, signature in f:
+            assert where.setdefault(signature, i) == i, signature
+    by_full = {full: signature for full, _, _, signature in ops}
+    # Names and defaults do not make a signature; types and written arguments do.
+    assert by_full["aten::sin"] == by_full["aten::cos"]
+    assert by_full["aten::sin.out"] != by_full["aten::sin"]
+    assert tool.shard(ops, 4) == files  # deterministic
+    sizes = [len(f) for f in files]
+    assert max(sizes) < 2 * min(sizes), sizes

@@ -98,6 +98,22 @@ class BackendCaller final : public c10::OperatorKernel {
   std::shared_ptr<Backend> backend_;
 };
 
+// The dtype of the first tensor argument (a tensor list's first element).
+std::optional<c10::ScalarType> first_dtype(const c10::OperatorHandle& op,
+                                           const torch::jit::Stack& stack) {
+  const size_t n = op.schema().arguments().size();
+  for (size_t i = stack.size() - n; i < stack.size(); ++i) {
+    const c10::IValue& v = stack[i];
+    if (v.isTensor()) {
+      if (v.toTensor().defined()) return v.toTensor().scalar_type();
+    } else if (v.isTensorList()) {
+      const auto list = v.toTensorList();
+      if (!list.empty()) return static_cast<at::Tensor>(list.get(0)).scalar_type();
+    }
+  }
+  return std::nullopt;
+}
+
 // The boxed kernel registered for routed overloads without a generated
 // unboxed wrapper.
 class RouteKernel final : public c10::OperatorKernel {
@@ -105,29 +121,10 @@ class RouteKernel final : public c10::OperatorKernel {
   explicit RouteKernel(RouteState* state) : state_(state) {}
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
                   torch::jit::Stack* stack) {
-    std::optional<c10::ScalarType> dtype;
-    if (state_->has_rules()) dtype = first_dtype(op, *stack);
-    Backend& backend = *state_->pick(dtype).backend;
-    profiler::RouteScope scope(backend.name(), op);  // the route as a profiler row
-    call_backend(backend, op, keys, stack);
+    route_boxed(*state_, op, keys, stack);
   }
 
  private:
-  // The dtype of the first tensor argument (a tensor list's first element).
-  static std::optional<c10::ScalarType> first_dtype(const c10::OperatorHandle& op,
-                                                    const torch::jit::Stack& stack) {
-    const size_t n = op.schema().arguments().size();
-    for (size_t i = stack.size() - n; i < stack.size(); ++i) {
-      const c10::IValue& v = stack[i];
-      if (v.isTensor()) {
-        if (v.toTensor().defined()) return v.toTensor().scalar_type();
-      } else if (v.isTensorList()) {
-        const auto list = v.toTensorList();
-        if (!list.empty()) return static_cast<at::Tensor>(list.get(0)).scalar_type();
-      }
-    }
-    return std::nullopt;
-  }
   RouteState* state_;
 };
 
@@ -137,6 +134,8 @@ std::atomic<uint64_t> g_generation{1};  // bumped by every install (RouteProbe)
 // every route kernel at once. States are kept for the process: a call still
 // in flight on another thread may hold one.
 auto* g_library = new std::unique_ptr<torch::Library>();
+// The generated (unboxed) kernels, registered with the dispatcher directly.
+auto* g_unboxed = new std::vector<c10::RegistrationHandleRAII>();
 auto* g_states = new std::vector<RouteState*>();
 auto* g_retired = new std::vector<std::unique_ptr<RouteState>>();
 auto* g_by_name = new std::unordered_map<std::string, RouteState*>();
@@ -213,6 +212,15 @@ void RouteState::log(const RouteTarget& t) const {
   }
 }
 
+void route_boxed(RouteState& state, const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                 torch::jit::Stack* stack) {
+  std::optional<c10::ScalarType> dtype;
+  if (state.has_rules()) dtype = first_dtype(op, *stack);
+  Backend& backend = *state.pick(dtype).backend;
+  profiler::RouteScope scope(backend.name(), op);  // the route as a profiler row
+  call_backend(backend, op, keys, stack);
+}
+
 // ---- unboxed factories ----
 
 void register_unboxed_factory(const char* op_full_name, UnboxedFactory factory) {
@@ -236,6 +244,7 @@ void router_install(const std::vector<RouteSpec>& routes, bool unboxed) {
       torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
   std::vector<std::unique_ptr<RouteState>> states;
   std::vector<std::pair<std::string, torch::CppFunction>> kernels;
+  std::vector<std::pair<c10::OperatorName, UnboxedKernel>> unboxed_kernels;
   for (const auto& spec : routes) {
     const auto& [op, default_backend, rules] = spec;
     TORCH_CHECK(native_set.count(op) == 0, "flagos router: ", op,
@@ -262,15 +271,24 @@ void router_install(const std::vector<RouteSpec>& routes, bool unboxed) {
         std::make_unique<RouteState>(op, *handle, spec, std::move(fallback), std::move(parsed));
     const std::string reg = op.substr(6);  // "add.out", "abs"
     UnboxedFactory factory = unboxed ? find_unboxed_factory(op) : nullptr;
-    kernels.emplace_back(
-        reg, factory ? factory(state.get())
-                     : torch::CppFunction::makeFromBoxedKernel(c10::BoxedKernel::makeFromFunctor(
-                           std::make_unique<RouteKernel>(state.get()))));
+    if (factory) {
+      unboxed_kernels.emplace_back(name, factory(state.get()));
+    } else {
+      kernels.emplace_back(
+          reg, torch::CppFunction::makeFromBoxedKernel(
+                   c10::BoxedKernel::makeFromFunctor(std::make_unique<RouteKernel>(state.get()))));
+    }
     states.push_back(std::move(state));
   }
   // Deregister the old set first: one kernel per (op, key) at a time.
   g_library->reset();
+  g_unboxed->clear();
   for (auto& [reg, fn] : kernels) library->impl(reg.c_str(), std::move(fn));
+  for (auto& [name, k] : unboxed_kernels) {
+    g_unboxed->push_back(c10::Dispatcher::singleton().registerImpl(
+        name, c10::DispatchKey::PrivateUse1, std::move(k.kernel), k.signature,
+        /*inferred_function_schema=*/nullptr, "torch_fl router (generated unboxed kernel)"));
+  }
   *g_library = std::move(library);
   for (RouteState* s : *g_states) g_retired->emplace_back(s);
   g_states->clear();

@@ -217,15 +217,18 @@ struct Result<std::tuple<Ts...>> {
 };
 
 // ---- the kernel ------------------------------------------------------------
-template <class Op, class Sig = typename Op::schema>
-struct UnboxedRoute;
+// The body is instantiated once per C++ signature, not per overload: many
+// overloads share one (unary ops, their out= forms, ...), and the overload's
+// own part is only its redispatch function, an out-of-line libtorch function
+// either way. This keeps the generated files' compile time down.
+template <class Sig>
+struct SignatureRoute;
 
-template <class Op, class R, class... Args>
-struct UnboxedRoute<Op, R(Args...)> {
-  static inline std::atomic<RouteState*> state{nullptr};
+template <class R, class... Args>
+struct SignatureRoute<R(Args...)> {
+  using Redispatch = R (*)(c10::DispatchKeySet, Args...);
 
-  static R call(c10::DispatchKeySet ks, Args... args) {
-    RouteState* st = state.load(std::memory_order_acquire);
+  static R call(RouteState* st, Redispatch redispatch, c10::DispatchKeySet ks, Args... args) {
     Observer obs;
     (observe(obs, args), ...);
     RouteTarget& target = st->pick(obs.first_dtype);
@@ -245,21 +248,52 @@ struct UnboxedRoute<Op, R(Args...)> {
     const c10::DispatchKeySet keys(target.box_key);
     constexpr size_t N = sizeof...(Args);
     if constexpr (std::is_void_v<R>) {
-      std::apply([&](auto&... a) { Op::redispatch(keys, a...); }, converted);
+      std::apply([&](auto&... a) { redispatch(keys, a...); }, converted);
       adopt_outputs(converted, originals, std::make_index_sequence<N>{});
     } else {
-      R r = std::apply([&](auto&... a) -> R { return Op::redispatch(keys, a...); }, converted);
+      R r = std::apply([&](auto&... a) -> R { return redispatch(keys, a...); }, converted);
       adopt_outputs(converted, originals, std::make_index_sequence<N>{});
       return Result<R>::template convert<decltype(converted), decltype(originals), N>(
           std::forward<R>(r), converted, originals, mapper);
     }
   }
+};
 
-  static torch::CppFunction make(RouteState* s) {
-    state.store(s, std::memory_order_release);
-    return torch::CppFunction(TORCH_FN(call));
+template <class Op, class Sig = typename Op::schema>
+struct UnboxedRoute;
+
+template <class Op, class R, class... Args>
+struct UnboxedRoute<Op, R(Args...)> {
+  static inline std::atomic<RouteState*> state{nullptr};
+
+  static R call(c10::DispatchKeySet ks, Args... args) {
+    return SignatureRoute<R(Args...)>::call(state.load(std::memory_order_acquire), &Op::redispatch,
+                                            ks, std::forward<Args>(args)...);
+  }
+
+  static UnboxedKernel make(RouteState* s);
+};
+
+// The kernel functor the dispatcher holds: unboxed calls run
+// UnboxedRoute::call; boxed ones (torch.ops from Python, FX graphs) take the
+// router's boxed path through the specialization below.
+template <class Op, class Sig = typename Op::schema>
+struct Functor;
+
+template <class Op, class R, class... Args>
+struct Functor<Op, R(Args...)> final : c10::OperatorKernel {
+  R operator()(c10::DispatchKeySet ks, Args... args) {
+    return UnboxedRoute<Op>::call(ks, std::forward<Args>(args)...);
   }
 };
+
+template <class Op, class R, class... Args>
+UnboxedKernel UnboxedRoute<Op, R(Args...)>::make(RouteState* s) {
+  state.store(s, std::memory_order_release);
+  return UnboxedKernel{c10::KernelFunction::makeFromUnboxedFunctor<false, Functor<Op>>(
+                           std::make_unique<Functor<Op>>()),
+                       c10::impl::CppSignature::make<R(c10::DispatchKeySet, Args...)>()};
+}
 
 // Generated files call this once per overload at load time.
 template <class Op>
@@ -270,3 +304,18 @@ struct Register {
 };
 
 }  // namespace torch_fl::unboxed
+
+// c10 would build a boxed wrapper per overload (IValue conversions for every
+// argument and return type: most of the compile time of the generated files).
+// The router's boxed path already serves any routed overload from the stack,
+// so the routed kernels' boxed entry is that one function.
+namespace c10::impl {
+template <class Op, bool AllowDeprecatedTypes>
+struct make_boxed_from_unboxed_functor<torch_fl::unboxed::Functor<Op>, AllowDeprecatedTypes> final {
+  static void call(OperatorKernel*, const OperatorHandle& op, DispatchKeySet ks,
+                   torch::jit::Stack* stack) {
+    torch_fl::route_boxed(
+        *torch_fl::unboxed::UnboxedRoute<Op>::state.load(std::memory_order_acquire), op, ks, stack);
+  }
+};
+}  // namespace c10::impl
