@@ -3,8 +3,8 @@
     nox -s demo            build core (once per torch minor and source state) and run the demo
     nox -s tests           what CI runs: test-core; for every vendor its CI part (the package's
                            tests; for a vendor with an emulator, its build and the contract
-                           suites on it too); then install-check and the smoke set on the oldest
-                           supported torch
+                           suites on it too, less those marked vendor_neutral, which run on sim);
+                           then install-check and the smoke set on the oldest supported torch
     nox -s test-core       core's unit tests and the contract suites on the sim vendor
     nox -s build-<vendor>  build core and the vendor's package (against its SDK where the table
                            names one and it is set, else its emulator)
@@ -317,7 +317,10 @@ def _test_vendor(session: nox.Session, name: str, args: list[str], ci: bool) -> 
     if entry.get("contracts") == "ci":
         run_env = {**env, "FLAGOS_VENDOR": name}
         _pytest(session, str(ROOT / entry["path"] / "tests"), *args, env=run_env)
-        _pytest(session, str(ROOT / "tests"), *args, env=run_env)
+        # In CI the contracts that drive core's own machinery the same way on every vendor
+        # (marker vendor_neutral) run on sim only; test-<vendor> runs them all.
+        neutral = ["-m", "not vendor_neutral"] if ci and not args else []
+        _pytest(session, str(ROOT / "tests"), *neutral, *args, env=run_env)
         return
     present = not ci and _vendor_present(session, name, env)
     unit_vendor = name if present and entry.get("unit_tests_on_device", True) else "sim"
@@ -332,8 +335,8 @@ def _test_vendor(session: nox.Session, name: str, args: list[str], ci: bool) -> 
 
 def _test_core(session: nox.Session, args: list[str]) -> None:
     env = {"FLAGOS_VENDOR": os.environ.get("FLAGOS_VENDOR", "sim")}
-    _pytest(session, str(CORE / "tests"), *args, env=env)
-    _pytest(session, str(ROOT / "tests"), *args, env=env)
+    # One run (one set of workers) for both: the slow tests of either overlap.
+    _pytest(session, str(CORE / "tests"), str(ROOT / "tests"), *args, env=env)
 
 
 # ---- sessions -----------------------------------------------------------------------------------

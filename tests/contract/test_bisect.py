@@ -19,7 +19,8 @@ import pytest
 import torch
 from torch_fl.routing import bisect
 
-pytestmark = [pytest.mark.routing]
+# The bisect tool is core's; CI runs it on sim only (nox -s test-<vendor> on every vendor).
+pytestmark = [pytest.mark.routing, pytest.mark.vendor_neutral]
 
 WORKLOAD = """
     import sys

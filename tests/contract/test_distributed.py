@@ -23,8 +23,11 @@ import pytest
 import torch
 import torch.distributed as dist
 
+# The vendors without collectives of their own run core's staged gloo tier, over their copies
+# (which test_copy.py covers); CI runs this module on sim only (nox -s test-<vendor> everywhere).
 pytestmark = [
     pytest.mark.distributed,
+    pytest.mark.vendor_neutral,
     pytest.mark.skipif(not dist.is_available(), reason="this torch build has no torch.distributed"),
 ]
 

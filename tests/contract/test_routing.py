@@ -923,7 +923,8 @@ def test_backend_alias_spellings(tmp_path, vendor_table, restore_routes):
     if expected != "cpu" and not _C.backend_has_kernel(expected, "aten::neg"):
         expected = "cpu"
     assert routes["aten::neg"] == expected == rule.backend_name
-    if "flaggems" not in have:
+    if expected != "box:cuda" and "flaggems" not in have:
+        # The list reached flagos_python (cuda is absent here) and passed over it.
         assert any(c == "flagos_python" and "FlagGems" in why for c, why in rule.skipped_choices), (
             rule.skipped_choices
         )
