@@ -110,3 +110,26 @@ def test_pinned_memory_comes_from_the_runtime_and_is_released(flagos, simctl):
     flagos.synchronize()
     torch.accelerator.empty_host_cache()
     assert simctl.live_bytes(-1) == before
+
+
+def test_is_pinned_after_first_use_in_a_fresh_process(flagos_owns_pinned_memory):
+    """ATen answers Tensor.is_pinned() for an accelerator only once it has seen that accelerator
+    initialised; flagos's first use must tell it, as torch.cuda's does (a fresh process: nothing
+    else in it has pinned through the accelerator yet)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        import torch
+        fx = torch.arange(64.0).to("flagos")
+        out = fx.to("cpu", non_blocking=True)
+        torch.flagos.synchronize()
+        factory = torch.empty(8, pin_memory=True)
+        print(out.is_pinned(), factory.is_pinned(), out.tolist() == list(range(64)))
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["True", "True", "True"], proc.stdout + proc.stderr[-2000:]

@@ -1,6 +1,7 @@
 // torch_fl._C: the control plane (ints, strings, stats). Tensors never pass
 // through here: nanobind does not share torch's pybind11 type registry, so
 // tensor-level entry points are torch.ops / dispatcher kernels.
+#include <ATen/Context.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/pair.h>
@@ -125,6 +126,13 @@ NB_MODULE(_C, m) {
       },
       nb::arg("path"), nb::call_guard<nb::gil_scoped_release>());
   m.def("runtime_active", &runtime_active);
+  // The device module's lazy init marks PrivateUse1 initialised in ATen's context, as
+  // torch.cuda's does for CUDA: Context::isPinnedPtr (Tensor.is_pinned()) answers false for an
+  // accelerator it has not seen initialised. Without it, where another allocator pins factory
+  // tensors (CUDA's, beside the cuda vendor), nothing would mark it.
+  m.def(
+      "lazy_init_context", [] { at::globalContext().lazyInitDevice(c10::DeviceType::PrivateUse1); },
+      nb::call_guard<nb::gil_scoped_release>());
   m.def("runtime_name", &runtime_name);
   m.def("_set_capturing_device",
         [](int device) { set_capturing_device(static_cast<c10::DeviceIndex>(device)); });

@@ -106,6 +106,9 @@ def _lazy_init() -> None:
                         f"flagos call failed lazily at initialization with error: {exc}\n\n"
                         f"flagos call was originally invoked at:\n\n{''.join(stack)}"
                     ) from exc
+            # ATen's own record of the accelerator's initialisation (torch.cuda's lazy init makes
+            # the same call for CUDA): Tensor.is_pinned() asks it first.
+            _C.lazy_init_context()
         finally:
             _tls.is_initializing = False
         _seed_calls.clear()
