@@ -9,6 +9,7 @@
 
 #include "boxing/call_arguments.h"
 #include "router/backend.h"
+#include "router/router.h"
 
 namespace torch_fl {
 namespace {
@@ -34,16 +35,6 @@ const Entry* find_entry(const c10::OperatorHandle& op) {
   return it == registry().end() ? nullptr : &it->second;
 }
 
-// The dtype the router chose by: that of the first tensor argument.
-std::optional<c10::ScalarType> first_tensor_dtype(const c10::OperatorHandle& op,
-                                                  const torch::jit::Stack& stack) {
-  const size_t n = op.schema().arguments().size();
-  for (auto it = stack.end() - static_cast<std::ptrdiff_t>(n); it != stack.end(); ++it) {
-    if (it->isTensor() && it->toTensor().defined()) return it->toTensor().scalar_type();
-  }
-  return std::nullopt;
-}
-
 class CompositeBackend final : public Backend {
  public:
   const std::string& name() const override { return name_; }
@@ -54,7 +45,7 @@ class CompositeBackend final : public Backend {
     const Entry* entry = find_entry(op);
     TORCH_CHECK(entry != nullptr, "flagos backend 'composite' has no kernel for ",
                 full_name(op.operator_name()));
-    const auto dtype = first_tensor_dtype(op, *stack);
+    const auto dtype = first_tensor_dtype(op, *stack);  // what the router chose by
     const bool served = dtype && std::find(entry->dtypes.begin(), entry->dtypes.end(), *dtype) !=
                                      entry->dtypes.end();
     if (!served) {

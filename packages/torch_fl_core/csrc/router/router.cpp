@@ -98,22 +98,6 @@ class BackendCaller final : public c10::OperatorKernel {
   std::shared_ptr<Backend> backend_;
 };
 
-// The dtype of the first tensor argument (a tensor list's first element).
-std::optional<c10::ScalarType> first_dtype(const c10::OperatorHandle& op,
-                                           const torch::jit::Stack& stack) {
-  const size_t n = op.schema().arguments().size();
-  for (size_t i = stack.size() - n; i < stack.size(); ++i) {
-    const c10::IValue& v = stack[i];
-    if (v.isTensor()) {
-      if (v.toTensor().defined()) return v.toTensor().scalar_type();
-    } else if (v.isTensorList()) {
-      const auto list = v.toTensorList();
-      if (!list.empty()) return static_cast<at::Tensor>(list.get(0)).scalar_type();
-    }
-  }
-  return std::nullopt;
-}
-
 // The boxed kernel registered for routed overloads without a generated
 // unboxed wrapper.
 class RouteKernel final : public c10::OperatorKernel {
@@ -212,10 +196,25 @@ void RouteState::log(const RouteTarget& t) const {
   }
 }
 
+std::optional<c10::ScalarType> first_tensor_dtype(const c10::OperatorHandle& op,
+                                                  const torch::jit::Stack& stack) {
+  const size_t n = op.schema().arguments().size();
+  for (size_t i = stack.size() - n; i < stack.size(); ++i) {
+    const c10::IValue& v = stack[i];
+    if (v.isTensor()) {
+      if (v.toTensor().defined()) return v.toTensor().scalar_type();
+    } else if (v.isTensorList()) {
+      const auto list = v.toTensorList();
+      if (!list.empty()) return static_cast<at::Tensor>(list.get(0)).scalar_type();
+    }
+  }
+  return std::nullopt;
+}
+
 void route_boxed(RouteState& state, const c10::OperatorHandle& op, c10::DispatchKeySet keys,
                  torch::jit::Stack* stack) {
   std::optional<c10::ScalarType> dtype;
-  if (state.has_rules()) dtype = first_dtype(op, *stack);
+  if (state.has_rules()) dtype = first_tensor_dtype(op, *stack);
   Backend& backend = *state.pick(dtype).backend;
   profiler::RouteScope scope(backend.name(), op);  // the route as a profiler row
   call_backend(backend, op, keys, stack);

@@ -2,6 +2,8 @@
 // the backend its route table chose (per dtype of the first tensor argument).
 #pragma once
 
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
 #include <c10/core/ScalarType.h>
 
 #include <atomic>
@@ -48,6 +50,11 @@ class RouteProbe {
   std::atomic<uint64_t> generation_{0};  // 0: not looked up yet
   std::atomic<RouteState*> state_{nullptr};
 };
+
+// The dtype routes choose by: that of a boxed call's first tensor argument (a
+// tensor list's first element); std::nullopt without one.
+std::optional<c10::ScalarType> first_tensor_dtype(const c10::OperatorHandle& op,
+                                                  const torch::jit::Stack& stack);
 
 // op full name -> backend -> calls since the last reset (the unrouted CPU
 // fallback is reported as backend "cpu").
