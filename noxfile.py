@@ -184,7 +184,7 @@ def _wheel(session: nox.Session, name: str, env: dict[str, str] | None = None) -
         return found[0]
     session.log(
         f"{label}: building its wheel"
-        + (" (core from scratch: about 4-6 minutes on 2 cores)" if name == "core" else "")
+        + (" (core from scratch: about 3-6 minutes on 2 cores)" if name == "core" else "")
     )
     partial = parent / f"{key}.partial"
     shutil.rmtree(partial, ignore_errors=True)
