@@ -457,6 +457,28 @@ def test_triton_kernels_run_on_flagos_current_stream(dynamo, flagos):
     torch.testing.assert_close(out, x.sin() * 2 + 1, **TOL)
 
 
+def test_buffers_are_allocated_on_their_device(dynamo, flagos):
+    """Inductor's buffers on flagos come from flagos' direct allocator (as ``empty_strided_cuda``
+    on CUDA), on the device of the graph (the last one: another than the current where the vendor
+    has two), with the strides Inductor planned."""
+    from torch._inductor.utils import run_and_get_code
+
+    def f(x):
+        y = (x * 2).t().contiguous()  # a buffer, then a strided output
+        return y.sum(1), y.t() + 1
+
+    device = torch.device("flagos", flagos.device_count() - 1)
+    x = torch.randn(19, 7, device=device)
+    (total, back), code = run_and_get_code(torch.compile(f), x)
+    allocations = [ln for c in code for ln in c.splitlines() if "empty_strided" in ln and "=" in ln]
+    assert any("= empty_strided_flagos(" in ln for ln in allocations), code
+    assert not any("= empty_strided(" in ln for ln in allocations), allocations  # the generic one
+    for got, want in zip((total, back), f(x), strict=True):
+        assert got.device == device
+        assert got.stride() == want.stride()
+        torch.testing.assert_close(got, want, **TOL)
+
+
 def test_uncompilable_vendor_errors_cleanly(dynamo):
     import torch_fl.compile
 

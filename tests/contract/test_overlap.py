@@ -76,6 +76,25 @@ CASES = [
             [d[i : i + 2] for i in range(0, 36, 2)], [d[i + 1 : i + 3] for i in range(0, 36, 2)]
         ),
     ),
+    # in-place foreach ops: CPU checks each index as its per-tensor op does (fused kernels elsewhere
+    # check nothing); the failing index is the first (see test_foreach_overlap_at_a_later_index)
+    (
+        "foreach-addcmul_-shifted",
+        _long,
+        lambda d: torch._foreach_addcmul_([d[8:12], d[0:4]], [d[9:13], d[20:24]], [d[30:34]] * 2),
+    ),
+    ("foreach-neg_-expanded", _line, lambda d: torch._foreach_neg_([d[:1].expand(3), d[3:6]])),
+    (
+        "foreach-copy_-shifted",
+        _long,
+        lambda d: torch._foreach_copy_([d[10:14], d[0:4]], [d[11:15], d[20:24]]),
+    ),
+    (
+        "foreach-add_-disjoint",
+        _long,
+        lambda d: torch._foreach_add_([d[0:4], d[10:14]], [d[20:24], d[10:14]], alpha=2),
+    ),
+    ("foreach-zero_-expanded", _line, lambda d: torch._foreach_zero_([d[:1].expand(3), d[4:6]])),
     # internal overlap that CPU accepts
     ("expand-fill_", lambda dev: torch.zeros(3, device=dev), lambda z: z.expand(4, 3).fill_(7)),
     ("expand-zero_", lambda dev: torch.ones(3, device=dev), lambda z: z.expand(4, 3).zero_()),
@@ -121,6 +140,22 @@ def test_overlap_like_cpu(name, make, program, bits):
     for c, f in zip(cpu_list, fl_list, strict=True):
         assert f.device.type == "flagos"
         bits.equal(f.cpu(), c)
+
+
+def test_foreach_overlap_at_a_later_index():
+    """An in-place foreach call whose second index overlaps raises CPU's error. CPU has written the
+    first index by then; a routed flagos call is checked before any kernel runs and writes
+    nothing, one served by the CPU fallback is CPU. Either way the failing index is untouched."""
+    cpu = _long("cpu")
+    with pytest.raises(RuntimeError) as cpu_err:
+        torch._foreach_add_([cpu[0:4], cpu[10:14]], [cpu[20:24], cpu[11:15]])
+    assert cpu[0].item() == 20.0  # CPU's first index is written
+    d = _long("flagos")
+    with pytest.raises(RuntimeError) as fl_err:
+        torch._foreach_add_([d[0:4], d[10:14]], [d[20:24], d[11:15]])
+    assert str(cpu_err.value).splitlines()[0] in str(fl_err.value)
+    got, untouched = d.cpu(), _long("cpu")
+    assert torch.equal(got, untouched) or torch.equal(got, cpu), got.tolist()
 
 
 def test_out_is_input_identity():

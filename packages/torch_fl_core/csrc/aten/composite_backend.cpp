@@ -5,9 +5,8 @@
 #include <algorithm>
 #include <map>
 #include <memory>
-#include <mutex>
 
-#include "boxing/call_arguments.h"
+#include "glue/op_names.h"
 #include "router/backend.h"
 #include "router/router.h"
 
@@ -19,18 +18,14 @@ struct Entry {
   CompositeKernel kernel;
 };
 
-std::mutex& registry_mutex() {
-  static auto* m = new std::mutex();
-  return *m;
-}
-
+// Written only by static initialisers (each kernel file's Registrar), before
+// any call can read it: lookups take no lock.
 std::map<std::string, Entry>& registry() {
   static auto* r = new std::map<std::string, Entry>();
   return *r;
 }
 
 const Entry* find_entry(const c10::OperatorHandle& op) {
-  std::lock_guard<std::mutex> lock(registry_mutex());
   auto it = registry().find(full_name(op.operator_name()));
   return it == registry().end() ? nullptr : &it->second;
 }
@@ -67,12 +62,10 @@ struct Registrar {
 
 void register_composite_kernel(const std::string& op, std::vector<c10::ScalarType> dtypes,
                                CompositeKernel kernel) {
-  std::lock_guard<std::mutex> lock(registry_mutex());
   registry()[op] = Entry{std::move(dtypes), kernel};
 }
 
 std::vector<std::pair<std::string, std::vector<std::string>>> composite_kernels() {
-  std::lock_guard<std::mutex> lock(registry_mutex());
   std::vector<std::pair<std::string, std::vector<std::string>>> out;
   for (const auto& [op, entry] : registry()) {
     std::vector<std::string> names;

@@ -4,6 +4,7 @@
 #include <ATen/core/Tensor.h>
 #include <torch/library.h>
 
+#include "aten/factories.h"
 #include "glue/caching_allocator.h"
 #include "glue/runtime_access.h"
 
@@ -45,6 +46,15 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
   return at::detail::empty_strided_generic(size, stride, caching_allocator(), kFlagosKeys,
                                            c10::dtype_or_default(dtype));
 }
+
+}  // namespace
+
+at::Tensor empty_strided_on_current_device(c10::IntArrayRef size, c10::IntArrayRef stride,
+                                           c10::ScalarType dtype) {
+  return at::detail::empty_strided_generic(size, stride, caching_allocator(), kFlagosKeys, dtype);
+}
+
+namespace {
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", TORCH_FN(empty_memory_format));

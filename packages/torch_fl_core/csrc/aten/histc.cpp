@@ -8,6 +8,7 @@
 // (v - min) * bins / (max - min), integer division in int64, the top edge in
 // the last bin; values outside are ignored; the result has the input's dtype.
 #include <ATen/ATen.h>
+#include <ATen/native/Resize.h>
 
 #include "aten/composite_backend.h"
 
@@ -55,7 +56,8 @@ void histc_out_kernel(const c10::OperatorHandle&, torch::jit::Stack* stack) {
   at::Tensor out = args[4].toTensor();
   TORCH_CHECK(out.device() == result.device(), "histc.out: expected out on ", result.device(),
               ", got ", out.device());
-  if (out.sizes() != result.sizes()) out.resize_(result.sizes());
+  // As CUDA's histc.out: resize_output warns when a non-empty out of another size is resized.
+  at::native::resize_output(out, result.sizes());
   out.copy_(result);
   torch::jit::drop(*stack, 5);
   torch::jit::push(*stack, std::move(out));

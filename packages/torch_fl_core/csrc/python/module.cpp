@@ -1,6 +1,8 @@
-// torch_fl._C: the control plane (ints, strings, stats). Tensors never pass
-// through here: nanobind does not share torch's pybind11 type registry, so
-// tensor-level entry points are torch.ops / dispatcher kernels.
+// torch_fl._C: the control plane (ints, strings, stats). Tensors pass through
+// here only as torch's own Python objects (THPVariable), in the one allocation
+// entry point of compiled code: nanobind does not share torch's pybind11 type
+// registry, so other tensor-level entry points are torch.ops / dispatcher
+// kernels.
 #include <ATen/Context.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
@@ -9,7 +11,9 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <torch/csrc/Dtype.h>
 #include <torch/csrc/Generator.h>
+#include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/device_lazy_init.h>
 
 #include "router/fallback_counts.h"
@@ -21,6 +25,7 @@
 #include "glue/stream_pool.h"
 #include "aten/composite_backend.h"
 #include "aten/cpu_fallback.h"
+#include "aten/factories.h"
 #include "profiler/route_scope.h"
 #include "router/backend.h"
 #include "boxing/alias_pool.h"
@@ -76,6 +81,49 @@ StatMap memory_stats(int device) {
   return out;
 }
 
+// A tuple (or list) of Python ints, as Inductor's generated code passes sizes.
+c10::SmallVector<int64_t, 6> int_sequence(nb::handle seq, const char* what) {
+  PyObject* obj = seq.ptr();
+  const bool tuple = PyTuple_Check(obj);
+  TORCH_CHECK_TYPE(tuple || PyList_Check(obj), "flagos empty_strided: ", what,
+                   " must be a tuple or list of ints, got ", Py_TYPE(obj)->tp_name);
+  const Py_ssize_t n = tuple ? PyTuple_GET_SIZE(obj) : PyList_GET_SIZE(obj);
+  c10::SmallVector<int64_t, 6> out(static_cast<size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* item = tuple ? PyTuple_GET_ITEM(obj, i) : PyList_GET_ITEM(obj, i);
+    const long long v = PyLong_AsLongLong(item);
+    if (v == -1 && PyErr_Occurred()) {
+      PyErr_Clear();
+      TORCH_CHECK_TYPE(false, "flagos empty_strided: ", what, "[", i, "] must be an int, got ",
+                       Py_TYPE(item)->tp_name);
+    }
+    out[static_cast<size_t>(i)] = v;
+  }
+  return out;
+}
+
+// empty_strided(size, stride, dtype, device) on flagos device `device` (-1:
+// the current one): Inductor's buffer allocations on flagos (torch.empty_strided
+// through the Python arg parser and the dispatcher costs about 2 us more per
+// buffer).
+nb::object empty_strided_python(nb::handle size, nb::handle stride, nb::handle dtype, int device) {
+  TORCH_CHECK_TYPE(THPDtype_Check(dtype.ptr()),
+                   "flagos empty_strided: dtype must be a torch.dtype, got ",
+                   Py_TYPE(dtype.ptr())->tp_name);
+  const auto sizes = int_sequence(size, "size");
+  const auto strides = int_sequence(stride, "stride");
+  TORCH_CHECK(sizes.size() == strides.size(), "flagos empty_strided: ", sizes.size(), " sizes but ",
+              strides.size(), " strides");
+  for (const int64_t s : sizes) {
+    TORCH_CHECK(s >= 0, "flagos empty_strided: negative dimension ", s);
+  }
+  if (device >= 0) check_device_index(static_cast<c10::DeviceIndex>(device));
+  CurrentDeviceScope scope(static_cast<c10::DeviceIndex>(device));
+  at::Tensor t = empty_strided_on_current_device(
+      sizes, strides, reinterpret_cast<THPDtype*>(dtype.ptr())->scalar_type);
+  return nb::steal(THPVariable_Wrap(std::move(t)));
+}
+
 StatMap host_memory_stats() {
   const at::HostStats s = host_stats();
   StatMap out;
@@ -94,6 +142,27 @@ StatMap host_memory_stats() {
 NB_MODULE(_C, m) {
   using namespace torch_fl;
   m.doc() = "torch-fl core control plane";
+  // c10's errors as torch raises them (TypeError, ValueError, ...), with
+  // their message and without the C++ backtrace.
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const c10::TypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what_without_backtrace());
+    } catch (const c10::ValueError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what_without_backtrace());
+    } catch (const c10::IndexError& e) {
+      PyErr_SetString(PyExc_IndexError, e.what_without_backtrace());
+    } catch (const c10::NotImplementedError& e) {
+      PyErr_SetString(PyExc_NotImplementedError, e.what_without_backtrace());
+    } catch (const c10::OutOfMemoryError& e) {
+      // torch.OutOfMemoryError (libtorch_python does not export its C handle).
+      nb::object oom = nb::module_::import_("torch").attr("OutOfMemoryError");
+      PyErr_SetString(oom.ptr(), e.what_without_backtrace());
+    } catch (const c10::Error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
+    }
+  });
   // A forked child cannot use the parent's runtime (its stream threads are
   // gone): mark flagos as needing re-initialisation there, as CUDA does.
   torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);
@@ -220,6 +289,8 @@ NB_MODULE(_C, m) {
       "empty_cache", [] { caching_allocator()->emptyCache(); },
       nb::call_guard<nb::gil_scoped_release>());
   m.def("host_memory_stats", &host_memory_stats);
+  m.def("empty_strided", &empty_strided_python, nb::arg("size"), nb::arg("stride"),
+        nb::arg("dtype"), nb::arg("device") = -1);
   m.def("host_empty_cache", [] { empty_host_cache(); }, nb::call_guard<nb::gil_scoped_release>());
 
   m.def("default_generator", [](int device) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "router/backend.h"
+#include "router/foreach_overlap.h"
 #include "router/router.h"
 
 namespace torch_fl {
@@ -38,6 +39,8 @@ class RouteState {
   const c10::OperatorHandle& handle() const { return handle_; }
   const RouteSpec& spec() const { return spec_; }
   bool has_rules() const { return has_rules_; }
+  // CPU's overlap checks the router makes for this op (in-place foreach ops).
+  foreach_overlap::Checks overlap_checks() const { return overlap_checks_; }
 
   // The target for a call whose first tensor argument has `dtype`
   // (std::nullopt: no tensor argument, the default route).
@@ -68,6 +71,7 @@ class RouteState {
   // rules apply, the operator.
   RouteTarget* first_ = nullptr;  // targets_[0], the default route
   bool has_rules_ = false;
+  foreach_overlap::Checks overlap_checks_ = foreach_overlap::Checks::kNone;
   c10::OperatorHandle handle_;
   std::array<uint8_t, static_cast<size_t>(c10::ScalarType::NumOptions)> by_dtype_{};
   std::string op_;

@@ -148,7 +148,10 @@ RouteState::RouteState(
     std::string op, c10::OperatorHandle handle, RouteSpec spec,
     std::shared_ptr<Backend> default_backend,
     std::vector<std::pair<std::vector<c10::ScalarType>, std::shared_ptr<Backend>>> rules)
-    : handle_(std::move(handle)), op_(std::move(op)), spec_(std::move(spec)) {
+    : overlap_checks_(foreach_overlap::checks_for(handle.schema())),
+      handle_(std::move(handle)),
+      op_(std::move(op)),
+      spec_(std::move(spec)) {
   slot_for(default_backend);
   first_ = targets_.front().get();
   for (auto& [dtypes, backend] : rules) {
@@ -213,6 +216,7 @@ std::optional<c10::ScalarType> first_tensor_dtype(const c10::OperatorHandle& op,
 
 void route_boxed(RouteState& state, const c10::OperatorHandle& op, c10::DispatchKeySet keys,
                  torch::jit::Stack* stack) {
+  foreach_overlap::check_stack(state.overlap_checks(), op.schema(), *stack);
   std::optional<c10::ScalarType> dtype;
   if (state.has_rules()) dtype = first_tensor_dtype(op, *stack);
   Backend& backend = *state.pick(dtype).backend;

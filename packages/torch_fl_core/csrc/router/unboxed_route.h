@@ -229,6 +229,10 @@ struct SignatureRoute<R(Args...)> {
   using Redispatch = R (*)(c10::DispatchKeySet, Args...);
 
   static R call(RouteState* st, Redispatch redispatch, c10::DispatchKeySet ks, Args... args) {
+    if (C10_UNLIKELY(st->overlap_checks() != foreach_overlap::Checks::kNone)) {
+      foreach_overlap::Checker checker(st->overlap_checks());
+      (checker.see(args), ...);
+    }
     Observer obs;
     (observe(obs, args), ...);
     RouteTarget& target = st->pick(obs.first_dtype);

@@ -1,0 +1,58 @@
+// CPU's memory-overlap checks for in-place foreach ops, made by the router
+// before any backend runs.
+//
+// Why: CPU (and CUDA's per-tensor fallback) runs `_foreach_add_(self, other)`
+// as one `add_` per index, so a written tensor that partially overlaps its
+// input, or overlaps itself, raises ATen's overlap error. CUDA's fused foreach
+// kernels (and a vendor's or FlagGems' own) check nothing and compute a
+// result that depends on the order the kernel wrote it in. The checks are
+// those the per-index op makes: internal overlap of self[i] (not for
+// `_foreach_zero_`: zero_ accepts an expanded tensor) and partial overlap of
+// self[i] with the i-th tensor of every other list. A single Tensor argument
+// is not checked: CPU reads some as a scalar (`_foreach_add_.Tensor`) and
+// others as a tensor (`_foreach_mul_.Tensor`). Unlike CPU, a call that fails
+// a check writes nothing (CPU has written the indices before the failing one).
+#pragma once
+
+#include <ATen/MemoryOverlap.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+#include <optional>
+
+namespace torch_fl::foreach_overlap {
+
+enum class Checks : uint8_t { kNone, kPartial, kInternalAndPartial };
+
+// What an operator is checked for: in-place foreach overloads (a written
+// Tensor[] first argument) get kInternalAndPartial, `_foreach_zero_` kPartial.
+Checks checks_for(const c10::FunctionSchema& schema);
+
+// The boxed call's arguments (the last schema.arguments().size() on the stack).
+void check_stack(Checks checks, const c10::FunctionSchema& schema, const torch::jit::Stack& stack);
+
+// The unboxed call's arguments: the first tensor list is the written one.
+class Checker {
+ public:
+  explicit Checker(Checks checks) : internal_(checks == Checks::kInternalAndPartial) {}
+
+  void see(at::TensorList list) {
+    if (!self_) {
+      self_ = list;
+      if (internal_) {
+        for (const at::Tensor& t : list) at::assert_no_internal_overlap(t);
+      }
+    } else if (list.size() == self_->size()) {
+      for (size_t i = 0; i < list.size(); ++i) at::assert_no_partial_overlap((*self_)[i], list[i]);
+    }
+  }
+  template <class T>
+  void see(const T&) {}
+
+ private:
+  bool internal_;
+  std::optional<at::TensorList> self_;
+};
+
+}  // namespace torch_fl::foreach_overlap
