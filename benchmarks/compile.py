@@ -19,7 +19,13 @@ With ``--native cuda`` the native side runs in a child process started without t
 (``TORCH_DEVICE_BACKEND_AUTOLOAD=0``): once a PrivateUse1 backend is registered, PyTorch's autograd
 engine asserts on a backward over CUDA tensors in that process (seen with torch 2.11), so the native
 CUDA side cannot share a process with flagos. Its blocks are then timed in the child, after the
-flagos side, instead of interleaved.
+flagos side, instead of interleaved. This host-bound step runs at the speed of its process's host
+thread, which differs by up to 1.8x from one process to the next on a shared VM: for a figure,
+``--processes N`` runs N fresh pairs of children (flagos, native), both of a pair pinned to one CPU
+near the GPU (``--cpus``, as ``gpt_step.py``'s decode), their blocks alternating; the ratios are the
+medians over the pairs of each pair's median-block ratio, with their range.
+
+    FLAGOS_VENDOR=cuda python benchmarks/compile.py --native cuda --processes 5
 """
 
 from __future__ import annotations
@@ -66,8 +72,17 @@ def main() -> None:
         help="native device (default: cuda if the vendor compiles with Triton for cuda, else cpu)",
     )
     p.add_argument("--json", default=None)
+    p.add_argument(
+        "--processes", type=int, default=0, help="fresh (flagos, native) child-process pairs"
+    )
+    p.add_argument("--cpus", default="auto", help="CPUs of each pair: auto|none|N,.. (--processes)")
     p.add_argument("--sides", default="flagos,native", help=argparse.SUPPRESS)
+    p.add_argument("--serve", default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
+
+    if args.serve:
+        serve(args)
+        return
 
     if args.sides == "native":  # the child of a --native cuda run: no torch-fl in this process
         assert "torch_fl" not in sys.modules
@@ -86,6 +101,9 @@ def main() -> None:
         f"native {native}; block dim {args.dim} heads {args.heads} batch {args.batch} "
         f"seq {args.seq}; {args.steps} steps x {args.reps} reps"
     )
+    if args.processes:
+        in_pairs(args, native, env)
+        return
     if native == "cuda":
         times = measure({"flagos": devices["flagos"]}, args)
         times.update(native_in_child(args))
@@ -106,7 +124,103 @@ def native_in_child(args: argparse.Namespace) -> dict[str, list[float]]:
             return json.load(f)
 
 
-def measure(devices: dict[str, torch.device], args: argparse.Namespace) -> dict[str, list[float]]:
+def serve(args: argparse.Namespace) -> None:
+    """A child of ``--processes``: builds its side's eager and compiled steps, then times one block
+    per ``["timed", variant]`` line on stdin (ms per step, one JSON line on stdout)."""
+    out, sys.stdout = sys.stdout, sys.stderr
+    dev = torch.device(args.serve)
+    if dev.type != "flagos":
+        assert "torch_fl" not in sys.modules, "the native child loaded torch-fl"
+    variants = prepare({args.serve: dev}, args)
+    for line in sys.stdin:
+        name = json.loads(line)[1]
+        step, _ = variants[f"{args.serve}/{name}"]
+        t0 = time.perf_counter()
+        for _ in range(args.steps):
+            step()
+        sync(dev)
+        out.write(json.dumps((time.perf_counter() - t0) / args.steps * 1e3) + "\n")
+        out.flush()
+
+
+class Child:
+    def __init__(self, device: str, args: argparse.Namespace, cpus: list[int] | None) -> None:
+        import gpt_step
+
+        cmd = [sys.executable, __file__, "--serve", device, "--native", args.native or "cuda"]
+        for k in ("dim", "heads", "seq", "batch", "steps", "reps"):
+            cmd += [f"--{k}", str(getattr(args, k))]
+        env = dict(os.environ)
+        if device != "flagos":
+            env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+        with gpt_step.pinned(cpus):
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+            )
+
+    def timed(self, variant: str) -> float:
+        self.proc.stdin.write(json.dumps(["timed", variant]) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("a benchmark child died (see its stderr above)")
+        return json.loads(line)
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def in_pairs(args: argparse.Namespace, native: str, env: dict) -> None:
+    import gpt_step
+
+    cpus = gpt_step.decode_cpus(args.cpus, native)
+    ratios: dict[str, list[float]] = {"eager": [], "compiled": []}
+    medians: dict[str, list[float]] = {}
+    for i in range(args.processes):
+        order = ("flagos", native) if i % 2 == 0 else (native, "flagos")
+        children = {dev: Child(dev, args, cpus) for dev in order}
+        try:
+            for variant in ("eager", "compiled"):
+                times = {dev: [] for dev in order}
+                for rep in range(args.reps):
+                    for dev in order if rep % 2 == 0 else order[::-1]:
+                        times[dev].append(children[dev].timed(variant))
+                f, n = statistics.median(times["flagos"]), statistics.median(times[native])
+                ratios[variant].append(f / n)
+                medians.setdefault(f"flagos/{variant}", []).append(f)
+                medians.setdefault(f"native/{variant}", []).append(n)
+        finally:
+            for child in children.values():
+                child.close()
+        print(
+            f"  pair {i + 1}: flagos/native eager {ratios['eager'][-1]:.3f}, "
+            f"compiled {ratios['compiled'][-1]:.3f}"
+        )
+    print(f"\nstep time (ms, median over {args.processes} process pairs, CPUs {cpus}):")
+    for side in ("flagos", "native"):
+        e = statistics.median(medians[f"{side}/eager"])
+        c = statistics.median(medians[f"{side}/compiled"])
+        print(f"  {side:10} eager {e:8.3f}  compiled {c:8.3f}  speed-up {e / c:5.2f}x")
+    for variant, rs in ratios.items():
+        print(
+            f"  flagos/native {variant}: {statistics.median(rs):.3f} "
+            f"(pairs {min(rs):.3f}-{max(rs):.3f}); native/flagos speed "
+            f"{1 / statistics.median(rs):.3f}"
+        )
+    write_record(
+        args.json,
+        "compile",
+        env,
+        args=vars(args),
+        native=native,
+        pair_ratios=ratios,
+        pair_medians_ms=medians,
+        cpus=cpus,
+    )
+
+
+def prepare(devices: dict[str, torch.device], args: argparse.Namespace) -> dict:
     variants = {}
     for side, dev in devices.items():
         for compiled in (False, True):
@@ -118,6 +232,11 @@ def measure(devices: dict[str, torch.device], args: argparse.Namespace) -> dict[
             sync(dev)
             print(f"  prepared {name} in {time.perf_counter() - t0:.1f} s")
             variants[name] = (step, dev)
+    return variants
+
+
+def measure(devices: dict[str, torch.device], args: argparse.Namespace) -> dict[str, list[float]]:
+    variants = prepare(devices, args)
     times: dict[str, list[float]] = {n: [] for n in variants}
     for _ in range(args.reps):
         for name, (step, dev) in variants.items():
