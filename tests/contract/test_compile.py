@@ -469,7 +469,10 @@ def test_buffers_are_allocated_on_their_device(dynamo, flagos):
 
     device = torch.device("flagos", flagos.device_count() - 1)
     x = torch.randn(19, 7, device=device)
+    current = flagos.current_device()
     (total, back), code = run_and_get_code(torch.compile(f), x)
+    assert flagos.current_device() == current  # the graph's device guard restored it
+    assert not any("torch.flagos.device(" in c for c in code), code  # the generic guard
     allocations = [ln for c in code for ln in c.splitlines() if "empty_strided" in ln and "=" in ln]
     assert any("= empty_strided_flagos(" in ln for ln in allocations), code
     assert not any("= empty_strided(" in ln for ln in allocations), allocations  # the generic one

@@ -93,6 +93,29 @@ def test_device_context_restores_after_exception(flagos, two_devices):
     assert flagos.current_device() == 0
 
 
+def test_compiled_code_device_guard_sets_restores_and_rejects(flagos, two_devices):
+    """The guard and setter Inductor's wrapper emits behave as ``device``/``set_device``."""
+    with flagos._DeviceGuard(1):
+        assert flagos.current_device() == 1
+        with flagos._DeviceGuard(0):
+            assert flagos.current_device() == 0
+        with flagos._DeviceGuard(1):
+            flagos._set_device_index(1)
+        assert flagos.current_device() == 1
+    assert flagos.current_device() == 0
+    with pytest.raises(ZeroDivisionError):
+        with flagos._DeviceGuard(1):
+            1 / 0  # noqa: B018
+    assert flagos.current_device() == 0
+    bad = flagos.device_count()
+    with pytest.raises(RuntimeError, match=f"flagos: invalid device ordinal {bad}"):
+        with flagos._DeviceGuard(bad):
+            pass
+    with pytest.raises(RuntimeError, match=f"invalid device ordinal {bad}"):
+        flagos._set_device_index(bad)
+    assert flagos.current_device() == 0
+
+
 def test_tensor_method_and_property_generated(flagos, two_devices):
     x = torch.arange(3).flagos(1)
     assert x.device == D1 and x.is_flagos

@@ -140,13 +140,13 @@ def _device_op_overrides(common: ModuleType) -> Any:
             return _raw_stream_import(name)
 
         def set_device(self, device_idx: int) -> str:
-            return f"torch.flagos.set_device({device_idx})"
+            return f"torch.flagos._set_device_index({device_idx})"
 
         def synchronize(self) -> str:
             return "torch.flagos.synchronize()"
 
         def device_guard(self, device_idx: int) -> str:
-            return f"torch.flagos.device({device_idx})"
+            return f"torch.flagos._DeviceGuard({device_idx})"
 
         def current_stream(self) -> str:
             return "torch.flagos.current_stream()"

@@ -64,6 +64,8 @@ from torch_fl.device.state import (
     set_device,
     synchronize,
 )
+from torch_fl.device.state import _DeviceGuard as _DeviceGuard
+from torch_fl.device.state import _set_device_index as _set_device_index
 from torch_fl.device.streams import (
     Event,
     Stream,

@@ -76,6 +76,33 @@ class device:
         return False
 
 
+class _DeviceGuard:
+    """``device`` for an index already known to be valid (compiled code's device guard).
+
+    Why: Inductor's wrapper enters it once per graph call; ``device`` resolves and validates
+    an arbitrary device-like first (about 1 us of Python). ``exchange_device`` still rejects
+    an index out of range.
+    """
+
+    __slots__ = ("idx", "prev_idx")
+
+    def __init__(self, index: int) -> None:
+        self.idx = index
+        self.prev_idx = -1
+
+    def __enter__(self) -> None:
+        self.prev_idx = _C.exchange_device(self.idx)
+
+    def __exit__(self, *exc: object) -> bool:
+        if self.prev_idx != self.idx:
+            _C.exchange_device(self.prev_idx)
+        return False
+
+
+#: ``set_device`` for a valid index, without resolving a device-like (compiled code's call).
+_set_device_index = _C.set_device
+
+
 class device_of(device):
     """Context manager making the device of ``obj`` (a tensor or storage) current.
 
