@@ -34,6 +34,7 @@
 #include "router/library_backend.h"
 #include "router/producer_order.h"
 #include "router/python_backend.h"
+#include "router/route_phases.h"
 #include "router/router.h"
 #include "router/unboxed_registry.h"
 
@@ -358,6 +359,18 @@ NB_MODULE(_C, m) {
     return d;
   });
   m.def("reset_dispatch_counts", &reset_dispatch_counts);
+  // A profiling build's per-phase counters of this thread's routed calls
+  // (router/route_phases.h), taken and reset; enabled: whether the build has them.
+  m.def("route_phases", [] {
+    const route_phases::Counters c = route_phases::take();
+    nb::dict d;
+    d["enabled"] = route_phases::kEnabled;
+    d["calls"] = c.calls;
+    static constexpr const char* kNames[] = {"pick", "scope", "args", "kernel", "results", "other"};
+    for (int i = 0; i < route_phases::kCount; ++i) d[kNames[i]] = c.ticks[i];
+    return d;
+  });
+  m.def("route_phase_ticks", &route_phases::ticks_now);
   m.def(
       "set_log",
       [](bool dispatch, bool fallback) {

@@ -24,6 +24,7 @@
 #include "boxing/call_scope.h"
 #include "glue/runtime_access.h"
 #include "profiler/route_scope.h"
+#include "router/route_phases.h"
 #include "router/route_state.h"
 #include "router/unboxed_registry.h"
 
@@ -229,6 +230,7 @@ struct SignatureRoute<R(Args...)> {
   using Redispatch = R (*)(c10::DispatchKeySet, Args...);
 
   static R call(RouteState* st, Redispatch redispatch, c10::DispatchKeySet ks, Args... args) {
+    route_phases::Timer timer;
     if (C10_UNLIKELY(st->overlap_checks() != foreach_overlap::Checks::kNone)) {
       foreach_overlap::Checker checker(st->overlap_checks());
       (checker.see(args), ...);
@@ -236,6 +238,7 @@ struct SignatureRoute<R(Args...)> {
     Observer obs;
     (observe(obs, args), ...);
     RouteTarget& target = st->pick(obs.first_dtype);
+    timer.mark(route_phases::kPick);
     if (target.box_key == c10::DispatchKey::Undefined) {
       return c10::impl::BoxedKernelWrapper<R(Args...)>::call(target.boxed, st->handle(), ks,
                                                              std::forward<Args>(args)...);
@@ -246,19 +249,31 @@ struct SignatureRoute<R(Args...)> {
     profiler::RouteScope route(target.backend->name(), st->handle(), device);  // after the scope
     boxing::CallMapper mapper(device, boxing::target_device(type, device), target.box_key,
                               boxing::CallMapper::Aliases::kPooled);
+    timer.mark(route_phases::kScope);
     const Converter conv{mapper, obs, st->handle()};
     auto converted = std::make_tuple(convert(conv, args)...);
     auto originals = std::forward_as_tuple(args...);
     const c10::DispatchKeySet keys(target.box_key);
     constexpr size_t N = sizeof...(Args);
+    timer.mark(route_phases::kArgs);
     if constexpr (std::is_void_v<R>) {
       std::apply([&](auto&... a) { redispatch(keys, a...); }, converted);
+      timer.mark(route_phases::kKernel);
       adopt_outputs(converted, originals, std::make_index_sequence<N>{});
+      timer.mark(route_phases::kResults);
     } else {
       R r = std::apply([&](auto&... a) -> R { return redispatch(keys, a...); }, converted);
+      timer.mark(route_phases::kKernel);
       adopt_outputs(converted, originals, std::make_index_sequence<N>{});
-      return Result<R>::template convert<decltype(converted), decltype(originals), N>(
-          std::forward<R>(r), converted, originals, mapper);
+      if constexpr (route_phases::kEnabled) {
+        R out = Result<R>::template convert<decltype(converted), decltype(originals), N>(
+            std::forward<R>(r), converted, originals, mapper);
+        timer.mark(route_phases::kResults);
+        return out;
+      } else {
+        return Result<R>::template convert<decltype(converted), decltype(originals), N>(
+            std::forward<R>(r), converted, originals, mapper);
+      }
     }
   }
 };
