@@ -86,11 +86,24 @@ def make_cases(dev: torch.device) -> list[tuple[str, int, Callable[[], object]]]
     ]
 
 
-def run(native: str, n: int, reps: int, max_block_ms: float) -> list[dict]:
+# measure(case index, side, call, k, device) -> seconds per call of one timed block of k calls.
+Measure = Callable[[int, str, Callable[[], object], int, torch.device], float]
+
+
+def submit_time(i: int, side: str, fn: Callable[[], object], k: int, dev: torch.device) -> float:
+    return timed_block(fn, k, dev)[0] / k
+
+
+def sample_cases(
+    native: str, n: int, reps: int, max_block_ms: float, measure: Measure = submit_time
+) -> list[tuple[str, int, int, dict[str, list[float]]]]:
+    """Per case: (label, calls per token, calls per block, seconds per call of each side's
+    blocks). Every case is warmed up; then its blocks alternate between the sides (the order
+    alternating too), each inside the side's autocast context, timed by ``measure``."""
     fl = torch.device("flagos", 0)
     nd = torch.device(native, 0) if native == "cuda" else torch.device("cpu")
     sides = {"flagos": (fl, make_cases(fl)), "native": (nd, make_cases(nd))}
-    rows = []
+    out = []
     with torch.no_grad():
         for i, (label, per_token, _) in enumerate(sides["flagos"][1]):
             samples: dict[str, list[float]] = {"flagos": [], "native": []}
@@ -106,19 +119,26 @@ def run(native: str, n: int, reps: int, max_block_ms: float) -> list[dict]:
                     dev, cases = sides[name]
                     with torch.autocast(dev.type, dtype=torch.bfloat16):
                         timed_block(cases[i][2], 5, dev)  # refill the cache of this context
-                        samples[name].append(timed_block(cases[i][2], k, dev)[0] / k)
-            f, nat = statistics.median(samples["flagos"]), statistics.median(samples["native"])
-            rows.append(
-                {
-                    "case": label,
-                    "per_token": per_token,
-                    "calls_per_block": k,
-                    "flagos_us": f * 1e6,
-                    "native_us": nat * 1e6,
-                    "ratio": nat / f,
-                    "delta_us": (f - nat) * 1e6,
-                }
-            )
+                        samples[name].append(measure(i, name, cases[i][2], k, dev))
+            out.append((label, per_token, k, samples))
+    return out
+
+
+def run(native: str, n: int, reps: int, max_block_ms: float) -> list[dict]:
+    rows = []
+    for label, per_token, k, samples in sample_cases(native, n, reps, max_block_ms):
+        f, nat = statistics.median(samples["flagos"]), statistics.median(samples["native"])
+        rows.append(
+            {
+                "case": label,
+                "per_token": per_token,
+                "calls_per_block": k,
+                "flagos_us": f * 1e6,
+                "native_us": nat * 1e6,
+                "ratio": nat / f,
+                "delta_us": (f - nat) * 1e6,
+            }
+        )
     return rows
 
 

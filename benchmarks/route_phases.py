@@ -31,9 +31,9 @@ import time
 import torch
 import torch_fl
 from _bench_env import record_end
-from _gpu_bench import add_block_args, add_common_args, start, timed_block
+from _gpu_bench import add_block_args, add_common_args, start
 from _report import Table, write_record
-from decode_op_costs import make_cases
+from decode_op_costs import sample_cases, submit_time
 
 PHASES = ("pick", "scope", "args", "kernel", "results", "other")
 ROUTER = ("pick", "scope", "args", "results", "other")
@@ -48,48 +48,38 @@ def ticks_per_us() -> float:
 
 
 def run(native: str, n: int, reps: int, max_block_ms: float, rate: float) -> list[dict]:
-    fl = torch.device("flagos", 0)
-    nd = torch.device(native, 0) if native == "cuda" else torch.device("cpu")
-    sides = {"flagos": (fl, make_cases(fl)), "native": (nd, make_cases(nd))}
-    rows = []
-    with torch.no_grad():
-        for i, (label, per_token, _) in enumerate(sides["flagos"][1]):
-            times: dict[str, list[float]] = {"flagos": [], "native": []}
-            phases: dict[str, list[float]] = {p: [] for p in (*PHASES, "calls")}
-            per = 0.0
-            for dev, cases in sides.values():
-                with torch.autocast(dev.type, dtype=torch.bfloat16):
-                    timed_block(cases[i][2], 20, dev)  # warm up, fill the autocast cache
-                    per = max(per, timed_block(cases[i][2], 5, dev)[1] / 5)
-            k = max(5, min(n, int(max_block_ms * 1e-3 / max(per, 1e-9))))
-            for rep in range(reps):
-                order = list(sides) if (rep + i) % 2 == 0 else list(sides)[::-1]
-                for name in order:
-                    dev, cases = sides[name]
-                    with torch.autocast(dev.type, dtype=torch.bfloat16):
-                        timed_block(cases[i][2], 5, dev)
-                        torch_fl._C.route_phases()  # drop what the warm-up counted
-                        times[name].append(timed_block(cases[i][2], k, dev)[0] / k * 1e6)
-                        counted = torch_fl._C.route_phases()
-                    if name == "flagos":
-                        for p in PHASES:
-                            phases[p].append(counted[p] / rate / k)
-                        phases["calls"].append(counted["calls"] / k)
-            row = {
-                "case": label,
-                "per_token": per_token,
-                "calls_per_block": k,
-                "flagos_us": statistics.median(times["flagos"]),
-                "native_us": statistics.median(times["native"]),
-                "routed_per_call": statistics.median(phases["calls"]),
-            }
+    counted: dict[int, dict[str, list[float]]] = {}
+
+    def measure(i: int, side: str, fn, k: int, dev: torch.device) -> float:
+        torch_fl._C.route_phases()  # drop what the warm-up counted
+        per_call = submit_time(i, side, fn, k, dev)
+        got = torch_fl._C.route_phases()
+        if side == "flagos":
+            mine = counted.setdefault(i, {p: [] for p in (*PHASES, "calls")})
             for p in PHASES:
-                row[p + "_us"] = statistics.median(phases[p])
-            row["router_us"] = sum(row[p + "_us"] for p in ROUTER)
-            row["outside_us"] = row["flagos_us"] - row["router_us"] - row["kernel_us"]
-            row["native_outside_us"] = row["native_us"] - row["kernel_us"]
-            row["delta_us"] = row["flagos_us"] - row["native_us"]
-            rows.append(row)
+                mine[p].append(got[p] / rate / k)
+            mine["calls"].append(got["calls"] / k)
+        return per_call
+
+    rows = []
+    for i, (label, per_token, k, samples) in enumerate(
+        sample_cases(native, n, reps, max_block_ms, measure)
+    ):
+        row = {
+            "case": label,
+            "per_token": per_token,
+            "calls_per_block": k,
+            "flagos_us": statistics.median(samples["flagos"]) * 1e6,
+            "native_us": statistics.median(samples["native"]) * 1e6,
+            "routed_per_call": statistics.median(counted[i]["calls"]),
+        }
+        for p in PHASES:
+            row[p + "_us"] = statistics.median(counted[i][p])
+        row["router_us"] = sum(row[p + "_us"] for p in ROUTER)
+        row["outside_us"] = row["flagos_us"] - row["router_us"] - row["kernel_us"]
+        row["native_outside_us"] = row["native_us"] - row["kernel_us"]
+        row["delta_us"] = row["flagos_us"] - row["native_us"]
+        rows.append(row)
     return rows
 
 
