@@ -8,6 +8,12 @@
 // Without the option the timer is an empty object and compiles to nothing.
 #pragma once
 
+// The _C target defines it (0 or 1); anything else that includes this header
+// gets the default build's empty timer.
+#ifndef TORCH_FL_ROUTE_PHASES
+#define TORCH_FL_ROUTE_PHASES 0
+#endif
+
 #include <array>
 #include <cstdint>
 
