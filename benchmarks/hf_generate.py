@@ -128,6 +128,34 @@ def graphed_decoder(model, config, prompt, new_tokens: int, dev, capture: bool =
     return decode
 
 
+def decoder(mode: str, size: str, device: str, new_tokens: int):
+    """A side's model and its greedy decode for ``mode``: (model, prompt on the device, decode,
+    synchronize)."""
+    import torch
+
+    dev = torch.device(device)
+    sync = torch.get_device_module(dev).synchronize if dev.type != "cpu" else (lambda: None)
+    model, config = build(size, device)
+    prompt = torch.randint(
+        3, config.vocab_size, (1, 16), generator=torch.Generator().manual_seed(1)
+    )
+    prompt = prompt.to(dev)
+    kwargs = {
+        "max_new_tokens": new_tokens,
+        "min_new_tokens": new_tokens,
+        "do_sample": False,
+        "pad_token_id": 0,
+    }
+    if mode in ("graphs", "static"):
+        decode = graphed_decoder(model, config, prompt, new_tokens, dev, mode == "graphs")
+    else:
+
+        def decode():
+            return model.generate(prompt, **kwargs)
+
+    return model, prompt, decode, sync
+
+
 def child(args: argparse.Namespace) -> None:
     """One side: build, warm up, time; print one JSON line."""
     import torch
@@ -135,26 +163,7 @@ def child(args: argparse.Namespace) -> None:
     if args.device == "flagos":
         import torch_fl  # noqa: F401
     dev = torch.device(args.device)
-    sync = torch.get_device_module(dev).synchronize if dev.type != "cpu" else (lambda: None)
-    model, config = build(args.size, args.device)
-    prompt = torch.randint(
-        3, config.vocab_size, (1, 16), generator=torch.Generator().manual_seed(1)
-    )
-    prompt = prompt.to(dev)
-    kwargs = {
-        "max_new_tokens": args.new_tokens,
-        "min_new_tokens": args.new_tokens,
-        "do_sample": False,
-        "pad_token_id": 0,
-    }
-    if args.mode in ("graphs", "static"):
-        capture = args.mode == "graphs"
-        decode = graphed_decoder(model, config, prompt, args.new_tokens, dev, capture)
-    else:
-
-        def decode():
-            return model.generate(prompt, **kwargs)
-
+    model, prompt, decode, sync = decoder(args.mode, args.size, args.device, args.new_tokens)
     t0 = time.perf_counter()
     with torch.no_grad():
         for _ in range(args.warmup):
@@ -200,6 +209,71 @@ def run_child(device: str, mode: str, args: argparse.Namespace, cpus: list[int] 
     raise RuntimeError(f"{device}/{mode} child failed (rc {out.returncode}):\n{out.stderr[-3000:]}")
 
 
+def ids_equal(a: list[int], b: list[int]) -> float:
+    return sum(x == y for x, y in zip(a, b, strict=True)) / len(a)
+
+
+def pairs_of_processes(mode: str, args: argparse.Namespace, cpus: list[int] | None) -> dict:
+    """``--pairs`` fresh (flagos, native) child pairs; per pair the ratio of the children's
+    median ms/token."""
+    ratios, f_ms, n_ms, equal, detail = [], [], [], [], []
+    for i in range(args.pairs):
+        order = ["flagos", args.native] if i % 2 == 0 else [args.native, "flagos"]
+        got = {dev: run_child(dev, mode, args, cpus) for dev in order}
+        f = statistics.median(got["flagos"]["ms_per_token"])
+        n = statistics.median(got[args.native]["ms_per_token"])
+        f_ms.append(f)
+        n_ms.append(n)
+        ratios.append(n / f)
+        equal.append(ids_equal(got["flagos"]["ids"], got[args.native]["ids"]))
+        detail.append({dev: {k: v for k, v in r.items() if k != "ids"} for dev, r in got.items()})
+    return {
+        "flagos_ms_per_token": statistics.median(f_ms),
+        "native_ms_per_token": statistics.median(n_ms),
+        "ratio": statistics.median(ratios),
+        "pair_ratios": ratios,
+        "ids_equal": min(equal),
+        "pairs": detail,
+    }
+
+
+def one_process(mode: str, args: argparse.Namespace) -> dict:
+    """Both sides in this process (torch-fl loaded), generate() calls alternating: ``--rounds``
+    rounds of one call per side, the side going first alternating; per round the ratio of the
+    two calls. Process-to-process speed differences cancel; what the two sides share (the
+    interpreter, torch's dispatcher, the CUDA caching allocator) is warm for both."""
+    import torch
+    import torch_fl  # noqa: F401
+
+    sides = {dev: decoder(mode, args.size, dev, args.new_tokens) for dev in ("flagos", args.native)}
+    times: dict[str, list[float]] = {dev: [] for dev in sides}
+    ids = {}
+    with torch.no_grad():
+        for _, _prompt, decode, sync in sides.values():
+            for _ in range(args.warmup):
+                decode()
+            sync()
+        for r in range(args.rounds):
+            order = list(sides) if r % 2 == 0 else list(reversed(sides))
+            for dev in order:
+                _, prompt, decode, sync = sides[dev]
+                sync()
+                t = time.perf_counter()
+                out = decode()
+                sync()
+                times[dev].append((time.perf_counter() - t) / args.new_tokens * 1e3)
+                ids[dev] = out[0, prompt.shape[1] :].tolist()
+    ratios = [n / f for f, n in zip(times["flagos"], times[args.native], strict=True)]
+    return {
+        "flagos_ms_per_token": statistics.median(times["flagos"]),
+        "native_ms_per_token": statistics.median(times[args.native]),
+        "ratio": statistics.median(ratios),
+        "pair_ratios": ratios,
+        "ids_equal": ids_equal(ids["flagos"], ids[args.native]),
+        "ms_per_token": times,
+    }
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--modes", default="eager,graphs")
@@ -210,6 +284,12 @@ def main() -> None:
     p.add_argument("--size", choices=sorted(SIZES), default="default")
     p.add_argument("--native", default="cuda")
     p.add_argument("--cpus", default="auto", help="CPUs of every child ('auto': the last allowed)")
+    p.add_argument(
+        "--in-process",
+        action="store_true",
+        help="both sides in this process, generate() calls alternating (--rounds), not process pairs",
+    )
+    p.add_argument("--rounds", type=int, default=12, help="rounds of --in-process")
     p.add_argument("--json", default=None)
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--device", default=None, help=argparse.SUPPRESS)
@@ -228,9 +308,14 @@ def main() -> None:
     if args.cpus != "none" and hasattr(os, "sched_getaffinity"):
         allowed = sorted(os.sched_getaffinity(0))
         cpus = allowed[-1:] if args.cpus == "auto" else [int(c) for c in args.cpus.split(",")]
+    how = (
+        f"one process, {args.rounds} rounds of one generate() per side"
+        if args.in_process
+        else f"{args.pairs} process pairs x {args.reps} timed generate() each"
+    )
     print(
         f"Qwen3-style {args.size} config, bf16, batch 1, 16-token prompt, {args.new_tokens} new "
-        f"tokens; {args.pairs} process pairs x {args.reps} timed generate() each; CPUs {cpus}"
+        f"tokens; {how}; CPUs {cpus}"
     )
     results = {}
     table = Table(
@@ -239,35 +324,21 @@ def main() -> None:
         "flagos ms",
         "native ms",
         "ratio",
-        "pair range",
+        "range",
         "ids equal",
     )
+    if args.in_process and cpus:
+        import torch
+
+        os.sched_setaffinity(0, cpus)
+        torch.set_num_threads(len(cpus))  # as many as a child pinned at its start would take
     for mode in args.modes.split(","):
         if mode == "graphs" and args.native == "cpu":
             print("graphs: skipped (the CPU records no device graphs to compare with)")
             continue
-        ratios, f_ms, n_ms, equal, detail = [], [], [], [], []
-        for i in range(args.pairs):
-            order = ["flagos", args.native] if i % 2 == 0 else [args.native, "flagos"]
-            got = {dev: run_child(dev, mode, args, cpus) for dev in order}
-            f = statistics.median(got["flagos"]["ms_per_token"])
-            n = statistics.median(got[args.native]["ms_per_token"])
-            f_ms.append(f)
-            n_ms.append(n)
-            ratios.append(n / f)
-            a, b = got["flagos"]["ids"], got[args.native]["ids"]
-            equal.append(sum(x == y for x, y in zip(a, b, strict=True)) / len(a))
-            detail.append(
-                {dev: {k: v for k, v in r.items() if k != "ids"} for dev, r in got.items()}
-            )
-        results[mode] = {
-            "flagos_ms_per_token": statistics.median(f_ms),
-            "native_ms_per_token": statistics.median(n_ms),
-            "ratio": statistics.median(ratios),
-            "pair_ratios": ratios,
-            "ids_equal": min(equal),
-            "pairs": detail,
-        }
+        results[mode] = (
+            one_process(mode, args) if args.in_process else pairs_of_processes(mode, args, cpus)
+        )
     print()
     table.header()
     for mode, r in results.items():
@@ -280,7 +351,8 @@ def main() -> None:
             spread,
             r["ids_equal"],
         )
-    print("ratio = native ms/token / flagos ms/token (median over process pairs)")
+    over = "rounds in one process" if args.in_process else "process pairs"
+    print(f"ratio = native ms/token / flagos ms/token (median over {over})")
     write_record(args.json, "hf_generate", env, vars(args), results=results)
 
 
