@@ -37,6 +37,9 @@ import subprocess
 import sys
 import time
 
+#: The steps a profiling build counts per routed call (benchmarks/route_phases.py).
+ROUTE_STEPS = ("pick", "scope", "args", "kernel", "results", "other")
+
 SIZES = {
     "default": {"hidden": 1024, "layers": 12, "heads": 16, "kv_heads": 8, "ffn": 3072},
     "quick": {"hidden": 128, "layers": 2, "heads": 4, "kv_heads": 2, "ffn": 256},
@@ -247,6 +250,11 @@ def one_process(mode: str, args: argparse.Namespace) -> dict:
 
     sides = {dev: decoder(mode, args.size, dev, args.new_tokens) for dev in ("flagos", args.native)}
     times: dict[str, list[float]] = {dev: [] for dev in sides}
+    # A profiling build (TORCH_FL_ROUTE_PHASES=ON) also counts the router's steps of every
+    # routed call the flagos side makes: the router's share of the delta in the real loop.
+    counting = torch_fl._C.route_phases()["enabled"]
+    rate = ticks_per_us() if counting else 0.0
+    steps: list[dict[str, float]] = []
     ids = {}
     with torch.no_grad():
         for _, _prompt, decode, sync in sides.values():
@@ -258,13 +266,19 @@ def one_process(mode: str, args: argparse.Namespace) -> dict:
             for dev in order:
                 _, prompt, decode, sync = sides[dev]
                 sync()
+                torch_fl._C.route_phases()  # drops what was counted before
                 t = time.perf_counter()
                 out = decode()
                 sync()
                 times[dev].append((time.perf_counter() - t) / args.new_tokens * 1e3)
+                counted = torch_fl._C.route_phases()
+                if counting and dev == "flagos":
+                    per_token = {k: counted[k] / rate / args.new_tokens for k in ROUTE_STEPS}
+                    per_token["calls"] = counted["calls"] / args.new_tokens
+                    steps.append(per_token)
                 ids[dev] = out[0, prompt.shape[1] :].tolist()
     ratios = [n / f for f, n in zip(times["flagos"], times[args.native], strict=True)]
-    return {
+    result = {
         "flagos_ms_per_token": statistics.median(times["flagos"]),
         "native_ms_per_token": statistics.median(times[args.native]),
         "ratio": statistics.median(ratios),
@@ -272,6 +286,38 @@ def one_process(mode: str, args: argparse.Namespace) -> dict:
         "ids_equal": ids_equal(ids["flagos"], ids[args.native]),
         "ms_per_token": times,
     }
+    if steps:
+        deltas = [1e3 * (f - n) for f, n in zip(times["flagos"], times[args.native], strict=True)]
+        result["delta_us_per_token"] = statistics.median(deltas)
+        result["route_steps_us_per_token"] = {
+            k: statistics.median(s[k] for s in steps) for k in (*ROUTE_STEPS, "calls")
+        }
+    return result
+
+
+def ticks_per_us() -> float:
+    """The route phase counters' tick rate, against perf_counter over a short sleep."""
+    import torch_fl
+
+    t0, c0 = time.perf_counter(), torch_fl._C.route_phase_ticks()
+    time.sleep(0.2)
+    t1, c1 = time.perf_counter(), torch_fl._C.route_phase_ticks()
+    return (c1 - c0) / ((t1 - t0) * 1e6)
+
+
+def print_route_steps(results: dict) -> None:
+    """The router's steps per token beside the flagos - native delta (profiling builds)."""
+    for mode, r in results.items():
+        got = r.get("route_steps_us_per_token")
+        if not got:
+            continue
+        router = sum(got[k] for k in ROUTE_STEPS if k != "kernel")
+        print(
+            f"{mode}: flagos - native {r['delta_us_per_token']:.0f} us/token; router steps "
+            f"{router:.0f} us/token over {got['calls']:.0f} routed calls "
+            f"({router / max(got['calls'], 1e-9):.2f} us/call): "
+            + ", ".join(f"{k} {got[k]:.0f}" for k in ROUTE_STEPS)
+        )
 
 
 def main() -> None:
@@ -353,6 +399,7 @@ def main() -> None:
         )
     over = "rounds in one process" if args.in_process else "process pairs"
     print(f"ratio = native ms/token / flagos ms/token (median over {over})")
+    print_route_steps(results)
     write_record(args.json, "hf_generate", env, vars(args), results=results)
 
 
