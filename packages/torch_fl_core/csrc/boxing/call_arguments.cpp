@@ -101,7 +101,11 @@ bool has_aliased_write(const c10::FunctionSchema& schema, torch::jit::Stack::con
     for (size_t w = lo; w < hi; ++w) {
       if (!flagos[w].written) continue;
       for (size_t o = lo; o < hi; ++o) {
-        if (o != w && flagos[o].impl != flagos[w].impl &&
+        // The same tensor as a written argument and an input counts too: ops
+        // that refuse any overlap (scatter_(0, i, self), gather(..., out=self))
+        // and kernels that read what they write (addmm_(a, a)) need CPU to see
+        // one memory, as the storage-exact path gives it.
+        if (o != w &&
             at::get_overlap_status(flagos[w].impl, flagos[o].impl) != at::MemOverlapStatus::No) {
           return true;
         }
@@ -129,18 +133,30 @@ void check_same_device(const c10::OperatorHandle& op, torch::jit::Stack::const_i
                        torch::jit::Stack::const_iterator end) {
   std::optional<c10::Device> flagos_device;
   bool cpu_seen = false;
-  for_each_tensor(begin, end, [&](const at::Tensor& t) {
-    if (!t.defined()) return;
-    if (t.device().is_privateuseone()) {
-      TORCH_CHECK(!flagos_device || *flagos_device == t.device(),
-                  "Expected all tensors to be on the same device, but found at least two devices, ",
-                  *flagos_device, " and ", t.device(), "! (when checking arguments for ",
-                  op.schema().operator_name(), ")");
-      flagos_device = t.device();
-    } else if (t.device().is_cpu() && t.dim() > 0) {
-      cpu_seen = true;
-    }
-  });
+  bool cpu_written = false;
+  const auto& args = op.schema().arguments();
+  size_t i = 0;
+  for (auto it = begin; it != end; ++it, ++i) {
+    const auto* info = i < args.size() ? args[i].alias_info() : nullptr;
+    const bool written = info != nullptr && info->isWrite();
+    for_each_tensor(it, it + 1, [&](const at::Tensor& t) {
+      if (!t.defined()) return;
+      if (t.device().is_privateuseone()) {
+        TORCH_CHECK(!flagos_device || *flagos_device == t.device(),
+                    "Expected all tensors to be on the same device, but found at least two "
+                    "devices, ",
+                    *flagos_device, " and ", t.device(), "! (when checking arguments for ",
+                    op.schema().operator_name(), ")");
+        flagos_device = t.device();
+      } else if (t.device().is_cpu()) {
+        // A 0-dim CPU tensor is a scalar operand, as on CUDA; written, it is
+        // a CPU output of a device computation, which CUDA refuses.
+        cpu_written = cpu_written || written;
+        cpu_seen = cpu_seen || t.dim() > 0;
+      }
+    });
+  }
+  if (flagos_device && cpu_written) throw_flagos_and_cpu(op, flagos_device->index());
   if (flagos_device && cpu_seen) check_cpu_tensors_allowed(op, flagos_device->index());
 }
 
@@ -227,12 +243,16 @@ void mirror_generators(const c10::FunctionSchema& schema, torch::jit::Stack::ite
   }
 }
 
-void check_cpu_tensors_allowed(const c10::OperatorHandle& op, c10::DeviceIndex device) {
-  TORCH_CHECK(accepts_cpu_tensors(op.schema().operator_name()),
+void throw_flagos_and_cpu(const c10::OperatorHandle& op, c10::DeviceIndex device) {
+  TORCH_CHECK(false,
               "Expected all tensors to be on the same device, but found at least two devices, "
               "flagos:",
               static_cast<int>(device), " and cpu! (when checking arguments for ",
               op.schema().operator_name(), ")");
+}
+
+void check_cpu_tensors_allowed(const c10::OperatorHandle& op, c10::DeviceIndex device) {
+  if (!accepts_cpu_tensors(op.schema().operator_name())) throw_flagos_and_cpu(op, device);
 }
 
 }  // namespace torch_fl::boxing

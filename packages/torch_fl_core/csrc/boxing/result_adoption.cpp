@@ -63,6 +63,10 @@ void adopt_written(const at::Tensor& base, const at::Tensor& alias) {
       base.storage_offset() != alias.storage_offset()) {
     impl->set_sizes_and_strides(alias.sizes(), alias.strides(), alias.storage_offset());
   }
+  // A kernel may leave its output with a math bit set (CPU's and CUDA's complex right-hand
+  // linalg.solve write the conjugate and set the conj bit): the bytes mean that only with it.
+  if (base.is_conj() != alias.is_conj()) impl->_set_conj(alias.is_conj());
+  if (base.is_neg() != alias.is_neg()) impl->_set_neg(alias.is_neg());
 }
 
 at::Tensor to_flagos(const at::Tensor& t, c10::DeviceIndex device, c10::DeviceType type) {

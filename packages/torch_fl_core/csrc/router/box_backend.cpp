@@ -53,7 +53,18 @@ class BoxBackend final : public Backend {
     boxing::CallMapper mapper(device, boxing::target_device(type_, device), key_,
                               boxing::CallMapper::Aliases::kPooled);
     boxing::BoxedCall call(schema, stack, mapper);
-    op.redispatchBoxed(c10::DispatchKeySet(key_), stack);
+    try {
+      op.redispatchBoxed(c10::DispatchKeySet(key_), stack);
+    } catch (...) {
+      // A kernel that failed after resizing an out= alias leaves the caller's
+      // tensor as it left the alias, as CPU and CUDA leave theirs.
+      try {
+        call.adopt_written();
+      } catch (...) {
+        // The kernel's own error is the one to report.
+      }
+      throw;
+    }
     const size_t num_returns = schema.returns().size();
     TORCH_INTERNAL_ASSERT(stack->size() >= num_returns);
     call.adopt_written();

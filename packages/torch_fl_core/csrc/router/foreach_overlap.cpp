@@ -14,7 +14,8 @@ Checks checks_for(const c10::FunctionSchema& schema) {
       args[0].type()->kind() != c10::TypeKind::ListType) {
     return Checks::kNone;
   }
-  return name == "aten::_foreach_zero_" ? Checks::kPartial : Checks::kInternalAndPartial;
+  if (name == "aten::_foreach_zero_") return Checks::kPartial;
+  return name == "aten::_foreach_copy_" ? Checks::kCopy : Checks::kInternalAndPartial;
 }
 
 void check_stack(Checks checks, const c10::FunctionSchema& schema, const torch::jit::Stack& stack) {

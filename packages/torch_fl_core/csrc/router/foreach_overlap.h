@@ -10,8 +10,10 @@
 // `_foreach_zero_`: zero_ accepts an expanded tensor) and partial overlap of
 // self[i] with the i-th tensor of every other list. A single Tensor argument
 // is not checked: CPU reads some as a scalar (`_foreach_add_.Tensor`) and
-// others as a tensor (`_foreach_mul_.Tensor`). Unlike CPU, a call that fails
-// a check writes nothing (CPU has written the indices before the failing one).
+// others as a tensor (`_foreach_mul_.Tensor`). `_foreach_copy_` skips an index
+// whose source is the same data as self[i], as copy_ returns before its checks
+// there. Unlike CPU, a call that fails a check writes nothing (CPU has written
+// the indices before the failing one).
 #pragma once
 
 #include <ATen/MemoryOverlap.h>
@@ -21,12 +23,15 @@
 
 #include <optional>
 
+#include "aten/copy.h"
+
 namespace torch_fl::foreach_overlap {
 
-enum class Checks : uint8_t { kNone, kPartial, kInternalAndPartial };
+enum class Checks : uint8_t { kNone, kPartial, kInternalAndPartial, kCopy };
 
 // What an operator is checked for: in-place foreach overloads (a written
-// Tensor[] first argument) get kInternalAndPartial, `_foreach_zero_` kPartial.
+// Tensor[] first argument) get kInternalAndPartial, `_foreach_zero_` kPartial,
+// `_foreach_copy_` kCopy (both checks, where the source is other data).
 Checks checks_for(const c10::FunctionSchema& schema);
 
 // The boxed call's arguments (the last schema.arguments().size() on the stack).
@@ -35,7 +40,8 @@ void check_stack(Checks checks, const c10::FunctionSchema& schema, const torch::
 // The unboxed call's arguments: the first tensor list is the written one.
 class Checker {
  public:
-  explicit Checker(Checks checks) : internal_(checks == Checks::kInternalAndPartial) {}
+  explicit Checker(Checks checks)
+      : internal_(checks == Checks::kInternalAndPartial), copy_(checks == Checks::kCopy) {}
 
   void see(at::TensorList list) {
     if (!self_) {
@@ -44,7 +50,14 @@ class Checker {
         for (const at::Tensor& t : list) at::assert_no_internal_overlap(t);
       }
     } else if (list.size() == self_->size()) {
-      for (size_t i = 0; i < list.size(); ++i) at::assert_no_partial_overlap((*self_)[i], list[i]);
+      for (size_t i = 0; i < list.size(); ++i) {
+        const at::Tensor& self = (*self_)[i];
+        if (copy_) {
+          if (same_data(self, list[i])) continue;
+          at::assert_no_internal_overlap(self);
+        }
+        at::assert_no_partial_overlap(self, list[i]);
+      }
     }
   }
   template <class T>
@@ -52,6 +65,7 @@ class Checker {
 
  private:
   bool internal_;
+  bool copy_;
   std::optional<at::TensorList> self_;
 };
 

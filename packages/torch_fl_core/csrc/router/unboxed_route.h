@@ -36,6 +36,7 @@ struct Observer {
   std::optional<c10::DeviceIndex> device;
   int64_t numel = 0;
   bool cpu_nonscalar = false;
+  bool cpu_written = false;                      // a CPU out=/in-place tensor
   std::optional<c10::DeviceIndex> other_device;  // a second flagos device
 
   void see(const at::Tensor& t) {
@@ -56,6 +57,11 @@ struct Observer {
 };
 
 inline void observe(Observer& o, const at::Tensor& t) { o.see(t); }
+// A written tensor: a 0-dim CPU one is no scalar operand but a CPU output.
+inline void observe(Observer& o, at::Tensor& t) {
+  o.see(t);
+  if (t.defined() && t.device().is_cpu()) o.cpu_written = true;
+}
 inline void observe(Observer& o, const std::optional<at::Tensor>& t) {
   if (t) o.see(*t);
 }
@@ -160,6 +166,55 @@ void adopt_outputs(Conv& conv, Orig& orig, std::index_sequence<I...>) {
   (adopt(std::get<I>(conv), std::get<I>(orig)), ...);
 }
 
+// The target kernel on the converted arguments. Where the signature writes a
+// tensor (out=, in-place):
+// - one C++ object passed for two tensor parameters is one object for the
+//   kernel too: addr_ calls addr_out(self, self, ...), and kernels tell
+//   in-place from out= by the references' addresses;
+// - a kernel that fails after resizing (or growing) its output leaves the
+//   caller's tensor as it left the alias, as CPU and CUDA leave theirs.
+template <size_t I, class Conv, class Orig, size_t... J>
+decltype(auto) kernel_arg(Conv& conv, Orig& orig, std::index_sequence<J...>) {
+  using O = std::tuple_element_t<I, Orig>;
+  if constexpr (std::is_same_v<O, at::Tensor&> || std::is_same_v<O, const at::Tensor&>) {
+    at::Tensor* same = nullptr;
+    auto check = [&](auto j) {
+      constexpr size_t K = decltype(j)::value;
+      using P = std::tuple_element_t<K, Orig>;
+      if constexpr (K < I &&
+                    (std::is_same_v<P, at::Tensor&> || std::is_same_v<P, const at::Tensor&>)) {
+        if (same == nullptr && &std::get<K>(orig) == &std::get<I>(orig)) same = &std::get<K>(conv);
+      }
+    };
+    (check(std::integral_constant<size_t, J>{}), ...);
+    return static_cast<at::Tensor&>(same != nullptr ? *same : std::get<I>(conv));
+  } else {
+    return (std::get<I>(conv));
+  }
+}
+
+template <class... A>
+constexpr bool kWritesTensor = (std::is_same_v<A, at::Tensor&> || ...);
+
+template <class R, class F, class Conv, class Orig, size_t... I>
+R run_kernel(F redispatch, c10::DispatchKeySet keys, Conv& conv, Orig& orig,
+             std::index_sequence<I...> seq) {
+  if constexpr (!kWritesTensor<std::tuple_element_t<I, Orig>...>) {
+    return redispatch(keys, std::get<I>(conv)...);
+  } else {
+    try {
+      return redispatch(keys, kernel_arg<I>(conv, orig, seq)...);
+    } catch (...) {
+      try {
+        adopt_outputs(conv, orig, seq);
+      } catch (...) {
+        // The kernel's own error is the one to report.
+      }
+      throw;
+    }
+  }
+}
+
 template <class R>
 struct Result {
   // Scalars, shapes, ...: nothing to convert.
@@ -257,12 +312,12 @@ struct SignatureRoute<R(Args...)> {
     constexpr size_t N = sizeof...(Args);
     timer.mark(route_phases::kArgs);
     if constexpr (std::is_void_v<R>) {
-      std::apply([&](auto&... a) { redispatch(keys, a...); }, converted);
+      run_kernel<R>(redispatch, keys, converted, originals, std::make_index_sequence<N>{});
       timer.mark(route_phases::kKernel);
       adopt_outputs(converted, originals, std::make_index_sequence<N>{});
       timer.mark(route_phases::kResults);
     } else {
-      R r = std::apply([&](auto&... a) -> R { return redispatch(keys, a...); }, converted);
+      R r = run_kernel<R>(redispatch, keys, converted, originals, std::make_index_sequence<N>{});
       timer.mark(route_phases::kKernel);
       adopt_outputs(converted, originals, std::make_index_sequence<N>{});
       if constexpr (route_phases::kEnabled) {
