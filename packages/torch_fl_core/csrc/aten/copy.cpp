@@ -7,6 +7,7 @@
 // copy_ on either a host staging tensor or, when the runtime's memory is host
 // addressable, on CPU alias views of the device memory itself.
 #include <ATen/ATen.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/_to_copy_native.h>
 #include <torch/library.h>
@@ -250,10 +251,24 @@ Tensor mirror_view(const Tensor& t, c10::DeviceType type) {
 
 }  // namespace
 
+bool same_data(const Tensor& dst, const Tensor& src) {
+  return dst.is_alias_of(src) && dst.storage_offset() == src.storage_offset() &&
+         dst.strides() == src.strides() && dst.sizes() == src.sizes() &&
+         dst.scalar_type() == src.scalar_type() && dst.is_conj() == src.is_conj() &&
+         dst.is_neg() == src.is_neg();
+}
+
 Tensor copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
   TORCH_CHECK(self.defined() && dst.defined(), "flagos: copy_ of an undefined tensor");
   check_not_in_bad_fork();  // mirror mode copies never pass through the runtime table
-  if (dst.numel() == 0) return dst;
+  if (self.sizes() != dst.sizes()) {
+    // copy_'s TensorIterator check on CPU and CUDA, with its messages (an
+    // empty destination included): the source broadcasts to dst's shape.
+    const auto shape = at::infer_size_dimvector(dst.sizes(), self.sizes());
+    TORCH_CHECK(c10::IntArrayRef(shape) == dst.sizes(), "output with shape ", dst.sizes(),
+                " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
+  }
+  if (dst.numel() == 0 || same_data(dst, self)) return dst;
   // ATen's copy_ hands devices it does not know to _copy_from before its
   // TensorIterator, whose checks CPU and CUDA copies get: the written tensor
   // may not overlap itself or the source (copy_ already returned for a source

@@ -1,7 +1,9 @@
 // empty.memory_format / empty_strided: every flagos tensor is born here, on
 // the requested (or current) device, from the caching allocator.
+#include <ATen/Context.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/native/TensorFactories.h>
 #include <torch/library.h>
 
 #include "aten/factories.h"
@@ -28,14 +30,25 @@ void check_options(std::optional<c10::Layout> layout, std::optional<bool> pin_me
 
 constexpr c10::DispatchKeySet kFlagosKeys{c10::DispatchKey::PrivateUse1};
 
+// torch.use_deterministic_algorithms(True) with fill_uninitialized_memory (the
+// default): new memory reads as NaN or the integer maximum, as CPU's and CUDA's
+// empty kernels leave it, never as what a freed block held.
+at::Tensor filled_if_deterministic(at::Tensor t) {
+  if (C10_UNLIKELY(at::globalContext().deterministicAlgorithms() &&
+                   at::globalContext().deterministicFillUninitializedMemory())) {
+    at::native::fill_empty_deterministic_(t);
+  }
+  return t;
+}
+
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
                                std::optional<c10::Layout> layout, std::optional<c10::Device> device,
                                std::optional<bool> pin_memory,
                                std::optional<c10::MemoryFormat> memory_format) {
   check_options(layout, pin_memory);
   CurrentDeviceScope scope(target_device(device));
-  return at::detail::empty_generic(size, caching_allocator(), kFlagosKeys,
-                                   c10::dtype_or_default(dtype), memory_format);
+  return filled_if_deterministic(at::detail::empty_generic(
+      size, caching_allocator(), kFlagosKeys, c10::dtype_or_default(dtype), memory_format));
 }
 
 at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
@@ -43,8 +56,8 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
                          std::optional<c10::Device> device, std::optional<bool> pin_memory) {
   check_options(layout, pin_memory);
   CurrentDeviceScope scope(target_device(device));
-  return at::detail::empty_strided_generic(size, stride, caching_allocator(), kFlagosKeys,
-                                           c10::dtype_or_default(dtype));
+  return filled_if_deterministic(at::detail::empty_strided_generic(
+      size, stride, caching_allocator(), kFlagosKeys, c10::dtype_or_default(dtype)));
 }
 
 }  // namespace
