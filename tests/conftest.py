@@ -256,6 +256,18 @@ def two_devices(flagos):
     return (torch.device("flagos", 0), torch.device("flagos", 1))
 
 
+@pytest.fixture
+def box_backend(_flagos_session) -> str:
+    """A box:<key> backend of this vendor (box:cpu on sim, box:cuda on cuda); skips when its route
+    table has none."""
+    from torch_fl import _C
+
+    boxes = sorted(b for b in _C.router_backends() if b.startswith("box:"))
+    if not boxes:
+        pytest.skip(f"vendor {_vendor_name()!r} has no box:<key> backend")
+    return "box:cpu" if "box:cpu" in boxes else boxes[0]
+
+
 @pytest.fixture(scope="session")
 def vendor_caps(_flagos_session) -> frozenset[str]:
     """Capability names the active runtime declares, e.g. {"PEER_COPY", "EVENT_TIMING"}."""

@@ -72,17 +72,6 @@ def _include_vendor(vendor_table: Path | None) -> str:
 
 
 @pytest.fixture
-def box_backend() -> str:
-    """A box:<key> backend of this vendor (box:cpu on sim); skips when there is none."""
-    from torch_fl import _C
-
-    boxes = sorted(b for b in _C.router_backends() if b.startswith("box:"))
-    if not boxes:
-        pytest.skip(f"vendor {_vendor_name()!r} has no box:<key> backend")
-    return "box:cpu" if "box:cpu" in boxes else boxes[0]
-
-
-@pytest.fixture
 def restore_routes():
     """Tests that load other tables in this process get the process's own routes back."""
     from torch_fl import _C, routing

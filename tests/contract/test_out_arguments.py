@@ -1,0 +1,217 @@
+"""Out= and in-place arguments as CPU (and CUDA) leave them, whichever backend serves the call.
+
+What an out= or in-place call leaves behind besides its values: the math bits a kernel sets on
+its output, an output the kernel resized before it failed, one tensor passed for two parameters
+(in-place against out=), a CPU tensor written beside flagos operands, new memory under
+deterministic algorithms, and copy_'s shape checks. Each case found by differential fuzzing
+against CPU; CUDA's behaviour was the same as CPU's on every one checked on an H200.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+import torch_fl
+
+pytestmark = [pytest.mark.outargs, pytest.mark.usefixtures("flagos")]
+
+
+def _raises(fn):
+    try:
+        fn()
+    except (RuntimeError, NotImplementedError, IndexError) as exc:
+        return exc
+    return None
+
+
+@pytest.mark.parametrize("solver", ["linalg.solve", "linalg.lu_solve"])
+def test_out_holds_the_answer_when_the_kernel_sets_a_math_bit(solver, tol):
+    # For left=False on complex inputs, CPU's and CUDA's kernels write the conjugate into out and
+    # set its conj bit; out must read as the answer.
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(3, 3, dtype=torch.complex64, generator=gen) + 3 * torch.eye(3)
+    b = torch.randn(2, 3, dtype=torch.complex64, generator=gen)
+
+    def solve(device, out):
+        if solver == "linalg.solve":
+            return torch.linalg.solve(a.to(device), b.to(device), left=False, out=out)
+        lu, piv = torch.linalg.lu_factor(a)
+        return torch.linalg.lu_solve(
+            lu.to(device), piv.to(device), b.to(device), left=False, out=out
+        )
+
+    expected = solve("cpu", None)
+    out = torch.zeros(2, 3, dtype=torch.complex64, device="flagos")
+    returned = solve("flagos", out)
+    assert returned is out
+    torch.testing.assert_close(out.cpu(), expected, **tol(torch.complex64))
+
+
+@pytest.mark.parametrize(
+    "name,op,make_out,error",
+    [
+        # resized by the structured meta function, then no Long kernel
+        (
+            "lerp.Scalar_out",
+            lambda d, out: torch.lerp(
+                torch.tensor([1, 2], device=d), torch.tensor([3, 4], device=d), 0.5, out=out
+            ),
+            lambda d: torch.zeros(0, dtype=torch.int64, device=d),
+            NotImplementedError,
+        ),
+        # out= the input, resized to the index's shape, then the overlap check
+        (
+            "gather.out",
+            None,
+            None,
+            RuntimeError,
+        ),
+    ],
+    ids=["lerp-long", "gather-out-self"],
+)
+def test_out_resized_before_an_error_stays_resized(name, op, make_out, error, box_backend):
+    def run(device):
+        if name == "gather.out":
+            out = torch.arange(6.0, device=device).view(2, 3)
+            call = lambda: torch.gather(  # noqa: E731
+                out, 1, torch.zeros(2, 0, dtype=torch.long, device=device), out=out
+            )
+        else:
+            out = make_out(device)
+            call = lambda: op(device, out)  # noqa: E731
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the resize warning
+            with pytest.raises(error):
+                call()
+        return out
+
+    expected = run("cpu")
+    with torch_fl.routing.override({name: box_backend}):
+        got = run("flagos")
+    assert got.shape == expected.shape, (
+        f"{name}: CPU leaves the out tensor {tuple(expected.shape)}, flagos "
+        f"{tuple(got.shape)} ({box_backend})"
+    )
+
+
+@pytest.mark.parametrize(
+    "self_shape", [(1, 3), (3,), (2, 3)], ids=["wrong-rows", "one-dim", "right-shape"]
+)
+def test_addr_in_place_checks_self_as_cpu(self_shape, bits):
+    # addr_ calls addr_out(self, self, ...): in place, self keeps its shape or the call fails.
+    def run(device):
+        a = torch.ones(self_shape, device=device)
+        v1, v2 = torch.arange(1.0, 3.0, device=device), torch.arange(1.0, 4.0, device=device)
+        return a, _raises(lambda: a.addr_(v1, v2, alpha=2))
+
+    cpu, cpu_err = run("cpu")
+    got, err = run("flagos")
+    if cpu_err is not None:
+        assert err is not None and str(err) == str(cpu_err), (cpu_err, err)
+    else:
+        assert err is None, err
+    assert got.shape == cpu.shape
+    bits.equal(got.cpu(), cpu)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda f, c: torch.add(f, 1, out=c),
+        lambda f, c: torch.neg(f[0], out=c),
+        lambda f, c: c.add_(f[0]),
+        lambda f, c: torch.sum(f, 0, out=c),
+    ],
+    ids=["add-out", "neg-out", "add_", "sum-out"],
+)
+def test_written_cpu_tensor_beside_flagos_operands_raises(call):
+    # A 0-dim CPU tensor is a scalar operand; written, it would be a CPU output of a device
+    # computation, which CUDA refuses ("Expected all tensors to be on the same device").
+    f = torch.ones(3, device="flagos")
+    c = torch.tensor(5.0)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        call(f, c)
+    assert c.item() == 5.0
+
+
+def test_mode_out_computes_as_cpu(bits):
+    x = torch.tensor([[1.0, 2.0, 2.0], [3.0, 3.0, 1.0]])
+    cpu_v, cpu_i = torch.empty(0), torch.empty(0, dtype=torch.long)
+    torch.mode(x, 1, out=(cpu_v, cpu_i))
+    v = torch.empty(0, device="flagos")
+    i = torch.empty(0, dtype=torch.long, device="flagos")
+    returned = torch.mode(x.to("flagos"), 1, out=(v, i))
+    assert returned[0] is v and returned[1] is i
+    bits.equal(v.cpu(), cpu_v)
+    bits.equal(i.cpu(), cpu_i)
+    with pytest.raises(RuntimeError, match="expected scalar type 'Long' but got 'Float'"):
+        torch.mode(x.to("flagos"), 1, out=(v, torch.empty(0, device="flagos")))
+
+
+@pytest.mark.parametrize(
+    "dst_shape,src_shape", [((0,), (3,)), ((3,), (4,)), ((3,), (2, 3))], ids=str
+)
+def test_copy_shape_errors_as_cpu(dst_shape, src_shape):
+    cpu_err = _raises(lambda: torch.zeros(dst_shape).copy_(torch.ones(src_shape)))
+    assert cpu_err is not None
+    for src_device in ("flagos", "cpu"):
+        dst = torch.zeros(dst_shape, device="flagos")
+        err = _raises(lambda: dst.copy_(torch.ones(src_shape, device=src_device)))  # noqa: B023
+        assert err is not None and str(err) == str(cpu_err), (src_device, cpu_err, err)
+
+
+def test_foreach_copy_of_the_same_view_is_a_no_op(bits):
+    # copy_ returns before its overlap checks when source and destination are the same data,
+    # even for an expanded (internally overlapping) destination.
+    def run(device):
+        b = torch.tensor([1.0, 2.0], device=device)
+        v = b[:1].expand(3)
+        torch._foreach_copy_([v.detach()], [v])
+        v.detach().copy_(v)
+        return b
+
+    bits.equal(run("flagos").cpu(), run("cpu"))
+
+
+def test_deterministic_algorithms_fill_new_memory():
+    # CPU and CUDA fill what empty*/resize_ hand out with NaN (integers: their maximum) under
+    # use_deterministic_algorithms(True) and fill_uninitialized_memory (its default).
+    was = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        stale = torch.full((64,), 7.0, device="flagos")
+        del stale  # its block goes back to the cache, holding sevens
+        a = torch.empty(4, device="flagos")
+        b = torch.empty_strided((2, 2), (1, 2), device="flagos")
+        c = torch.zeros(2, device="flagos")
+        c.resize_(4)
+        d = torch.empty(2, dtype=torch.int64, device="flagos")
+        assert torch.isnan(a.cpu()).all()
+        assert torch.isnan(b.cpu()).all()
+        assert c.cpu()[:2].eq(0).all() and torch.isnan(c.cpu()[2:]).all()
+        assert d.cpu().eq(torch.iinfo(torch.int64).max).all()
+    finally:
+        torch.use_deterministic_algorithms(was)
+
+
+def test_cpu_fallback_sees_one_memory_for_one_tensor_twice(bits):
+    # The same tensor as the written argument and an input: CPU raises where it refuses any
+    # overlap and reads what it writes otherwise; the CPU fallback must do the same.
+    def scatter(d):
+        x = torch.arange(4.0, device=d)
+        return x, _raises(lambda: x.scatter_(0, torch.tensor([1, 0, 3, 2], device=d), x))
+
+    def addmm(d):
+        a = torch.tensor([[1.0, 2.0], [3.0, 4.0]], device=d)
+        return a, _raises(lambda: a.addmm_(a, a))
+
+    with torch_fl.routing.override({"scatter_.src": "cpu", "addmm_": "cpu"}):
+        for program in (scatter, addmm):
+            cpu, cpu_err = program("cpu")
+            got, err = program("flagos")
+            assert (err is None) == (cpu_err is None), (program.__name__, cpu_err, err)
+            if err is not None:
+                assert str(err).splitlines()[0] == str(cpu_err).splitlines()[0]
+            bits.equal(got.cpu(), cpu)
