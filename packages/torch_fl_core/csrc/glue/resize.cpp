@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/ResizeCommon.h>
 #include <torch/library.h>
 
 #include "glue/caching_allocator.h"
@@ -56,7 +57,14 @@ const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
     TORCH_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ", size);
   }
   auto* impl = self.unsafeGetTensorImpl();
+  const int64_t old_nbytes = impl->unsafe_storage() ? impl->unsafe_storage().nbytes() : 0;
   resize_tensor_impl(impl, size, std::nullopt);
+  // As CPU's and CUDA's resize_: grown memory is filled when deterministic
+  // algorithms ask for it.
+  if (C10_UNLIKELY(at::globalContext().deterministicAlgorithms() &&
+                   at::globalContext().deterministicFillUninitializedMemory())) {
+    at::native::fill_resize_deterministic_(self, old_nbytes);
+  }
   if (memory_format) {
     TORCH_CHECK(*memory_format != c10::MemoryFormat::Preserve, "Unsupported memory format ",
                 *memory_format);
