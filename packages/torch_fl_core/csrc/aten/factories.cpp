@@ -1,6 +1,5 @@
 // empty.memory_format / empty_strided: every flagos tensor is born here, on
 // the requested (or current) device, from the caching allocator.
-#include <ATen/Context.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/TensorFactories.h>
@@ -30,14 +29,8 @@ void check_options(std::optional<c10::Layout> layout, std::optional<bool> pin_me
 
 constexpr c10::DispatchKeySet kFlagosKeys{c10::DispatchKey::PrivateUse1};
 
-// torch.use_deterministic_algorithms(True) with fill_uninitialized_memory (the
-// default): new memory reads as NaN or the integer maximum, as CPU's and CUDA's
-// empty kernels leave it, never as what a freed block held.
 at::Tensor filled_if_deterministic(at::Tensor t) {
-  if (C10_UNLIKELY(at::globalContext().deterministicAlgorithms() &&
-                   at::globalContext().deterministicFillUninitializedMemory())) {
-    at::native::fill_empty_deterministic_(t);
-  }
+  fill_if_deterministic([&] { at::native::fill_empty_deterministic_(t); });
   return t;
 }
 
@@ -61,6 +54,11 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
 }
 
 }  // namespace
+
+bool& deterministic_fill_active() {
+  static thread_local bool active = false;
+  return active;
+}
 
 at::Tensor empty_strided_on_current_device(c10::IntArrayRef size, c10::IntArrayRef stride,
                                            c10::ScalarType dtype) {

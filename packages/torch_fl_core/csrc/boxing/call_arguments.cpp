@@ -243,6 +243,30 @@ void mirror_generators(const c10::FunctionSchema& schema, torch::jit::Stack::ite
   }
 }
 
+bool writes_tensor(const c10::FunctionSchema& schema) {
+  for (const auto& arg : schema.arguments()) {
+    if (arg.alias_info() != nullptr && arg.alias_info()->isWrite()) return true;
+  }
+  return false;
+}
+
+void check_written_not_cpu(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+  const auto& args = op.schema().arguments();
+  const auto begin = stack.end() - static_cast<std::ptrdiff_t>(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto* info = args[i].alias_info();
+    if (info == nullptr || !info->isWrite()) continue;
+    const c10::IValue& v = *(begin + static_cast<std::ptrdiff_t>(i));
+    if (v.isTensor() && v.toTensor().defined() && v.toTensor().device().is_cpu()) {
+      // Only beside flagos tensors: a flagos generator for a CPU draw gets the
+      // generator's own error from the backend.
+      if (const auto device = first_flagos_device(begin, stack.end())) {
+        throw_flagos_and_cpu(op, *device);
+      }
+    }
+  }
+}
+
 void throw_flagos_and_cpu(const c10::OperatorHandle& op, c10::DeviceIndex device) {
   TORCH_CHECK(false,
               "Expected all tensors to be on the same device, but found at least two devices, "

@@ -87,6 +87,11 @@ void bridge_generator_value(const c10::FunctionSchema& schema, c10::IValue& valu
 // The error for a non-scalar CPU tensor beside flagos tensors, unless the op
 // accepts CPU tensors there (index tensors), as CUDA does.
 void check_cpu_tensors_allowed(const c10::OperatorHandle& op, c10::DeviceIndex device);
+// Whether an operator writes a tensor argument (out=, in-place).
+bool writes_tensor(const c10::FunctionSchema& schema);
+// The same-device error where a written tensor argument is a CPU tensor beside
+// flagos tensors (a 0-dim CPU tensor is a scalar operand, never an output).
+void check_written_not_cpu(const c10::OperatorHandle& op, const torch::jit::Stack& stack);
 // The same-device error for a CPU tensor beside flagos ones (a written CPU
 // tensor, or a CPU operand the operator does not accept).
 [[noreturn]] void throw_flagos_and_cpu(const c10::OperatorHandle& op, c10::DeviceIndex device);

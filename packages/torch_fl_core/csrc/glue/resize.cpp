@@ -7,6 +7,7 @@
 #include <ATen/native/ResizeCommon.h>
 #include <torch/library.h>
 
+#include "aten/factories.h"
 #include "glue/caching_allocator.h"
 #include "glue/runtime_access.h"
 #include "glue/stream_pool.h"
@@ -61,10 +62,7 @@ const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
   resize_tensor_impl(impl, size, std::nullopt);
   // As CPU's and CUDA's resize_: grown memory is filled when deterministic
   // algorithms ask for it.
-  if (C10_UNLIKELY(at::globalContext().deterministicAlgorithms() &&
-                   at::globalContext().deterministicFillUninitializedMemory())) {
-    at::native::fill_resize_deterministic_(self, old_nbytes);
-  }
+  fill_if_deterministic([&] { at::native::fill_resize_deterministic_(self, old_nbytes); });
   if (memory_format) {
     TORCH_CHECK(*memory_format != c10::MemoryFormat::Preserve, "Unsupported memory format ",
                 *memory_format);

@@ -41,6 +41,8 @@ class RouteState {
   bool has_rules() const { return has_rules_; }
   // CPU's overlap checks the router makes for this op (in-place foreach ops).
   foreach_overlap::Checks overlap_checks() const { return overlap_checks_; }
+  // Whether the op writes a tensor argument (out=, in-place).
+  bool writes_tensor() const { return writes_tensor_; }
 
   // The target for a call whose first tensor argument has `dtype`
   // (std::nullopt: no tensor argument, the default route).
@@ -72,6 +74,7 @@ class RouteState {
   RouteTarget* first_ = nullptr;  // targets_[0], the default route
   bool has_rules_ = false;
   foreach_overlap::Checks overlap_checks_ = foreach_overlap::Checks::kNone;
+  bool writes_tensor_ = false;
   c10::OperatorHandle handle_;
   std::array<uint8_t, static_cast<size_t>(c10::ScalarType::NumOptions)> by_dtype_{};
   std::string op_;

@@ -149,6 +149,7 @@ RouteState::RouteState(
     std::shared_ptr<Backend> default_backend,
     std::vector<std::pair<std::vector<c10::ScalarType>, std::shared_ptr<Backend>>> rules)
     : overlap_checks_(foreach_overlap::checks_for(handle.schema())),
+      writes_tensor_(boxing::writes_tensor(handle.schema())),
       handle_(std::move(handle)),
       op_(std::move(op)),
       spec_(std::move(spec)) {
@@ -217,6 +218,8 @@ std::optional<c10::ScalarType> first_tensor_dtype(const c10::OperatorHandle& op,
 void route_boxed(RouteState& state, const c10::OperatorHandle& op, c10::DispatchKeySet keys,
                  torch::jit::Stack* stack) {
   foreach_overlap::check_stack(state.overlap_checks(), op.schema(), *stack);
+  // Before any backend: a written CPU tensor is an error whoever serves the call.
+  if (state.writes_tensor()) boxing::check_written_not_cpu(op, *stack);
   std::optional<c10::ScalarType> dtype;
   if (state.has_rules()) dtype = first_tensor_dtype(op, *stack);
   Backend& backend = *state.pick(dtype).backend;

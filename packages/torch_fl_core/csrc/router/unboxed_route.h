@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "boxing/alias_view.h"
+#include "boxing/call_arguments.h"
 #include "boxing/call_mapper.h"
 #include "boxing/call_scope.h"
 #include "glue/runtime_access.h"
@@ -292,6 +293,10 @@ struct SignatureRoute<R(Args...)> {
     }
     Observer obs;
     (observe(obs, args), ...);
+    // Before any backend: a written CPU tensor is an error whoever serves the call.
+    if (C10_UNLIKELY(obs.cpu_written && obs.device)) {
+      boxing::throw_flagos_and_cpu(st->handle(), *obs.device);
+    }
     RouteTarget& target = st->pick(obs.first_dtype);
     timer.mark(route_phases::kPick);
     if (target.box_key == c10::DispatchKey::Undefined) {
