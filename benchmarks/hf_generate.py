@@ -21,7 +21,14 @@ the result is the median over pairs, with its spread. The native child never imp
 (``TORCH_DEVICE_BACKEND_AUTOLOAD=0``). Greedy ids of both sides are compared (bf16 kernels may
 legitimately differ late in a long decode; the share of equal ids is printed).
 
+``--in-process`` runs both sides in this process instead (torch-fl loaded; inference needs no
+autograd on the native tensors): ``--rounds`` rounds of one generate() per side, the side going
+first alternating, the figure the median of the per-round ratios, so process-to-process speed
+cancels. In a core built with ``TORCH_FL_ROUTE_PHASES=ON`` it also prints the router's steps per
+token beside the flagos - native delta.
+
     python benchmarks/hf_generate.py [--modes eager,graphs] [--pairs 5] [--native cuda]
+    python benchmarks/hf_generate.py --in-process [--rounds 12] [--modes eager,graphs]
 
 Prints ratios (native ms/token over flagos ms/token: 1.0 is parity, higher is faster); asserts
 nothing about timings.
