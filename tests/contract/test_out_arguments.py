@@ -136,18 +136,34 @@ def test_written_cpu_tensor_beside_flagos_operands_raises(call):
     assert c.item() == 5.0
 
 
-def test_mode_out_computes_as_cpu(bits):
-    x = torch.tensor([[1.0, 2.0, 2.0], [3.0, 3.0, 1.0]])
-    cpu_v, cpu_i = torch.empty(0), torch.empty(0, dtype=torch.long)
-    torch.mode(x, 1, out=(cpu_v, cpu_i))
-    v = torch.empty(0, device="flagos")
-    i = torch.empty(0, dtype=torch.long, device="flagos")
-    returned = torch.mode(x.to("flagos"), 1, out=(v, i))
-    assert returned[0] is v and returned[1] is i
+MODE_INPUTS = {
+    "1d": [3.0, 1.0, 1.0, 2.0],
+    "2d": [[1.0, 2.0, 2.0], [3.0, 3.0, 1.0]],
+    "0d": 5.0,
+}
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("rank", sorted(MODE_INPUTS))
+def test_mode_out_computes_and_resizes_as_cpu(rank, keepdim, bits):
+    x = torch.tensor(MODE_INPUTS[rank])
+
+    def run(device):
+        v, i = torch.zeros(7, device=device), torch.zeros(3, dtype=torch.long, device=device)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            returned = torch.mode(x.to(device), 0, keepdim=keepdim, out=(v, i))
+        assert returned[0] is v and returned[1] is i
+        return v, i, [str(w.message).split("(Triggered")[0] for w in caught]
+
+    cpu_v, cpu_i, cpu_warned = run("cpu")
+    v, i, warned = run("flagos")
+    assert v.shape == cpu_v.shape and v.stride() == cpu_v.stride()
     bits.equal(v.cpu(), cpu_v)
     bits.equal(i.cpu(), cpu_i)
+    assert warned == cpu_warned  # the resize warning names the shape CPU's names
     with pytest.raises(RuntimeError, match="expected scalar type 'Long' but got 'Float'"):
-        torch.mode(x.to("flagos"), 1, out=(v, torch.empty(0, device="flagos")))
+        torch.mode(x.to("flagos"), 0, out=(v, torch.empty(0, device="flagos")))
 
 
 @pytest.mark.parametrize(

@@ -26,8 +26,22 @@ std::tuple<at::Tensor&, at::Tensor&> mode_out(const at::Tensor& self, int64_t di
               at::ScalarType::Long, "' but got '", indices.scalar_type(), "' for indices output");
   dim = at::maybe_wrap_dim(dim, self.dim());
   auto [v, i] = at::mode(self, dim, keepdim);
-  at::native::resize_output(values, v.sizes());
-  at::native::resize_output(indices, i.sizes());
+  if (self.dim() == 0) {
+    // ATen's trivial path for a 0-dim input: a plain resize, no warning.
+    values.resize_({});
+    indices.resize_({});
+  } else {
+    // As ATen resizes reduction outputs: the reduced dimension put back first
+    // (so a non-contiguous out keeps its strides and the resize warning names
+    // the kept-dim shape), then resize_output, then squeezed again.
+    auto kept = self.sizes().vec();
+    kept[dim] = 1;
+    for (at::Tensor* out : {&values, &indices}) {
+      if (!keepdim && dim <= out->dim()) out->unsqueeze_(dim);
+      at::native::resize_output(*out, kept);
+      if (!keepdim) out->squeeze_(dim);
+    }
+  }
   values.copy_(v);
   indices.copy_(i);
   return {values, indices};
