@@ -260,6 +260,9 @@ def one_process(mode: str, args: argparse.Namespace) -> dict:
     # A profiling build (TORCH_FL_ROUTE_PHASES=ON) also counts the router's steps of every
     # routed call the flagos side makes: the router's share of the delta in the real loop.
     counting = torch_fl._C.route_phases()["enabled"]
+    if counting:
+        from route_phases import ticks_per_us  # beside this script; loads torch_fl, as here
+
     rate = ticks_per_us() if counting else 0.0
     steps: list[dict[str, float]] = []
     ids = {}
@@ -300,16 +303,6 @@ def one_process(mode: str, args: argparse.Namespace) -> dict:
             k: statistics.median(s[k] for s in steps) for k in (*ROUTE_STEPS, "calls")
         }
     return result
-
-
-def ticks_per_us() -> float:
-    """The route phase counters' tick rate, against perf_counter over a short sleep."""
-    import torch_fl
-
-    t0, c0 = time.perf_counter(), torch_fl._C.route_phase_ticks()
-    time.sleep(0.2)
-    t1, c1 = time.perf_counter(), torch_fl._C.route_phase_ticks()
-    return (c1 - c0) / ((t1 - t0) * 1e6)
 
 
 def print_route_steps(results: dict) -> None:
