@@ -87,10 +87,16 @@ def mlp(width: int) -> nn.Module:
 
 
 def optimizer_impl(opt: torch.optim.Optimizer) -> str:
-    """Which implementation PyTorch's default picks for ``opt``'s parameters: ``fused``,
-    ``foreach`` or the per-tensor ``for-loop``."""
+    """Which implementation ``opt`` runs: ``fused``, ``foreach`` or the per-tensor ``for-loop``.
+    PyTorch picks its default only where neither ``fused`` nor ``foreach`` was given: an explicit
+    ``fused=False`` alone means the for-loop."""
     from torch.optim.optimizer import _default_to_fused_or_foreach
 
+    d = opt.defaults
+    if d.get("fused"):
+        return "fused"
+    if d.get("foreach") is not None or d.get("fused") is not None:
+        return "foreach" if d.get("foreach") else "for-loop"
     params = [p for g in opt.param_groups for p in g["params"]]
     fused, foreach = _default_to_fused_or_foreach(params, differentiable=False, use_fused=False)
     return "fused" if fused else ("foreach" if foreach else "for-loop")

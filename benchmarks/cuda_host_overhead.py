@@ -6,7 +6,8 @@ return of the last one, before a single synchronize (``torch.flagos.synchronize`
 launch while the GPU runs behind. The same block is then issued on native tensors (``cuda`` on the
 cuda vendor, ``cpu`` elsewhere, ``--native`` overrides). Operators: ``add``, ``mul``, ``relu``,
 ``sum``, 512x512 ``mm``, ``softmax``, ``layer_norm``, in-place ``add_`` and ``add(out=)``, on
-64x64 float32 tensors (``--side``).
+64x64 float32 tensors (``--side``), and ``torch._foreach_add_`` over lists of 10 and 150 tensors of
+256 floats (the list operators of a foreach optimizer).
 
 Method: every case is warmed up, then for each of ``--reps`` repetitions the flagos and native
 blocks of each case are timed back to back (which side goes first alternates). The figure per case
@@ -17,7 +18,8 @@ lowered for a case when a block would exceed ``--max-block-ms`` (only on the CPU
 
     python benchmarks/cuda_host_overhead.py [--n 2000] [--reps 9] [--native cuda|cpu] [--quick] [--json out.json]
 
-Target, against cuda on the H200: median ratio <= 1.15. Prints ratios; asserts nothing.
+Targets, against cuda on the H200: small ops <= 1.03; ``_foreach_add_`` over 150 tensors <= 1.3,
+over 10 <= 1.15. Prints ratios; asserts nothing.
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ def make_cases(
     bias = torch.randn(side, generator=g).to(dev)
     ia = a.clone()  # in-place target (values drift; irrelevant for timing)
     out = torch.empty_like(a)
+    # List operators over an optimizer's worth of small parameters (one step of AdamW's foreach
+    # implementation makes a dozen such calls).
+    lists = {n: [torch.randn(256, generator=g).to(dev) for _ in range(2 * n)] for n in (10, 150)}
     return [
         ("add", lambda: torch.add(a, b)),
         ("mul", lambda: torch.mul(a, b)),
@@ -59,6 +64,8 @@ def make_cases(
         ("layer_norm", lambda: F.layer_norm(a, (side,), w, bias)),
         ("add_ (in-place)", lambda: ia.add_(b)),
         ("add (out=)", lambda: torch.add(a, b, out=out)),
+        ("_foreach_add_ x10", lambda: torch._foreach_add_(lists[10][:10], lists[10][10:])),
+        ("_foreach_add_ x150", lambda: torch._foreach_add_(lists[150][:150], lists[150][150:])),
     ]
 
 
@@ -149,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"\nmedian flagos/{native} submit ratio: {summary['median_ratio']:.2f} "
         f"(paired {summary['median_paired_ratio']:.2f}; to the end of the sync "
-        f"{summary['median_total_ratio']:.2f}); target (vs cuda): <= 1.15"
+        f"{summary['median_total_ratio']:.2f}); targets (vs cuda): small ops <= 1.03, foreach <= 1.15/1.3"
     )
     record_end(env, elapsed)
     method = {

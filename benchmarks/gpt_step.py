@@ -9,8 +9,8 @@ start from the same weights (one state dict) and see the same batches. Native is
 (``--native`` overrides); on the CPU the sizes default to the ``--quick`` ones.
 
 - **Training step**: ``zero_grad(set_to_none=True)``, forward and cross-entropy under
-  ``torch.autocast(device_type, dtype=torch.bfloat16)``, backward, AdamW (``fused=False``; PyTorch's
-  default ``foreach`` implementation on both sides). Throughput in tokens/s.
+  ``torch.autocast(device_type, dtype=torch.bfloat16)``, backward, AdamW as constructed by default
+  (PyTorch then picks its ``foreach`` implementation on both sides). Throughput in tokens/s.
 - **Decode** (launch-bound): batch 1, a ``--prompt``-token prefill, then ``--decode-steps`` greedy
   steps of one token with a KV cache (per layer, ``torch.cat`` of keys and values), in bf16 autocast
   under ``torch.no_grad``. Nothing reads back to the host inside the loop.
@@ -57,7 +57,7 @@ class Side:
     def __init__(self, base: GPT, dev: torch.device, x: torch.Tensor, y: torch.Tensor, prompt):
         self.dev = dev
         self.model = copy.deepcopy(base).to(dev)
-        self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4, fused=False)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4)
         self.x, self.y, self.prompt = x.to(dev), y.to(dev), prompt.to(dev)
         self.amp = dev.type
 

@@ -1,0 +1,78 @@
+"""A GPT training step on flagos against native, in fresh process pairs, and builds against each other.
+
+The step is ``gpt_step.py``'s (``zero_grad``, forward and cross-entropy under bf16 autocast,
+backward, AdamW with PyTorch's default ``foreach`` implementation) on the 12-layer, d_model 768,
+vocab 32000 decoder at sequence 512, at two batch sizes: 8, where the H200 finishes a step's
+kernels before the host has launched them (the router's per-call cost shows), and 64, where the
+GPU is the bound (what flagos adds must vanish). Every process is fresh, its main thread pinned to
+one CPU near the GPU; per round each side runs ``--reps`` blocks of ``--steps`` steps in rotating
+order (``_builds.py``). With build sites (directories put first on ``PYTHONPATH``, made by
+``pip install --no-build-isolation --no-deps --target SITE packages/torch_fl_core`` from the other
+checkout) each build is a side of its own, so an old and a new build are measured side by side.
+
+    python benchmarks/train_step.py [SITE_A [SITE_B]] [--batches 8,64] [--rounds 5] [--reps 5]
+        [--steps 3] [--cpus auto|none|N,..] [--native cuda|cpu] [--quick] [--json out.json]
+
+Targets against cuda on the H200: batch 8 >= 0.97, batch 64 >= 0.995. Prints ratios; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import _builds
+import gpt_step as G
+from _bench_env import describe, load_avg, record_end
+from _models import GPT_FULL, GPT_QUICK
+from _report import write_record
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "sites", nargs="*", help="builds: directories first on PYTHONPATH ('' installed)"
+    )
+    p.add_argument("--batches", default=None, help="comma-separated batch sizes (default 8,64)")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--steps", type=int, default=3, help="training steps per timed block")
+    p.add_argument("--cpus", default="auto", help="auto (one CPU near the GPU), none, or N,N,...")
+    p.add_argument("--native", choices=("cuda", "cpu"), default=None)
+    p.add_argument("--quick", action="store_true", help="small model (CPU smoke runs)")
+    p.add_argument("--json", default=None)
+    args = p.parse_args(argv)
+
+    import torch
+
+    native = args.native or ("cuda" if torch.cuda.is_available() else "cpu")
+    small = args.quick or native == "cpu"
+    base = dict(GPT_QUICK, **G.QUICK_RUN) if small else dict(GPT_FULL, **G.FULL_RUN)
+    batches = [int(b) for b in (args.batches or ("2,4" if small else "8,64")).split(",")]
+    sites = {"flagos": ""} if not args.sites else {chr(65 + i): s for i, s in enumerate(args.sites)}
+    cpus = G.decode_cpus(args.cpus, native)
+    env = describe(load_avg())
+    t0 = time.perf_counter()
+    print(
+        f"training step, {args.rounds} rounds x {args.reps} blocks of {args.steps} steps per child; "
+        + ", ".join(f"{k}={v or '(installed)'}" for k, v in sites.items())
+        + f"; native {native}; children pinned to {cpus or 'nothing'}",
+        flush=True,
+    )
+    results = {}
+    for batch in batches:
+        cfg = dict(base, batch=batch)
+        print(f"\nbatch {batch} x {cfg['seq']}", flush=True)
+        r = _builds.rounds(
+            cfg, native, sites, "step", args.steps, args.steps, "step", args.rounds, args.reps, cpus
+        )
+        print(f"batch {batch}: " + _builds.summary(r, native), flush=True)
+        results[str(batch)] = r
+    record_end(env, time.perf_counter() - t0)
+    write_record(args.json, "train_step", env, config=base, train_step=results, sites=sites)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
