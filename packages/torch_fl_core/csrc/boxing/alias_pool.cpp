@@ -37,9 +37,37 @@ struct KindPool {
   uint64_t used = 0;  // AliasPool::tick at its last use (the least recent goes first)
   std::vector<AliasSlot> slots;
 };
+
+// The aliases of long calls, found by (memory, size, kind): open addressing
+// with linear probing and no deletion, so a lookup stops at the first empty
+// slot. It grows to kMaxLongSlots (at most half full), then starts over empty
+// (dropping the pool's references is safe, as for the kinds above).
+struct LongSlot {
+  const void* data = nullptr;
+  size_t nbytes = 0;
+  uint64_t kind = 0;
+  AliasSlot slot;  // slot.alias undefined: empty
+};
+constexpr size_t kMaxLongSlots = size_t{1} << 14;
+struct LongTable {
+  std::vector<LongSlot> slots;
+  size_t live = 0;
+
+  static size_t hash(const void* data, uint64_t kind) {
+    uint64_t h = reinterpret_cast<uintptr_t>(data) ^ (kind * 0x9e3779b97f4a7c15ULL);
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+  // A free alias viewing (data, nbytes, kind), or the empty slot to build one
+  // in (nullptr: no room without growing).
+  LongSlot* find(const void* data, size_t nbytes, uint64_t kind, bool& found);
+  void make_room();
+};
 struct AliasPool {
   std::array<KindPool, kMaxKinds> kinds;
   size_t nkinds = 0;
+  LongTable long_calls;
   AliasPoolStats stats;
   uint64_t tick = 0;
 
@@ -127,15 +155,71 @@ at::Tensor repoint(AliasSlot& slot, const at::Tensor& t, void* data, size_t nbyt
   return a;
 }
 
+LongSlot* LongTable::find(const void* data, size_t nbytes, uint64_t kind, bool& found) {
+  found = false;
+  if (slots.empty()) return nullptr;
+  const size_t mask = slots.size() - 1;
+  for (size_t i = hash(data, kind) & mask;; i = (i + 1) & mask) {
+    LongSlot& s = slots[i];
+    if (!s.slot.alias.defined()) return &s;
+    // The same memory held twice at once (two storages over one block) takes
+    // another slot further on.
+    if (s.data == data && s.nbytes == nbytes && s.kind == kind && is_free(s.slot.alias)) {
+      found = true;
+      return &s;
+    }
+  }
+}
+
+void LongTable::make_room() {
+  if (slots.size() >= kMaxLongSlots) {
+    slots.assign(slots.size(), LongSlot{});
+    live = 0;
+    return;
+  }
+  std::vector<LongSlot> old = std::move(slots);
+  slots.assign(old.empty() ? 256 : old.size() * 2, LongSlot{});
+  const size_t mask = slots.size() - 1;
+  for (LongSlot& s : old) {
+    if (!s.slot.alias.defined()) continue;
+    size_t i = hash(s.data, s.kind) & mask;
+    while (slots[i].slot.alias.defined()) i = (i + 1) & mask;
+    slots[i] = std::move(s);
+  }
+}
+
+at::Tensor long_call_alias(AliasPool& pool, const at::Tensor& t, void* data, size_t nbytes,
+                           uint64_t kind, c10::Device device, c10::DispatchKey key) {
+  LongTable& table = pool.long_calls;
+  bool found = false;
+  LongSlot* s = table.find(data, nbytes, kind, found);
+  if (found) {
+    ++pool.stats.hits;
+    return repoint(s->slot, t, data, nbytes, device);
+  }
+  if (s == nullptr || (table.live + 1) * 2 > table.slots.size()) {
+    table.make_room();
+    s = table.find(data, nbytes, kind, found);
+  }
+  ++pool.stats.builds;
+  at::Tensor alias = build_alias(t, c10::DataPtr(data, device), device, key);
+  *s = LongSlot{data, nbytes, kind, AliasSlot{alias, data, nbytes, pool.tick}};
+  ++table.live;
+  return alias;
+}
+
 }  // namespace
 
-at::Tensor pooled_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey key) {
+at::Tensor pooled_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey key,
+                        bool long_call) {
   const c10::Storage& base = t.storage();
   void* data = base.mutable_data();
   const size_t nbytes = base.nbytes();
   AliasPool& pool = alias_pool();
   const uint64_t tick = ++pool.tick;
-  KindPool& kp = pool.of(alias_kind(t, device, key), tick);
+  const uint64_t kind = alias_kind(t, device, key);
+  if (long_call) return long_call_alias(pool, t, data, nbytes, kind, device, key);
+  KindPool& kp = pool.of(kind, tick);
   // The slot data alone finds an alias already viewing this memory, else the
   // least recently used one. Only the pick is checked for being free: the
   // aliases this call already holds are the most recently used, so the least

@@ -13,8 +13,13 @@ namespace torch_fl::boxing {
 
 // An alias of t typed as `device` with dispatch key `key`, for the duration of
 // one call: non-owning (the caller holds t), taken from the calling thread's
-// pool. Kernels must not keep it past the call.
-at::Tensor pooled_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey key);
+// pool. Kernels must not keep it past the call. `long_call`: the call already
+// holds many aliases (a cat, a foreach over a model's parameters); its
+// operands are looked up by memory in a table of their own, which keeps the
+// aliases of such calls for the next one (an optimizer's lists come back
+// every step) without lengthening the short per-kind lists ordinary calls scan.
+at::Tensor pooled_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey key,
+                        bool long_call = false);
 
 // What pooled_alias did on the calling thread since it started: a pooled alias
 // that already viewed the operand's memory, a pooled alias re-pointed at it, or

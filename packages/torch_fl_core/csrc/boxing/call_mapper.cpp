@@ -2,8 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include <unordered_map>
-
 #include "boxing/alias_pool.h"
 #include "boxing/alias_view.h"
 #include "boxing/call_arguments.h"
@@ -11,55 +9,63 @@
 
 namespace torch_fl::boxing {
 
-struct CallMapper::Index {
-  std::unordered_map<const c10::TensorImpl*, size_t> by_source;
-  std::unordered_map<const c10::StorageImpl*, size_t> by_storage;  // the first entry
-  std::unordered_map<const void*, size_t> by_data;                 // the first entry
-};
+namespace {
+// What an entry is found by in the index: its source tensor, its storage and
+// its data (the first entry of each).
+enum Key : uint32_t { kSource, kStorage, kData };
+}  // namespace
 
 CallMapper::CallMapper(c10::DeviceIndex device, c10::Device target, c10::DispatchKey key,
                        Aliases aliases)
     : device_(device), target_(target), key_(key), aliases_(aliases) {}
 
-CallMapper::~CallMapper() = default;
+CallMapper::~CallMapper() {
+  if (index_ != nullptr) PointerIndex::release(index_);
+}
 
-void CallMapper::index(size_t i) {
+void CallMapper::index(size_t i) const {
   const Entry& e = entries_[i];
-  index_->by_source.emplace(e.source, i);
-  index_->by_storage.emplace(e.storage, i);
-  if (const void* data = e.source->unsafe_storage().data()) index_->by_data.emplace(data, i);
+  const auto v = static_cast<uint32_t>(i);
+  index_->insert(e.storage, kStorage, v);
+  if (data_indexed_) {
+    if (const void* data = e.source->unsafe_storage().data()) index_->insert(data, kData, v);
+  }
 }
 
 at::Tensor CallMapper::arg(const at::Tensor& t) {
   if (!t.defined() || !t.device().is_privateuseone()) return t;
   const c10::TensorImpl* source = t.unsafeGetTensorImpl();
   const c10::StorageImpl* storage = source->unsafe_storage().unsafeGetStorageImpl();
-  const Entry* sibling = nullptr;
-  if (C10_LIKELY(!index_)) {
+  int64_t first = -1;  // the first entry over this storage
+  if (C10_LIKELY(index_ == nullptr)) {
     // A handful of arguments per call: a linear scan is the cheapest lookup.
-    for (const Entry& e : entries_) {
-      if (e.source == source) return e.alias;
-      if (sibling == nullptr && e.storage == storage) sibling = &e;
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      if (entries_[i].source == source) return entries_[i].alias;
+      if (first < 0 && entries_[i].storage == storage) first = static_cast<int64_t>(i);
     }
   } else {
-    if (auto it = index_->by_source.find(source); it != index_->by_source.end()) {
-      return entries_[it->second].alias;
-    }
-    if (auto it = index_->by_storage.find(storage); it != index_->by_storage.end()) {
-      sibling = &entries_[it->second];
+    first = index_->find(storage, kStorage);
+    for (int64_t i = first; i >= 0; i = entries_[i].next) {
+      if (entries_[i].source == source) return entries_[i].alias;
     }
   }
-  at::Tensor alias = sibling != nullptr             ? alias_sharing_storage(sibling->alias, t, key_)
-                     : aliases_ == Aliases::kPooled ? pooled_alias(t, target_, key_)
-                                                    : make_alias(t, target_, key_);
-  entries_.push_back(Entry{source, storage, alias});
-  if (index_) {
-    index(entries_.size() - 1);
+  at::Tensor alias = first >= 0 ? alias_sharing_storage(entries_[first].alias, t, key_)
+                     : aliases_ == Aliases::kPooled
+                         ? pooled_alias(t, target_, key_, index_ != nullptr)
+                         : make_alias(t, target_, key_);
+  const auto n = static_cast<int32_t>(entries_.size());
+  entries_.push_back(Entry{source, storage, std::move(alias)});
+  if (first >= 0) {
+    entries_[n].next = entries_[first].next;
+    entries_[first].next = n;
+  }
+  if (index_ != nullptr) {
+    if (first < 0 || data_indexed_) index(n);
   } else if (entries_.size() == kScanned) {
-    index_ = std::make_unique<Index>();
+    index_ = PointerIndex::acquire();
     for (size_t i = 0; i < entries_.size(); ++i) index(i);
   }
-  return alias;
+  return entries_.back().alias;
 }
 
 c10::IValue CallMapper::arg_value(const c10::IValue& v) {
@@ -74,13 +80,18 @@ at::Tensor CallMapper::result(const at::Tensor& r) const {
   // flagos tensors.)
   if (!target_.is_cpu() && r.device().type() != target_.type()) return r;
   if (const void* data = r.storage().data()) {
-    if (C10_LIKELY(!index_)) {
+    if (C10_LIKELY(index_ == nullptr)) {
       for (const Entry& e : entries_) {
         const c10::Storage& s = e.source->unsafe_storage();
         if (s.data() == data) return flagos_over(s, r);
       }
-    } else if (auto it = index_->by_data.find(data); it != index_->by_data.end()) {
-      return flagos_over(entries_[it->second].source->unsafe_storage(), r);
+    } else {
+      if (!data_indexed_) {
+        data_indexed_ = true;
+        for (size_t i = 0; i < entries_.size(); ++i) index(i);
+      }
+      const int64_t i = index_->find(data, kData);
+      if (i >= 0) return flagos_over(entries_[i].source->unsafe_storage(), r);
     }
   }
   return to_flagos(r, device_, target_.type());

@@ -14,8 +14,9 @@
 #include <ATen/core/stack.h>
 #include <c10/util/SmallVector.h>
 
-#include <memory>
 #include <vector>
+
+#include "boxing/pointer_index.h"
 
 namespace torch_fl::boxing {
 
@@ -38,6 +39,8 @@ class CallMapper {
 
   // A tensor argument as the target sees it (non-flagos tensors as they are).
   at::Tensor arg(const at::Tensor& t);
+  // Room for n more tensor arguments (a list argument), grown once.
+  void reserve(size_t n) { entries_.reserve(entries_.size() + n); }
   // A device argument (factories): flagos devices become the target.
   c10::Device arg_device(c10::Device d) const { return d.is_privateuseone() ? target_ : d; }
   // Any boxed value: tensors, tensor lists, optional tensor lists, devices.
@@ -59,6 +62,7 @@ class CallMapper {
     const c10::TensorImpl* source;  // the caller's flagos tensor
     const c10::StorageImpl* storage;
     at::Tensor alias;
+    int32_t next = -1;  // the next entry over the same storage
   };
   c10::DeviceIndex device_;
   c10::Device target_;
@@ -66,11 +70,15 @@ class CallMapper {
   Aliases aliases_;
   c10::SmallVector<Entry, 6> entries_;
   // A call with many tensors (a cat, a foreach over a model's parameters)
-  // looks them up by hash once it has kScanned of them, instead of scanning.
-  static constexpr size_t kScanned = 16;
-  struct Index;
-  std::unique_ptr<Index> index_;
-  void index(size_t i);
+  // looks them up by hash once it has kScanned of them, instead of scanning,
+  // and takes their aliases from the pool's long-call table (below the
+  // pool's short per-kind lists' length, so those never run out).
+  static constexpr size_t kScanned = 8;
+  // An index holds each storage's first entry (the others follow `next`),
+  // and each data pointer's first entry once a result was looked up.
+  PointerIndex* index_ = nullptr;  // from PointerIndex::acquire() once long
+  mutable bool data_indexed_ = false;
+  void index(size_t i) const;
 };
 
 // A boxed call through a CallMapper: the stack's arguments are mapped in

@@ -106,12 +106,14 @@ inline std::optional<at::Tensor> convert(const Converter& c, const std::optional
 inline std::vector<at::Tensor> convert(const Converter& c, at::TensorList l) {
   std::vector<at::Tensor> out;
   out.reserve(l.size());
+  c.mapper.reserve(l.size());
   for (const auto& t : l) out.push_back(c.alias(t));
   return out;
 }
 inline std::vector<at::Tensor> convert(const Converter& c, const at::ITensorListRef& l) {
   std::vector<at::Tensor> out;
   out.reserve(l.size());
+  c.mapper.reserve(l.size());
   for (const auto& t : l) out.push_back(c.alias(t));
   return out;
 }
