@@ -1,0 +1,65 @@
+"""Heap allocations per call, flagos less CPU, for the per-call budget test.
+
+Run in a child with malloc_count's library preloaded; prints one JSON object: case -> the extra
+allocations of one flagos call over the same call on CPU tensors (steady state, averaged)."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import sys
+import threading
+
+import torch
+
+WARM, CALLS = 30, 50
+
+
+def counted(lib: ctypes.CDLL, fn) -> float:
+    for _ in range(WARM):
+        fn()
+    lib.tfl_malloc_count_start()
+    for _ in range(CALLS):
+        fn()
+    return lib.tfl_malloc_count_stop() / CALLS
+
+
+def cases(dev: str) -> dict:
+    g = torch.Generator().manual_seed(0)
+
+    def t(*shape):
+        return torch.randn(*shape, generator=g).to(dev)
+
+    a, b, o, bias, x, w = t(64, 64), t(64, 64), t(64, 64), t(64), t(8, 64), t(64, 64)
+    lists = {n: ([t(256) for _ in range(n)], [t(256) for _ in range(n)]) for n in (10, 150)}
+    return {
+        "add_": lambda: a.add_(b),
+        "add_out": lambda: torch.add(a, b, out=o),
+        "add": lambda: torch.add(a, b),
+        "addmm": lambda: torch.addmm(bias, x, w),
+        "foreach_add_10": lambda: torch._foreach_add_(*lists[10]),
+        "foreach_add_150": lambda: torch._foreach_add_(*lists[150]),
+    }
+
+
+def main() -> int:
+    lib = ctypes.CDLL(sys.argv[1])
+    lib.tfl_malloc_count_stop.restype = ctypes.c_long
+    fl, cpu = cases("flagos:0"), cases("cpu")
+    out = {k: counted(lib, fl[k]) - counted(lib, cpu[k]) for k in fl}
+    # The same call from another thread (autograd's device threads are others).
+    res = {}
+
+    def other() -> None:
+        res["add_ (other thread)"] = counted(lib, fl["add_"]) - counted(lib, cpu["add_"])
+
+    th = threading.Thread(target=other)
+    th.start()
+    th.join()
+    out.update(res)
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

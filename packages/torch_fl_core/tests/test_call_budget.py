@@ -1,0 +1,81 @@
+"""The router's per-call budget, counted rather than timed: heap allocations of a routed call.
+
+Wall-clock targets live in benchmarks/ (cuda_host_overhead.py, train_step.py); this is the
+deterministic guard beside them. A child process on sim runs each case on flagos and on CPU tensors
+with a small malloc-counting library preloaded (call_budget/malloc_count.c, built here with the C
+compiler that builds core), and reports the allocations of one flagos call beyond those of the same
+call on CPU, in steady state. Ordinary calls of up to a few tensors make none of their own (the
+operand aliases come from the thread's pool, the call's bookkeeping lives on the stack); a call
+returning a new tensor makes one (the flagos tensor over the kernel's result). A list operator's
+count does not grow with the list: ``_foreach_add_`` over 150 pairs of tensors costs what it costs
+over 10 (the same pairs come back every optimizer step). ``_foreach_add_.List`` is routed to
+``box:cpu`` for the child, so the list reaches the router as one call, as on the cuda vendor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.budget
+
+HERE = Path(__file__).parent / "call_budget"
+
+# Allocations per call beyond CPU's: (the budget, what spends it).
+BUDGET = {
+    "add_": (0, "nothing: aliases from the pool, bookkeeping on the stack"),
+    "add_out": (0, "nothing"),
+    "add": (1, "the flagos tensor over the kernel's result"),
+    "addmm": (1, "the flagos tensor over the kernel's result"),
+    "add_ (other thread)": (0, "nothing, on a thread other than the one that imported torch"),
+    "foreach_add_10": (4, "the two converted lists and the call's argument table, grown twice"),
+    "foreach_add_150": (4, "the same as over 10 tensors"),
+}
+
+
+@pytest.fixture(scope="module")
+def counts(tmp_path_factory) -> dict:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if sys.platform != "linux" or not cc:
+        pytest.skip("needs Linux and a C compiler (the one core is built with) for the counter")
+    lib = tmp_path_factory.mktemp("budget") / "libmalloc_count.so"
+    subprocess.run(
+        [cc, "-O2", "-shared", "-fPIC", "-o", str(lib), str(HERE / "malloc_count.c")], check=True
+    )
+    env = dict(os.environ)
+    env.update(
+        FLAGOS_VENDOR="sim",
+        FLAGOS_OP__foreach_add___List="box:cpu",
+        LD_PRELOAD=str(lib),
+        OMP_NUM_THREADS="1",
+    )
+    env.pop("FLAGOS_LOG", None)
+    out = subprocess.run(
+        [sys.executable, str(HERE / "measure.py"), str(lib)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("case", sorted(BUDGET))
+def test_heap_allocations_per_routed_call(counts, case):
+    budget, spent_on = BUDGET[case]
+    got = counts[case]
+    assert got <= budget, (
+        f"{case}: {got:g} heap allocations per call beyond CPU's, budget {budget} ({spent_on}); "
+        f"all cases: {counts}"
+    )
+
+
+def test_list_calls_cost_the_same_whatever_their_length(counts):
+    assert counts["foreach_add_150"] <= counts["foreach_add_10"], counts
