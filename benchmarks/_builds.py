@@ -56,12 +56,15 @@ def rounds(
     """``n_rounds`` rounds of fresh children, native and one per entry of ``sites`` (label ->
     site), each running ``reps`` timed blocks of ``work`` (``"decode"`` or ``"step"``) with ``arg``;
     a block is ``units`` of ``unit``. Returns ms per unit per side and round, ratios native/build
-    per round, and whether each build's results equalled native's in every round."""
+    per round, and how each build's results compared with native's: decoded tokens equal in every
+    round, or the largest relative difference of a training loss (bf16 steps with atomic-add
+    backward kernels differ between two native runs too)."""
     base_path = os.environ.get("PYTHONPATH", "")
     labels = list(sites)
     ms: dict[str, list[float]] = {k: [] for k in ["native", *labels]}
     ratios: dict[str, list[float]] = {k: [] for k in labels}
     equal: dict[str, bool] = dict.fromkeys(labels, True)
+    loss_diff: dict[str, float] = dict.fromkeys(labels, 0.0)
     for i in range(n_rounds):
         sides = {"native": spawn(cfg, native, "", base_path)}
         sides.update({k: spawn(cfg, "flagos", sites[k], base_path) for k in labels})
@@ -74,6 +77,9 @@ def rounds(
             got = {k: _warm_up(side, work, arg) for k, side in sides.items()}
             for k in labels:
                 equal[k] = equal[k] and bool((got[k] == got["native"]).all())
+                if work == "step":
+                    d = abs(float(got[k]) - float(got["native"])) / abs(float(got["native"]))
+                    loss_diff[k] = max(loss_diff[k], d)
             times: dict[str, list[float]] = {k: [] for k in sides}
             order = list(sides)
             for r in range(reps):
@@ -100,6 +106,7 @@ def rounds(
         "ratios": ratios,
         "median_ratio": {k: statistics.median(v) for k, v in ratios.items()},
         "results_equal_native": equal,
+        **({"loss_rel_diff_native": loss_diff} if work == "step" else {}),
         "pinned_cpus": cpus,
     }
     if len(labels) == 2:
@@ -125,6 +132,13 @@ def summary(result: dict, native: str) -> str:
             f"B/A median {statistics.median(result['b_over_a']):.3f}, "
             f"B faster in {result['b_faster_rounds']} of {n}"
         )
-    eq = result["results_equal_native"]
-    lines.append("results equal native: " + ", ".join(f"{k} {v}" for k, v in eq.items()))
+    if "loss_rel_diff_native" in result:
+        diff = result["loss_rel_diff_native"]
+        lines.append(
+            "loss vs native, largest relative difference: "
+            + ", ".join(f"{k} {v:.1e}" for k, v in diff.items())
+        )
+    else:
+        eq = result["results_equal_native"]
+        lines.append("results equal native: " + ", ".join(f"{k} {v}" for k, v in eq.items()))
     return "; ".join(lines)

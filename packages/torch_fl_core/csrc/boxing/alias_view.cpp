@@ -123,12 +123,24 @@ at::Tensor alias_sharing_storage(const at::Tensor& sibling, const at::Tensor& t,
   return alias_over(c10::Storage(sibling.storage()), t, key);
 }
 
+namespace {
+// IntArrayRef's operator== calls memcmp; a routed call's operands have a few
+// dimensions, compared here inline.
+bool same_dims(c10::IntArrayRef a, c10::IntArrayRef b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+}  // namespace
+
 void copy_geometry(const at::Tensor& alias, const at::Tensor& t) {
   // Every alias is an AliasImpl (alias_over builds them all).
   auto* impl = static_cast<AliasImpl*>(alias.unsafeGetTensorImpl());
   const c10::TensorImpl* src = t.unsafeGetTensorImpl();
-  if (impl->storage_offset() != src->storage_offset() || impl->sizes() != src->sizes() ||
-      impl->strides() != src->strides()) {
+  if (impl->storage_offset() != src->storage_offset() || !same_dims(impl->sizes(), src->sizes()) ||
+      !same_dims(impl->strides(), src->strides())) {
     impl->copy_geometry(*src);
   }
   if (impl->is_conj() != t.is_conj()) impl->_set_conj(t.is_conj());

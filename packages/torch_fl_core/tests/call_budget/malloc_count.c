@@ -8,8 +8,11 @@ extern void* __libc_malloc(size_t);
 extern void* __libc_calloc(size_t, size_t);
 extern void* __libc_realloc(void*, size_t);
 
-static __thread int counting;
-static __thread long counted;
+/* initial-exec: a global-dynamic TLS access may call malloc itself (the
+ * first access from a thread allocates its block), which recursed here. */
+#define TFL_TLS __thread __attribute__((tls_model("initial-exec")))
+static TFL_TLS int counting;
+static TFL_TLS long counted;
 
 void* malloc(size_t n) {
   if (counting) ++counted;
