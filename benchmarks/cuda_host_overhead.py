@@ -7,7 +7,8 @@ launch while the GPU runs behind. The same block is then issued on native tensor
 cuda vendor, ``cpu`` elsewhere, ``--native`` overrides). Operators: ``add``, ``mul``, ``relu``,
 ``sum``, 512x512 ``mm``, ``softmax``, ``layer_norm``, in-place ``add_`` and ``add(out=)``, on
 64x64 float32 tensors (``--side``), and ``torch._foreach_add_`` over lists of 10 and 150 tensors of
-256 floats (the list operators of a foreach optimizer).
+256 floats (the list operators of a foreach optimizer), and ``add_`` again with its blocks run on
+a worker thread (autograd runs the backward pass on a device thread of its own).
 
 Method: every case is warmed up, then for each of ``--reps`` repetitions the flagos and native
 blocks of each case are timed back to back (which side goes first alternates). The figure per case
@@ -30,12 +31,18 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 import torch.nn.functional as F
 from _bench_env import record_end
-from _gpu_bench import add_block_args, add_common_args, start, sync, timed_block
+from _gpu_bench import add_block_args, add_common_args, start, sync
+from _gpu_bench import timed_block as _timed_block
 from _report import Table, median_ratio, write_record
+
+# A case whose label starts with this runs its blocks on a worker thread, as autograd's backward
+# runs on a device thread of its own (thread-local state is that thread's).
+OTHER_THREAD = "thread: "
 
 
 def make_cases(
@@ -66,31 +73,43 @@ def make_cases(
         ("add (out=)", lambda: torch.add(a, b, out=out)),
         ("_foreach_add_ x10", lambda: torch._foreach_add_(lists[10][:10], lists[10][10:])),
         ("_foreach_add_ x150", lambda: torch._foreach_add_(lists[150][:150], lists[150][150:])),
+        (OTHER_THREAD + "add_ (in-place)", lambda: ia.add_(b)),
     ]
 
 
 def run(native: str, n: int, reps: int, side: int, mm_side: int, max_block_ms: float) -> list:
+    with ThreadPoolExecutor(1) as worker:
+        return _run(worker, native, n, reps, side, mm_side, max_block_ms)
+
+
+def _run(worker, native: str, n: int, reps: int, side: int, mm_side: int, max_block_ms: float):
     fl = torch.device("flagos", 0)
     nd = torch.device(native, 0) if native == "cuda" else torch.device("cpu")
     fl_cases = make_cases(fl, side, mm_side)
     nat_cases = make_cases(nd, side, mm_side)
     rows = []
     calls = []
-    for (_, ff), (_, fn) in zip(fl_cases, nat_cases, strict=True):
+
+    def timed_block(fn, k, d, label=""):
+        if label.startswith(OTHER_THREAD):
+            return worker.submit(_timed_block, fn, k, d).result()
+        return _timed_block(fn, k, d)
+
+    for (label, ff), (_, fn) in zip(fl_cases, nat_cases, strict=True):
         # Warm up (first-call dispatch, allocator caches, cuBLAS handles) and size the block.
-        timed_block(ff, 20, fl)
-        timed_block(fn, 20, nd)
-        per = max(timed_block(ff, 20, fl)[1], timed_block(fn, 20, nd)[1]) / 20
+        timed_block(ff, 20, fl, label)
+        timed_block(fn, 20, nd, label)
+        per = max(timed_block(ff, 20, fl, label)[1], timed_block(fn, 20, nd, label)[1]) / 20
         calls.append(max(10, min(n, int(max_block_ms * 1e-3 / max(per, 1e-9)))))
     samples: dict[tuple[int, str], list[tuple[float, float]]] = {
         (i, s): [] for i in range(len(fl_cases)) for s in ("flagos", "native")
     }
     for r in range(reps):
-        for i, ((_, ff), (_, fn)) in enumerate(zip(fl_cases, nat_cases, strict=True)):
+        for i, ((label, ff), (_, fn)) in enumerate(zip(fl_cases, nat_cases, strict=True)):
             k = calls[i]
             order = (("flagos", ff, fl), ("native", fn, nd))
             for side_name, f, d in order if (r + i) % 2 == 0 else order[::-1]:
-                sub, tot = timed_block(f, k, d)
+                sub, tot = timed_block(f, k, d, label)
                 samples[(i, side_name)].append((sub / k, tot / k))
     for i, (label, _) in enumerate(fl_cases):
         fs = samples[(i, "flagos")]
@@ -147,14 +166,16 @@ def main(argv: list[str] | None = None) -> int:
             *(r["op"], r["calls_per_block"], r["native_submit_us"], r["flagos_submit_us"]),
             *(r["ratio"], r["paired_median_ratio"], r["total_ratio"]),
         )
+    small = [r for r in rows if not r["op"].startswith("_foreach")]  # the medians' cases
     summary = {
-        "median_ratio": statistics.median(r["ratio"] for r in rows),
-        "median_paired_ratio": statistics.median(r["paired_median_ratio"] for r in rows),
-        "median_total_ratio": statistics.median(r["total_ratio"] for r in rows),
-        "max_ratio": max(r["ratio"] for r in rows),
+        "median_ratio": statistics.median(r["ratio"] for r in small),
+        "median_paired_ratio": statistics.median(r["paired_median_ratio"] for r in small),
+        "median_total_ratio": statistics.median(r["total_ratio"] for r in small),
+        "max_ratio": max(r["ratio"] for r in small),
+        "foreach_ratio": {r["op"]: r["ratio"] for r in rows if r["op"].startswith("_foreach")},
     }
     print(
-        f"\nmedian flagos/{native} submit ratio: {summary['median_ratio']:.2f} "
+        f"\nmedian flagos/{native} submit ratio of the small ops: {summary['median_ratio']:.2f} "
         f"(paired {summary['median_paired_ratio']:.2f}; to the end of the sync "
         f"{summary['median_total_ratio']:.2f}); targets (vs cuda): small ops <= 1.03, foreach <= 1.15/1.3"
     )
