@@ -151,3 +151,86 @@ def test_more_alias_kinds_than_the_pool_keeps(dev):
             fl[d] + fl[d]
     after = _C.alias_pool_stats()
     assert after["builds"] == before["builds"]
+
+
+def test_long_calls_keep_their_aliases_for_the_next_call(dev):
+    # A call holding many aliases (an optimizer's lists, a cat of many parts) takes them from a
+    # table keyed by memory, and the same operands in the next call find them there: nothing
+    # is built the second time.
+    from torch_fl import _C
+
+    parts = [torch.full((3,), float(i), device=dev) for i in range(60)]
+    torch.cat(parts)
+    before = _C.alias_pool_stats()
+    got = torch.cat(parts)
+    after = _C.alias_pool_stats()
+    assert after["builds"] == before["builds"]
+    assert after["hits"] - before["hits"] >= 50
+    torch.testing.assert_close(got.cpu(), torch.cat([p.cpu() for p in parts]))
+
+
+def test_long_calls_over_memory_freed_and_handed_out_again(dev):
+    # Lists of new tensors call after call: the allocator hands the freed blocks out again with
+    # other sizes and dtypes, and every call sees its own operands' values.
+    g = torch.Generator().manual_seed(0)
+    dtypes = [torch.float32, torch.float64, torch.int64, torch.float16]
+    for step in range(12):
+        n = 20 + step * 3
+        sizes = torch.randint(1, 9, (n,), generator=g).tolist()
+        cpu = [
+            torch.randint(0, 100, (k,), generator=g).to(dtypes[(step + i) % len(dtypes)])
+            for i, k in enumerate(sizes)
+        ]
+        got = torch.cat([t.to(dev) for t in cpu])
+        assert torch.equal(got.cpu(), torch.cat(cpu)), step
+
+
+def test_long_calls_with_operands_over_one_storage(dev):
+    # Views of one tensor among many parts share one alias storage, as the kernel would see
+    # them natively: the values are right, and an out= overlapping its inputs raises CPU's error.
+    base_cpu = torch.arange(40.0)
+    base = base_cpu.to(dev)
+    views = [base[i : i + 2] for i in range(0, 40, 2)]
+    others = [torch.full((2,), -float(i), device=dev) for i in range(20)]
+    parts = [p for pair in zip(views, others, strict=True) for p in pair]
+    want = torch.cat([p.cpu() for p in parts])
+    assert torch.equal(torch.cat(parts).cpu(), want)
+    with pytest.raises(RuntimeError) as cpu_err:
+        torch.cat([base_cpu[i : i + 2] for i in range(0, 40, 2)] * 2, out=base_cpu[:0])
+    with pytest.raises(RuntimeError) as fl_err:
+        torch.cat(views * 2, out=base[:0])
+    assert str(fl_err.value).split("\n")[0] == str(cpu_err.value).split("\n")[0]
+
+
+def test_a_call_longer_than_the_long_call_table(dev):
+    # More operands in one call than the table keeps: it starts over while the call holds its
+    # aliases, and the call still sees every operand's own memory.
+    parts = [torch.full((1,), float(i), device=dev) for i in range(9000)]
+    got = torch.cat(parts)
+    assert torch.equal(got.cpu(), torch.arange(9000.0))
+    assert torch.equal(torch.cat(parts[::-1]).cpu(), torch.arange(8999.0, -1.0, -1.0))
+
+
+def test_long_calls_on_several_threads(dev):
+    # Each thread has its own pool: concurrent long calls over their own lists stay exact.
+    import threading
+
+    errors = []
+
+    def work(k: int) -> None:
+        try:
+            parts = [torch.full((2,), float(k * 100 + i), device=dev) for i in range(40)]
+            want = torch.cat([p.cpu() for p in parts])
+            for _ in range(30):
+                if not torch.equal(torch.cat(parts).cpu(), want):
+                    errors.append(k)
+                    return
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
