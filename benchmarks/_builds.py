@@ -16,10 +16,32 @@ each build, and (two builds) B/A per round.
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 
 import gpt_step as G
+
+
+def add_round_args(p: argparse.ArgumentParser, rounds: int, reps: int) -> None:
+    """The options every builds benchmark takes: rounds, blocks per child, pinning, native."""
+    p.add_argument("--rounds", type=int, default=rounds)
+    p.add_argument("--reps", type=int, default=reps)
+    p.add_argument("--cpus", default="auto", help="auto (one CPU near the GPU), none, or N,N,...")
+    p.add_argument("--native", choices=("cuda", "cpu"), default=None)
+    p.add_argument("--quick", action="store_true", help="small model (CPU smoke runs)")
+    p.add_argument("--json", default=None)
+
+
+def native_and_sizes(args: argparse.Namespace) -> tuple[str, dict]:
+    """The native device (cuda where there is one) and the model's sizes: the smoke ones
+    against the CPU or with ``--quick``, as ``gpt_step.py`` chooses them."""
+    import torch
+    from _models import GPT_FULL, GPT_QUICK
+
+    native = args.native or ("cuda" if torch.cuda.is_available() else "cpu")
+    small = args.quick or native == "cpu"
+    return native, dict(GPT_QUICK, **G.QUICK_RUN) if small else dict(GPT_FULL, **G.FULL_RUN)
 
 
 def spawn(cfg: dict, dev: str, site: str, base_path: str) -> G.RemoteSide:

@@ -25,7 +25,6 @@ import time
 import _builds
 import gpt_step as G
 from _bench_env import describe, load_avg, record_end
-from _models import GPT_FULL, GPT_QUICK
 from _report import write_record
 
 
@@ -39,19 +38,9 @@ def main(argv: list[str] | None = None) -> int:
         "(the installed one; both left out: installed against installed, the noise floor)",
     )
     p.add_argument("site_b", nargs="?", default="", help="build B, likewise")
-    p.add_argument("--rounds", type=int, default=9)
-    p.add_argument("--reps", type=int, default=6)
-    p.add_argument("--cpus", default="auto", help="auto (one CPU near the GPU), none, or N,N,...")
-    p.add_argument("--native", choices=("cuda", "cpu"), default=None)
-    p.add_argument("--quick", action="store_true", help="small model (CPU smoke runs)")
-    p.add_argument("--json", default=None)
+    _builds.add_round_args(p, rounds=9, reps=6)
     args = p.parse_args(argv)
-
-    import torch
-
-    native = args.native or ("cuda" if torch.cuda.is_available() else "cpu")
-    small = args.quick or native == "cpu"  # as gpt_step.py: smoke sizes against the CPU
-    cfg = dict(GPT_QUICK, **G.QUICK_RUN) if small else dict(GPT_FULL, **G.FULL_RUN)
+    native, cfg = _builds.native_and_sizes(args)
     steps = cfg["decode_steps"]
     cpus = G.decode_cpus(args.cpus, native)
     env = describe(load_avg())

@@ -25,7 +25,7 @@ import time
 import _builds
 import gpt_step as G
 from _bench_env import describe, load_avg, record_end
-from _models import GPT_FULL, GPT_QUICK
+from _models import GPT_FULL
 from _report import write_record
 
 
@@ -35,20 +35,11 @@ def main(argv: list[str] | None = None) -> int:
         "sites", nargs="*", help="builds: directories first on PYTHONPATH ('' installed)"
     )
     p.add_argument("--batches", default=None, help="comma-separated batch sizes (default 8,64)")
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--reps", type=int, default=5)
     p.add_argument("--steps", type=int, default=3, help="training steps per timed block")
-    p.add_argument("--cpus", default="auto", help="auto (one CPU near the GPU), none, or N,N,...")
-    p.add_argument("--native", choices=("cuda", "cpu"), default=None)
-    p.add_argument("--quick", action="store_true", help="small model (CPU smoke runs)")
-    p.add_argument("--json", default=None)
+    _builds.add_round_args(p, rounds=5, reps=5)
     args = p.parse_args(argv)
-
-    import torch
-
-    native = args.native or ("cuda" if torch.cuda.is_available() else "cpu")
-    small = args.quick or native == "cpu"
-    base = dict(GPT_QUICK, **G.QUICK_RUN) if small else dict(GPT_FULL, **G.FULL_RUN)
+    native, base = _builds.native_and_sizes(args)
+    small = base["vocab"] < GPT_FULL["vocab"]
     batches = [int(b) for b in (args.batches or ("2,4" if small else "8,64")).split(",")]
     sites = {"flagos": ""} if not args.sites else {chr(65 + i): s for i, s in enumerate(args.sites)}
     cpus = G.decode_cpus(args.cpus, native)
