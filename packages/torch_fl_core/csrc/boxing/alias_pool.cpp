@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "boxing/alias_view.h"
+#include "boxing/pointer_index.h"
 
 namespace torch_fl::boxing {
 namespace {
@@ -43,22 +44,15 @@ struct KindPool {
 // slot. It grows to kMaxLongSlots (at most half full), then starts over empty
 // (dropping the pool's references is safe, as for the kinds above).
 struct LongSlot {
-  const void* data = nullptr;
-  size_t nbytes = 0;
   uint64_t kind = 0;
-  AliasSlot slot;  // slot.alias undefined: empty
+  AliasSlot slot;  // keyed by slot.data and slot.nbytes; slot.alias undefined: empty
 };
 constexpr size_t kMaxLongSlots = size_t{1} << 14;
 struct LongTable {
   std::vector<LongSlot> slots;
   size_t live = 0;
 
-  static size_t hash(const void* data, uint64_t kind) {
-    uint64_t h = reinterpret_cast<uintptr_t>(data) ^ (kind * 0x9e3779b97f4a7c15ULL);
-    h ^= h >> 31;
-    h *= 0xbf58476d1ce4e5b9ULL;
-    return static_cast<size_t>(h ^ (h >> 29));
-  }
+  static size_t hash(const void* data, uint64_t kind) { return pointer_hash(data, kind); }
   // A free alias viewing (data, nbytes, kind), or the empty slot to build one
   // in (nullptr: no room without growing).
   LongSlot* find(const void* data, size_t nbytes, uint64_t kind, bool& found);
@@ -164,7 +158,7 @@ LongSlot* LongTable::find(const void* data, size_t nbytes, uint64_t kind, bool& 
     if (!s.slot.alias.defined()) return &s;
     // The same memory held twice at once (two storages over one block) takes
     // another slot further on.
-    if (s.data == data && s.nbytes == nbytes && s.kind == kind && is_free(s.slot.alias)) {
+    if (s.slot.data == data && s.slot.nbytes == nbytes && s.kind == kind && is_free(s.slot.alias)) {
       found = true;
       return &s;
     }
@@ -182,7 +176,7 @@ void LongTable::make_room() {
   const size_t mask = slots.size() - 1;
   for (LongSlot& s : old) {
     if (!s.slot.alias.defined()) continue;
-    size_t i = hash(s.data, s.kind) & mask;
+    size_t i = hash(s.slot.data, s.kind) & mask;
     while (slots[i].slot.alias.defined()) i = (i + 1) & mask;
     slots[i] = std::move(s);
   }
@@ -203,7 +197,7 @@ at::Tensor long_call_alias(AliasPool& pool, const at::Tensor& t, void* data, siz
   }
   ++pool.stats.builds;
   at::Tensor alias = build_alias(t, c10::DataPtr(data, device), device, key);
-  *s = LongSlot{data, nbytes, kind, AliasSlot{alias, data, nbytes, pool.tick}};
+  *s = LongSlot{kind, AliasSlot{alias, data, nbytes, pool.tick}};
   ++table.live;
   return alias;
 }

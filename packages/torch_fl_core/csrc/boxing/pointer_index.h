@@ -14,6 +14,15 @@
 
 namespace torch_fl::boxing {
 
+// The slot hash of the open-addressed tables of boxing (this one and the
+// alias pool's long-call table): a pointer mixed with a tag.
+inline size_t pointer_hash(const void* p, uint64_t tag) {
+  uint64_t h = reinterpret_cast<uintptr_t>(p) ^ (tag * 0x9e3779b97f4a7c15ULL);
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  return static_cast<size_t>(h ^ (h >> 29));
+}
+
 class PointerIndex {
  public:
   // The value stored for (key, tag), or -1.
@@ -60,10 +69,7 @@ class PointerIndex {
     uint32_t value = 0;
   };
   static size_t hash(const void* key, uint32_t tag) {
-    uint64_t h = reinterpret_cast<uintptr_t>(key) ^ (uint64_t{tag} << 61);
-    h ^= h >> 29;
-    h *= 0xbf58476d1ce4e5b9ULL;
-    return static_cast<size_t>(h ^ (h >> 32));
+    return pointer_hash(key, uint64_t{tag} << 61);
   }
   void grow();
 
