@@ -2,8 +2,9 @@
 
 Every vendor runs this unchanged. Which Inductor scheduling compiles flagos graphs is the vendor's
 declared choice (``torch_fl.compile.scheduling()``: C++ on host-addressable devices such as sim,
-Triton on vendors whose Triton targets their device); tests that need one kind skip with the
-reason otherwise. Compiles are slow on small CI machines, so the models are tiny and few.
+Triton on vendors whose Triton targets their device); a vendor with neither runs compiled graphs
+on its routed kernels. Tests of the generated code skip with the reason where there is none.
+Compiles are slow on small CI machines, so the models are tiny and few.
 """
 
 from __future__ import annotations
@@ -24,13 +25,9 @@ pytestmark = pytest.mark.compile
 TOL = tolerances.FLOAT32_STEPS.kwargs()
 
 
-@pytest.fixture(autouse=True)
-def _vendor_compiles(request, flagos):
-    """Every test but the clean-error one skips where the vendor declares torch.compile absent
-    (the conftest's ``vendor_compiles``)."""
-    if request.node.name == "test_uncompilable_vendor_errors_cleanly":
-        return
-    request.getfixturevalue("vendor_compiles")
+# Tests of Inductor's generated code (kernels, wrapper, tuning tables): they skip, saying why,
+# where the vendor has no code generation.
+needs_codegen = pytest.mark.usefixtures("vendor_codegen")
 
 
 @pytest.fixture
@@ -56,6 +53,7 @@ def _on_flagos(*tensors: torch.Tensor) -> None:
         assert t.device.type == "flagos", f"{t.device} is not flagos"
 
 
+@needs_codegen
 def test_registered_at_import(flagos):
     import torch._inductor.compile_fx  # noqa: F401 - completes the registration, as compile does
     import torch_fl.compile
@@ -118,6 +116,7 @@ class _Records(logging.Handler):
         self.messages.append(record.getMessage())
 
 
+@needs_codegen
 def test_matmul_template_heuristics_found(dynamo):
     """Template selection for mm/addmm on flagos (max-autotune GEMMs) finds Inductor's heuristics
     for the device type flagos shares tuning with: without them Inductor logged "No template
@@ -176,6 +175,7 @@ def test_cpu_max_autotune_gemms_compile_beside_flagos(flagos):
     assert "COMPILED cpu" in r.stdout, r.stdout + r.stderr[-4000:]
 
 
+@needs_codegen
 def test_tuning_tables_are_the_tuning_device_types(flagos):
     """Inductor's device-type-keyed tuning answers for flagos what it answers for
     ``tuning_device_type()`` (the Triton target's type, or cpu under C++ scheduling)."""
@@ -336,16 +336,27 @@ def test_sdpa_without_grad_and_dynamic_shapes(dynamo):
 
 def test_sdpa_traced_kernel_is_the_eager_choice(flagos):
     """Tracing asks the vendor's choice on the operands' geometry: the graph holds the fused kernel
-    eager mode runs (or the math decomposition when the vendor picks math), never a call of
+    eager mode runs (or the math decomposition where eager runs math), never a call of
     _fused_sdp_choice itself (an int node the joint-graph partitioner rejects)."""
     from torch.fx.experimental.proxy_tensor import make_fx
-    from torch.nn.attention import SDPBackend
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Called(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.names: set[str] = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.add(func._schema.name.split("::")[-1])
+            return func(*args, **(kwargs or {}))
 
     def f(q, k, v):
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
     q = torch.randn(2, 4, 8, 16, device="flagos")
-    eager_choice = SDPBackend(torch._fused_sdp_choice(q, q, q, is_causal=True)).name.lower()
+    fused = {op for ops in _FUSED_SDPA_OPS.values() for op in ops}
+    with Called() as eager:
+        f(q, q, q)
     graph = make_fx(f, tracing_mode="fake")(q, q, q)
     called = {
         str(n.target).split(".")[1]
@@ -354,14 +365,123 @@ def test_sdpa_traced_kernel_is_the_eager_choice(flagos):
         if str(n.target).startswith("aten.")
     }
     assert "_fused_sdp_choice" not in called, sorted(called)
-    fused = {op for ops in _FUSED_SDPA_OPS.values() for op in ops}
-    if eager_choice == "math":
-        assert not called & fused, f"eager runs math, the traced graph {sorted(called & fused)}"
-    else:
-        expected = set(_FUSED_SDPA_OPS[eager_choice])
-        assert called & expected, (
-            f"eager picks {eager_choice}; the traced graph calls {sorted(called)}"
+    assert called & fused == eager.names & fused, (
+        f"eager runs {sorted(eager.names & fused) or 'math'}; the traced graph calls "
+        f"{sorted(called)}"
+    )
+
+
+class SmallCNN(nn.Module):
+    """Conv, batch norm, pooling: the layers of a timm-style CNN stem and head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 8, 3, padding=1, bias=False),
+            nn.BatchNorm2d(8),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(8, 16, 3, stride=2),
+            nn.BatchNorm2d(16),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
         )
+        self.head = nn.Linear(16, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x).flatten(1))
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("mode", ["inference", "training"])
+def test_compiled_cnn(dynamo, layout, mode):
+    """A compiled CNN (Inductor's layout optimisation makes its convolutions channels_last)
+    matches eager: what a flagos convolution returns has the strides its fake kernel predicts."""
+    fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
+    torch.manual_seed(0)
+    eager = SmallCNN().to("flagos", memory_format=fmt).train(mode == "training")
+    compiled_model = SmallCNN().to("flagos", memory_format=fmt).train(mode == "training")
+    compiled_model.load_state_dict(eager.state_dict())
+    x = torch.randn(4, 3, 16, 16, device="flagos").to(memory_format=fmt)
+    step = torch.compile(compiled_model)
+    if mode == "inference":
+        with torch.no_grad():
+            out_c, out_e = step(x), eager(x)
+        _on_flagos(out_c)
+        torch.testing.assert_close(out_c, out_e, **tolerances.COMPILED_BLOCK.kwargs())
+        return
+    out_c, out_e = step(x), eager(x)
+    _on_flagos(out_c)
+    torch.testing.assert_close(out_c, out_e, **tolerances.COMPILED_BLOCK.kwargs())
+    out_c.square().mean().backward()
+    out_e.square().mean().backward()
+    for (name, pe), pc in zip(eager.named_parameters(), compiled_model.parameters(), strict=True):
+        assert pc.grad is not None, name
+        torch.testing.assert_close(
+            pc.grad, pe.grad, **tolerances.COMPILED_BLOCK_GRAD.kwargs(), msg=name
+        )
+    for (name, be), bc in zip(eager.named_buffers(), compiled_model.buffers(), strict=True):
+        torch.testing.assert_close(bc, be, **tolerances.COMPILED_BLOCK.kwargs(), msg=name)
+    assert graph_breaks() == 0
+
+
+_CONV_LAYOUTS = [(1, False, False)] + [
+    (dims, input_cl, weight_cl)
+    for dims in (2, 3)
+    for input_cl in (False, True)
+    for weight_cl in (False, True)
+]
+
+
+@pytest.mark.parametrize(
+    ("dims", "input_cl", "weight_cl"),
+    _CONV_LAYOUTS,
+    ids=[
+        f"{d}d-input_{'cl' if i else 'dense'}-weight_{'cl' if w else 'dense'}"
+        for d, i, w in _CONV_LAYOUTS
+    ],
+)
+def test_convolution_strides_are_the_fake_kernels(flagos, dims, input_cl, weight_cl):
+    """Eager convolution and its gradients on flagos have the strides PyTorch's fake kernel
+    predicts for them, whichever layouts the operands have (compiled graphs assert them)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    fmt = {2: torch.channels_last, 3: torch.channels_last_3d}.get(dims)
+    shape = (2, 4) + (6,) * dims
+    x = torch.randn(shape, device="flagos")
+    w = torch.randn((5, 4) + (3,) * dims, device="flagos")
+    if input_cl:
+        x = x.to(memory_format=fmt)
+    if weight_cl:
+        w = w.to(memory_format=fmt)
+    x.requires_grad_()
+    w.requires_grad_()
+
+    def run(xi, wi):
+        out = torch.ops.aten.convolution(
+            xi, wi, None, [1] * dims, [0] * dims, [1] * dims, False, [0] * dims, 1
+        )
+        grads = torch.ops.aten.convolution_backward(
+            torch.ones_like(out),
+            xi,
+            wi,
+            None,
+            [1] * dims,
+            [0] * dims,
+            [1] * dims,
+            False,
+            [0] * dims,
+            1,
+            [True, True, False],
+        )
+        return out, grads[0], grads[1]
+
+    with torch.no_grad():
+        got = run(x, w)
+        with FakeTensorMode() as mode:
+            predicted = run(mode.from_tensor(x), mode.from_tensor(w))
+    for name, g, p in zip(("output", "grad_input", "grad_weight"), got, predicted, strict=True):
+        assert g.stride() == p.stride(), f"{name}: {g.stride()} != predicted {p.stride()}"
 
 
 def test_dynamic_shapes(dynamo):
@@ -457,6 +577,7 @@ def test_triton_kernels_run_on_flagos_current_stream(dynamo, flagos):
     torch.testing.assert_close(out, x.sin() * 2 + 1, **TOL)
 
 
+@needs_codegen
 def test_buffers_are_allocated_on_their_device(dynamo, flagos):
     """Inductor's buffers on flagos come from flagos' direct allocator (as ``empty_strided_cuda``
     on CUDA), on the device of the graph (the last one: another than the current where the vendor
@@ -482,12 +603,49 @@ def test_buffers_are_allocated_on_their_device(dynamo, flagos):
         torch.testing.assert_close(got, want, **TOL)
 
 
-def test_uncompilable_vendor_errors_cleanly(dynamo):
+def test_vendor_without_codegen_runs_routed_kernels(dynamo):
+    """A vendor without Inductor code generation still runs compiled code: AOTAutograd's graphs,
+    each operator on the vendor's routed kernels, eager's results, one notice naming the vendor."""
     import torch_fl.compile
+    from torch_fl.compile import routed_graphs
 
     if torch_fl.compile.scheduling() is not None:
-        pytest.skip(f"vendor {torch_fl.vendor().name!r} compiles")
-    x = torch.randn(8, device="flagos")
-    with pytest.raises(Exception, match="cannot run torch.compile'd code"):
-        torch.compile(lambda t: t.sin() + 1)(x)
-    torch.testing.assert_close((x.sin() + 1).cpu(), x.cpu().sin() + 1)  # eager still works
+        pytest.skip(
+            f"vendor {torch_fl.vendor().name!r} compiles with "
+            f"{torch_fl.compile.scheduling()!r} scheduling"
+        )
+    torch.manual_seed(0)
+    lin = nn.Linear(16, 8).to("flagos")
+    x = torch.randn(4, 16, device="flagos")
+    before = routed_graphs.compiled_graphs()
+    out = torch.compile(lambda t: F.gelu(lin(t)).sin() + 1, fullgraph=True)(x)
+    assert routed_graphs.compiled_graphs() == before + 1
+    _on_flagos(out)
+    torch.testing.assert_close(out, F.gelu(lin(x)).sin() + 1, rtol=0, atol=0)  # eager's kernels
+    out.sum().backward()
+    assert lin.weight.grad is not None
+    _on_flagos(lin.weight.grad)
+
+
+def test_fullgraph_compile_first_in_process(flagos):
+    """The first compilation of a process may be a CPU-only fullgraph one: flagos' registration
+    completes inside it (an import hook) and must not disturb it or the flagos compiles after."""
+    code = textwrap.dedent(
+        """
+        import torch
+        out = torch.compile(lambda x: x * 3, fullgraph=True)(torch.ones(2))
+        assert out.tolist() == [3.0, 3.0], out
+        x = torch.arange(4.0, device="flagos")
+        got = torch.compile(lambda t: t * 2 + 1, fullgraph=True)(x)
+        assert got.device.type == "flagos" and got.cpu().tolist() == [1.0, 3.0, 5.0, 7.0], got
+        print("COMPILED")
+        """
+    )
+    r = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert "COMPILED" in r.stdout, r.stdout + r.stderr[-4000:]

@@ -460,7 +460,7 @@ def _compiled_run(name: str):
 
 
 @pytest.fixture
-def compiled(vendor_compiles, compiled_runs):
+def compiled(flagos, compiled_runs):
     """compiled(name) -> the model's entry in ``compiled_runs``, compiled on first use; Dynamo is
     reset around each compile and after the test."""
     import torch._dynamo

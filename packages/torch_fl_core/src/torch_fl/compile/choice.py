@@ -8,7 +8,8 @@ A vendor chooses with attributes on its :class:`torch_fl.vendors.Vendor` object:
   kernels compiled for that target and launched on the ``flagos`` current stream, which the vendor
   guarantees is the target's current stream (the cuda vendor's streams *are* CUDA streams).
 - unset (``None``): decided by capability: host-addressable memory means ``"cpp"``; otherwise
-  the vendor cannot compile and ``torch.compile`` says so when it lowers a ``flagos`` graph.
+  Inductor generates no code for the vendor and ``torch.compile`` runs its graphs on the routed
+  kernels (:mod:`torch_fl.compile.routed_graphs`).
 
 ``compile_graphs = True`` declares that ``mode="reduce-overhead"`` captures device graphs.
 """

@@ -510,11 +510,13 @@ def _share_config_heuristics() -> None:
     cls.get_config_heuristics = get_config_heuristics
 
 
-def _refuse_flagos_graphs(compile_fx_module: ModuleType, vendor: str) -> None:
-    """A vendor that cannot compile gets a clear error when a flagos graph reaches Inductor.
+def _run_without_codegen(compile_fx_module: ModuleType, vendor: str) -> None:
+    """A vendor without code generation runs its ``flagos`` graphs on its routed kernels
+    (:mod:`torch_fl.compile.routed_graphs`); graphs without ``flagos`` tensors go to Inductor.
 
-    Why here and not only in the scheduling class: Inductor may lower such a graph with its CPU
-    C++ codegen anyway, and C++ kernels dereferencing device pointers crash the process.
+    Why at ``compile_fx`` (Inductor's entry) and not with a scheduling class: Inductor would lower
+    such a graph with its CPU C++ codegen, and C++ kernels dereferencing device pointers crash
+    the process.
     """
     original = compile_fx_module.compile_fx
     if getattr(original, "_torch_fl", False):
@@ -524,10 +526,9 @@ def _refuse_flagos_graphs(compile_fx_module: ModuleType, vendor: str) -> None:
         if any(
             isinstance(t, torch.Tensor) and t.device.type == _DEVICE for t in example_inputs or ()
         ):
-            raise RuntimeError(
-                f"flagos: vendor {vendor!r} cannot run torch.compile'd code: its memory is not "
-                f"host-addressable and it declares no compile_scheduling (see docs/compile.md)"
-            )
+            from torch_fl.compile import routed_graphs
+
+            return routed_graphs.compile_graph(model, example_inputs, vendor)
         return original(model, example_inputs, *args, **kwargs)
 
     compile_fx._torch_fl = True  # type: ignore[attr-defined]
@@ -548,9 +549,9 @@ def register(_compile_fx: ModuleType) -> None:
 
     kind = scheduling.scheduling()
     if kind is None:
-        # Nothing to generate code for: a flagos graph is refused where it enters Inductor.
-        _refuse_flagos_graphs(_compile_fx, scheduling.vendor_name())
-        torch._dynamo.reset()
+        # Nothing to generate code for: flagos graphs run on the routed kernels. No Dynamo reset
+        # here: this runs from an import hook, often inside the first compilation.
+        _run_without_codegen(_compile_fx, scheduling.vendor_name())
         return
     common.register_backend_for_device(_DEVICE, _scheduling_class(), _wrapper_classes()[0])
     _register_device_op_overrides(common)
