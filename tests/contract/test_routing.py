@@ -876,6 +876,101 @@ def test_override_from_many_threads_leaves_the_table_intact():
     assert routing.activation.scoped_overrides() == []
 
 
+def test_route_changes_never_unroute_other_threads_calls():
+    """Entering and leaving override() swaps whole tables: another thread's routed calls run on the
+    old routes or the new ones, never on the CPU fallback for want of a route (nor fail there)."""
+    from torch_fl import _C, routing
+
+    x = torch.arange(64, dtype=torch.float32, device="flagos")
+    routed = {r[0] for r in _C.router_routes()} & {"aten::add.Tensor", "aten::mul.Tensor"}
+    if not routed:
+        pytest.skip(f"vendor {_vendor_name()!r} routes neither add.Tensor nor mul.Tensor")
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            while not stop.is_set():
+                (x + 1) * 2
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    before = dict(_C.fallback_counts())
+    t = threading.Thread(target=worker)
+    t.start()
+    try:
+        for _ in range(200):
+            with routing.override({"abs": "cpu"}):
+                pass
+    finally:
+        stop.set()
+        t.join()
+    assert not errors, errors[0]
+    after = dict(_C.fallback_counts())
+    # An unrouted add.Tensor reaches the fallback as add.out: any new fallback call is one.
+    fell_back = {op: n - before.get(op, 0) for op, n in after.items() if n != before.get(op, 0)}
+    assert not fell_back, f"calls fell back to the CPU during route changes: {fell_back}"
+
+
+COUNTS_CHILD = """
+import torch, torch_fl.routing
+x = torch.tensor([-1.0, 2.0], device="flagos")
+for _ in range(20):
+    x.abs()
+with torch_fl.routing.override({"neg": "cpu"}):
+    x.neg()
+torch_fl.routing.load_routes()
+print("workload done", flush=True)
+"""
+
+
+def test_fallback_budget_counts_survive_route_changes():
+    """Calls counted before an override() or load_routes() still count at exit: a CI gate on the
+    CPU fallback's share cannot be reset by changing routes."""
+    r = run_child(COUNTS_CHILD, FLAGOS_FALLBACK_BUDGET="0", FLAGOS_OP_abs="cpu")
+    assert "workload done" in r.stdout, r.stderr
+    assert r.returncode == 3, (r.returncode, r.stderr)
+    assert re.search(r"^  abs  20  \(routed to cpu\)$", r.stderr, re.M), r.stderr
+
+
+LOG_CHILD = """
+import threading, torch
+x = torch.tensor([-1.0, 2.0], device="flagos")
+def work():
+    for _ in range(200):
+        x.abs()
+        x.neg()
+threads = [threading.Thread(target=work) for _ in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+"""
+
+
+def test_fallback_log_lines_are_whole_under_threads():
+    r = run_child(LOG_CHILD, FLAGOS_LOG="fallback", FLAGOS_OP_abs="cpu", FLAGOS_OP_neg="cpu")
+    assert r.returncode == 0, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if "flagos fallback" in ln]
+    assert len(lines) >= 1600, len(lines)
+    bad = [ln for ln in lines if not re.fullmatch(r"\[flagos fallback\] (abs|neg) -> cpu", ln)]
+    assert not bad, bad[:5]
+
+
+def test_convolution_is_counted_wherever_it_runs():
+    """Convolutions reach their backend through ATen's overrideable kernels, outside a route
+    kernel: they are counted all the same (as CPU fallback calls where the CPU fallback runs
+    them), so the census and FLAGOS_FALLBACK_BUDGET see them."""
+    from torch_fl import _C
+
+    conv = torch.nn.Conv2d(3, 4, 3).to("flagos")
+    x = torch.randn(1, 3, 8, 8, device="flagos", requires_grad=True)
+    before = _C.dispatch_counts()
+    conv(x).sum().backward()
+    after = _C.dispatch_counts()
+    for op in ("aten::convolution", "aten::convolution_backward"):
+        grew = sum(after.get(op, {}).values()) - sum(before.get(op, {}).values())
+        assert grew == 1, (op, before.get(op), after.get(op))
+
+
 BUDGET_CHILD = """
 import torch
 x = torch.tensor([-1.0, 2.0], device="flagos")

@@ -5,12 +5,21 @@
 // convolutions: the one aten::convolution_backward is routed to (a vendor's
 // box:<key> then runs the forward in the same library, e.g. cuDNN for
 // box:cuda), else box:cpu where the runtime's memory is host addressable
-// (zero copies), else ATen's CPU fallback.
+// (zero copies), else ATen's CPU fallback. Every call is counted (the census
+// and FLAGOS_FALLBACK_BUDGET see it), as a CPU fallback when it is one.
+//
+// Layout: the answer has the memory format PyTorch's fake kernel predicts for
+// a flagos convolution (its _select_conv_backend says Overrideable, whose
+// format ATen decides), whatever the backend computed in: compiled graphs
+// assert the predicted strides. cuDNN and mkldnn answer channels_last for a
+// channels_last weight, so such a result is restrided, one copy.
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/native/ConvUtils.h>
 #include <torch/library.h>
 
 #include "router/backend.h"
+#include "router/fallback_counts.h"
 #include "router/router.h"
 
 namespace torch_fl {
@@ -41,8 +50,24 @@ const c10::OperatorHandle& conv_op(bool backward) {
 
 torch::jit::Stack run_routed(bool backward, c10::ScalarType dtype, torch::jit::Stack stack) {
   const c10::OperatorHandle& op = conv_op(backward);
-  conv_route(op, dtype).call(op, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), &stack);
+  Backend& backend = conv_route(op, dtype);
+  static const Backend* const cpu = find_backend("cpu").get();
+  if (&backend == cpu) {
+    call_cpu_fallback(op, &stack, /*counted=*/true);
+  } else {
+    count_served(backward ? "aten::convolution_backward" : "aten::convolution", backend);
+    backend.call(op, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), &stack);
+  }
   return stack;
+}
+
+// The format PyTorch's fake and meta kernels give a flagos convolution's
+// output (and its input and weight gradients).
+at::Tensor as_predicted(at::Tensor result, const at::Tensor& input, const at::Tensor& weight) {
+  if (!result.defined()) return result;
+  const at::MemoryFormat format = at::native::_determine_backend_memory_format(
+      input, weight, at::native::ConvBackend::Overrideable);
+  return result.is_contiguous(format) ? result : result.contiguous(format);
 }
 
 at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
@@ -53,7 +78,9 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   torch::jit::Stack stack;
   torch::jit::push(stack, input, weight, bias, stride, padding, dilation, transposed,
                    output_padding, groups);
-  return run_routed(/*backward=*/false, input.scalar_type(), std::move(stack)).at(0).toTensor();
+  return as_predicted(
+      run_routed(/*backward=*/false, input.scalar_type(), std::move(stack)).at(0).toTensor(), input,
+      weight);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable(
@@ -75,7 +102,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
                    c10::List<bool>({output_mask[0], output_mask[1], output_mask[2]}));
   auto out = run_routed(/*backward=*/true, grad_output.scalar_type(), std::move(stack));
   auto tensor = [](const c10::IValue& v) { return v.isTensor() ? v.toTensor() : at::Tensor(); };
-  return {tensor(out.at(0)), tensor(out.at(1)), tensor(out.at(2))};
+  return {as_predicted(tensor(out.at(0)), input, weight),
+          as_predicted(tensor(out.at(1)), input, weight), tensor(out.at(2))};
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {

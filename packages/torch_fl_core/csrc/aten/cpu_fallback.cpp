@@ -224,8 +224,10 @@ void run_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, b
   }
   if (count) count_fallback(full_name(schema.operator_name()));
   if (g_log.load(std::memory_order_relaxed)) {
-    std::cerr << "[flagos fallback] " << short_name(schema.operator_name()) << " -> cpu"
-              << (aliased ? " (arguments share memory)" : "") << "\n";
+    // One write per line: threads logging at once must not interleave mid-line.
+    std::string line = "[flagos fallback] " + short_name(schema.operator_name()) + " -> cpu" +
+                       (aliased ? " (arguments share memory)" : "") + "\n";
+    std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
   }
   if (aliased) {
     run_storage_exact(op, stack);

@@ -112,6 +112,27 @@ class RouteKernel final : public c10::OperatorKernel {
   RouteState* state_;
 };
 
+// The dispatcher warns when a kernel is registered over another for the same
+// operator and key, which a route change does on purpose; other warnings pass.
+class QuietKernelOverride final : public c10::WarningHandler {
+ public:
+  QuietKernelOverride() : previous_(c10::WarningUtils::get_warning_handler()) {
+    c10::WarningUtils::set_warning_handler(this);
+  }
+  ~QuietKernelOverride() override { c10::WarningUtils::set_warning_handler(previous_); }
+  QuietKernelOverride(const QuietKernelOverride&) = delete;
+  QuietKernelOverride& operator=(const QuietKernelOverride&) = delete;
+  void process(const c10::Warning& warning) override {
+    if (warning.msg().find("Overriding a previously registered kernel") != std::string::npos) {
+      return;
+    }
+    previous_->process(warning);
+  }
+
+ private:
+  c10::WarningHandler* previous_;
+};
+
 std::mutex g_install_mutex;
 std::atomic<uint64_t> g_generation{1};  // bumped by every install (RouteProbe)
 // The registrations live as long as this Library; replacing it deregisters
@@ -195,8 +216,11 @@ bool RouteState::log_enabled() { return g_dispatch_log.load(std::memory_order_re
 void RouteState::log(const RouteTarget& t) const {
   std::lock_guard<std::mutex> lock(g_logged_mutex);
   if (g_logged->emplace(op_, t.backend->name()).second) {
-    std::cerr << "[flagos dispatch] " << short_name(handle_.operator_name()) << " -> "
-              << t.backend->name() << std::endl;
+    // One write per line: threads logging at once must not interleave mid-line.
+    const std::string line = "[flagos dispatch] " + short_name(handle_.operator_name()) + " -> " +
+                             t.backend->name() + "\n";
+    std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
+    std::cerr.flush();
   }
 }
 
@@ -286,16 +310,24 @@ void router_install(const std::vector<RouteSpec>& routes, bool unboxed) {
     }
     states.push_back(std::move(state));
   }
-  // Deregister the old set first: one kernel per (op, key) at a time.
+  // The new set is registered on top of the old one, then the old one is
+  // dropped: a thread calling meanwhile runs the old route or the new one,
+  // never an unrouted operator (the dispatcher keeps a stack of kernels per
+  // operator and key, the latest registered in use).
+  std::vector<c10::RegistrationHandleRAII> unboxed_handles;
+  {
+    QuietKernelOverride quiet;
+    for (auto& [reg, fn] : kernels) library->impl(reg.c_str(), std::move(fn));
+    for (auto& [name, k] : unboxed_kernels) {
+      unboxed_handles.push_back(c10::Dispatcher::singleton().registerImpl(
+          name, c10::DispatchKey::PrivateUse1, std::move(k.kernel), k.signature,
+          /*inferred_function_schema=*/nullptr, "torch_fl router (generated unboxed kernel)"));
+    }
+  }
   g_library->reset();
   g_unboxed->clear();
-  for (auto& [reg, fn] : kernels) library->impl(reg.c_str(), std::move(fn));
-  for (auto& [name, k] : unboxed_kernels) {
-    g_unboxed->push_back(c10::Dispatcher::singleton().registerImpl(
-        name, c10::DispatchKey::PrivateUse1, std::move(k.kernel), k.signature,
-        /*inferred_function_schema=*/nullptr, "torch_fl router (generated unboxed kernel)"));
-  }
   *g_library = std::move(library);
+  *g_unboxed = std::move(unboxed_handles);
   for (RouteState* s : *g_states) g_retired->emplace_back(s);
   g_states->clear();
   g_by_name->clear();
@@ -341,8 +373,14 @@ std::map<std::string, std::map<std::string, int64_t>> dispatch_counts() {
   {
     std::lock_guard<std::mutex> lock(g_install_mutex);
     for (const RouteState* s : *g_states) s->collect(out);
+    // Replaced tables' counts: a route change (override, load_routes) keeps
+    // what was counted, including calls still running on the old routes.
+    for (const auto& s : *g_retired) s->collect(out);
   }
   for (const auto& [op, n] : fallback_counts()) out[op]["cpu"] += n;
+  for (const auto& [op, backends] : served_counts()) {
+    for (const auto& [backend, n] : backends) out[op][backend] += n;
+  }
   return out;
 }
 
@@ -350,6 +388,7 @@ void reset_dispatch_counts() {
   {
     std::lock_guard<std::mutex> lock(g_install_mutex);
     for (RouteState* s : *g_states) s->reset();
+    for (auto& s : *g_retired) s->reset();
   }
   reset_fallback_counts();
 }
