@@ -135,3 +135,23 @@ def test_the_vendor_says_it_runs_on_the_emulator(emu, gcu):
     assert proc.returncode == 0, proc.stderr
     assert f"  emulated:  {described}" in proc.stdout.splitlines(), proc.stdout
     assert "(emulated)" in next(ln for ln in proc.stdout.splitlines() if ln.startswith("devices:"))
+
+
+def test_more_devices_than_pytorch_can_number_is_a_clear_error(emu, gcu):
+    """PyTorch device indices are 8-bit: a runtime reporting more than 127 devices is refused at
+    activation, naming the runtime, the count and the limit (it used to wrap to a negative
+    device_count)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "FLAGOS_VENDOR": "gcu", "TOPS_EMU_DEVICE_COUNT": "200"}
+    proc = subprocess.run(
+        [sys.executable, "-c", "import torch; print(torch.flagos.device_count())"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+    )
+    assert proc.returncode != 0, proc.stdout
+    assert "runtime 'topsrt' reports 200 devices, more than the 127" in proc.stderr, proc.stderr

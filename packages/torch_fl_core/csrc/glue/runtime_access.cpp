@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <cstddef>
 #include <mutex>
 
@@ -104,6 +105,12 @@ void activate_runtime_library(const std::string& path) {
   const tfl_status cst = rt->device_count(&count);
   TORCH_CHECK(cst == TFL_OK, "flagos: runtime '", rt->name,
               "' cannot count its devices: ", status_text(rt, cst), " (", rt->last_error(), ")");
+  // PyTorch numbers devices with 8-bit indices: more would wrap to negative.
+  constexpr int kMaxDevices = std::numeric_limits<c10::DeviceIndex>::max();
+  TORCH_CHECK(count <= kMaxDevices, "flagos: runtime '", rt->name, "' reports ", count,
+              " devices, more than the ", kMaxDevices,
+              " a PyTorch process can number (device indices are 8-bit); make fewer visible to "
+              "this process (the runtime's device-count or visible-devices setting)");
   g_device_count.store(count);
   g_runtime_path = path;
   g_runtime.store(rt);
@@ -222,7 +229,8 @@ int counted_devices() noexcept {
     g_device_count.store(count, std::memory_order_relaxed);
     n = count;
   }
-  return std::max(0, n);
+  // Activation refuses more; a delegate runtime (CUDA) checks its own count.
+  return std::clamp(n, 0, static_cast<int>(std::numeric_limits<c10::DeviceIndex>::max()));
 }
 
 }  // namespace
