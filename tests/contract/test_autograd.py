@@ -571,3 +571,38 @@ def test_process_exits_cleanly_after_backward():
     results = [p.communicate(timeout=240) for p in procs]
     for p, (_, err) in zip(procs, results, strict=True):
         assert p.returncode == 0, f"exit status {p.returncode}: {err[-500:]}"
+
+
+_ATTENTION_BRIDGES = (
+    "aten::_scaled_dot_product_efficient_attention",
+    "aten::_scaled_dot_product_flash_attention_for_cpu",
+)
+
+
+@pytest.mark.parametrize("mask", ["none", "additive"])
+def test_fused_attention_overrideable_called_directly(mask):
+    """``_scaled_dot_product_fused_attention_overrideable`` (what out-of-tree backends' SDPA tests
+    call) runs on flagos with or without an attention mask, forward and backward, where a fused
+    kernel that takes masks is routed; elsewhere it says which kernels to route."""
+    from torch_fl import _C
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 8, 16, generator=g) for _ in range(3))
+    bias = torch.randn(8, 8, generator=g) if mask == "additive" else None
+    leaves = [t.to("flagos").requires_grad_() for t in (q, k, v)]
+    call = torch.ops.aten._scaled_dot_product_fused_attention_overrideable
+    routed = {r[0] for r in _C.router_routes()}
+    if not any(op in routed and f"{op}_backward" in routed for op in _ATTENTION_BRIDGES):
+        with pytest.raises(RuntimeError, match="no fused attention kernel is routed for it; route"):
+            call(*leaves, None if bias is None else bias.to("flagos"))
+        return
+    out = call(*leaves, None if bias is None else bias.to("flagos"))[0]
+    ref_leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    ref = F.scaled_dot_product_attention(*ref_leaves, attn_mask=bias)
+    assert out.device.type == "flagos"
+    torch.testing.assert_close(out.cpu(), ref.detach(), atol=1e-5, rtol=1e-5)
+    grad = torch.randn(ref.shape, generator=g)
+    out.backward(grad.to("flagos"))
+    ref.backward(grad)
+    for name, a, b in zip("qkv", leaves, ref_leaves, strict=True):
+        torch.testing.assert_close(a.grad.cpu(), b.grad, atol=1e-5, rtol=1e-5, msg=name)

@@ -171,18 +171,55 @@ int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Ten
 using FusedOut = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt,
                             c10::SymInt, at::Tensor, at::Tensor, at::Tensor>;
 
-// Reached only through the "overrideable" choice above: flash attention via
-// the routed flash ops (same outputs; philox seed/offset are flash's rng state).
+// The overrideable attention runs on a routed fused kernel: flash (no mask,
+// what the "overrideable" choice above picks), else memory-efficient
+// attention, which takes an additive bias as CUDA's does, else the CPU flash
+// kernel (boolean or additive masks). Forward and backward pick by the same
+// rule, so they pair while the routes do not change in between.
+enum class Bridge { kFlash, kEfficient, kFlashCpu, kNone };
+
+Bridge bridge_for(c10::ScalarType dtype, bool has_mask) {
+  if (!has_mask && routed_pair(g_flash, g_flash_bwd, dtype)) return Bridge::kFlash;
+  if (routed_pair(g_efficient, g_efficient_bwd, dtype)) return Bridge::kEfficient;
+  if (routed_pair(g_flash_cpu, g_flash_cpu_bwd, dtype)) return Bridge::kFlashCpu;
+  return Bridge::kNone;
+}
+
+[[noreturn]] void no_bridge(const char* op, const at::Tensor& q, bool has_mask) {
+  TORCH_CHECK(false, "flagos: ", op, " on ", q.device(), " (vendor runtime '", runtime_name(),
+              "', dtype ", q.scalar_type(), (has_mask ? ", with an attention mask" : ""),
+              "): no fused attention kernel is routed for it; route "
+              "_scaled_dot_product_efficient_attention, _scaled_dot_product_flash_attention_for_cpu"
+              " or (without a mask) _scaled_dot_product_flash_attention, each with its backward, "
+              "or call scaled_dot_product_attention, which then runs the math path");
+}
+
 FusedOut fused_attention_overrideable(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                       const std::optional<at::Tensor>& attn_bias, double dropout_p,
                                       bool is_causal, bool return_debug_mask,
                                       std::optional<double> scale) {
-  TORCH_CHECK(!attn_bias.has_value() || !attn_bias->defined(),
-              "flagos: _scaled_dot_product_fused_attention_overrideable runs flash attention, "
-              "which takes no attention mask (device ",
-              q.device(), ")");
-  return at::_scaled_dot_product_flash_attention(q, k, v, dropout_p, is_causal, return_debug_mask,
-                                                 scale);
+  const bool has_mask = attn_bias.has_value() && attn_bias->defined();
+  switch (bridge_for(q.scalar_type(), has_mask)) {
+    case Bridge::kFlash:
+      return at::_scaled_dot_product_flash_attention(q, k, v, dropout_p, is_causal,
+                                                     return_debug_mask, scale);
+    case Bridge::kEfficient: {
+      auto [out, lse, seed, offset] = at::_scaled_dot_product_efficient_attention(
+          q, k, v, attn_bias, /*compute_log_sumexp=*/true, dropout_p, is_causal, scale);
+      return {out,           lse,           at::Tensor(),    at::Tensor(),
+              q.sym_size(2), k.sym_size(2), std::move(seed), std::move(offset),
+              at::Tensor()};
+    }
+    case Bridge::kFlashCpu: {
+      auto [out, lse] = at::_scaled_dot_product_flash_attention_for_cpu(
+          q, k, v, dropout_p, is_causal, attn_bias, scale);
+      return {out,           lse,          at::Tensor(), at::Tensor(), q.sym_size(2),
+              k.sym_size(2), at::Tensor(), at::Tensor(), at::Tensor()};
+    }
+    case Bridge::kNone:
+      break;
+  }
+  no_bridge("_scaled_dot_product_fused_attention_overrideable", q, has_mask);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_overrideable_backward(
@@ -191,15 +228,39 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_overr
     const at::Tensor& logsumexp, const at::Tensor& cum_seq_q, const at::Tensor& cum_seq_k,
     c10::SymInt max_q, c10::SymInt max_k, double dropout_p, bool is_causal,
     const at::Tensor& philox_seed, const at::Tensor& philox_offset, std::optional<double> scale) {
-  TORCH_CHECK(!attn_bias.defined(),
-              "flagos: the overrideable attention backward runs flash attention, which takes no "
-              "attention mask (device ",
-              q.device(), ")");
-  auto [gq, gk, gv] = at::_scaled_dot_product_flash_attention_backward_symint(
-      grad_out, q, k, v, out, logsumexp, cum_seq_q, cum_seq_k, std::move(max_q), std::move(max_k),
-      dropout_p, is_causal, philox_seed, philox_offset, scale);
-  return {grad_input_mask[0] ? gq : at::Tensor(), grad_input_mask[1] ? gk : at::Tensor(),
-          grad_input_mask[2] ? gv : at::Tensor(), at::Tensor()};
+  const bool has_mask = attn_bias.defined();
+  auto masked = [&](at::Tensor gq, at::Tensor gk, at::Tensor gv,
+                    at::Tensor gb) -> std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> {
+    return {grad_input_mask[0] ? gq : at::Tensor(), grad_input_mask[1] ? gk : at::Tensor(),
+            grad_input_mask[2] ? gv : at::Tensor(), grad_input_mask[3] ? gb : at::Tensor()};
+  };
+  switch (bridge_for(q.scalar_type(), has_mask)) {
+    case Bridge::kFlash: {
+      auto [gq, gk, gv] = at::_scaled_dot_product_flash_attention_backward_symint(
+          grad_out, q, k, v, out, logsumexp, cum_seq_q, cum_seq_k, std::move(max_q),
+          std::move(max_k), dropout_p, is_causal, philox_seed, philox_offset, scale);
+      return masked(gq, gk, gv, at::Tensor());
+    }
+    case Bridge::kEfficient: {
+      auto [gq, gk, gv, gb] = at::_scaled_dot_product_efficient_attention_backward(
+          grad_out, q, k, v, attn_bias, out, logsumexp, philox_seed, philox_offset, dropout_p,
+          grad_input_mask, is_causal, scale);
+      return masked(gq, gk, gv, gb);
+    }
+    case Bridge::kFlashCpu: {
+      TORCH_CHECK(!grad_input_mask[3], "flagos: the overrideable attention backward on ",
+                  q.device(),
+                  " runs the CPU flash kernel, which gives no gradient for the attention mask");
+      std::optional<at::Tensor> mask;
+      if (has_mask) mask = attn_bias;
+      auto [gq, gk, gv] = at::_scaled_dot_product_flash_attention_for_cpu_backward(
+          grad_out, q, k, v, out, logsumexp, dropout_p, is_causal, mask, scale);
+      return masked(gq, gk, gv, at::Tensor());
+    }
+    case Bridge::kNone:
+      break;
+  }
+  no_bridge("_scaled_dot_product_fused_attention_overrideable_backward", q, has_mask);
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
