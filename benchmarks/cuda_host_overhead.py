@@ -6,7 +6,8 @@ return of the last one, before a single synchronize (``torch.flagos.synchronize`
 launch while the GPU runs behind. The same block is then issued on native tensors (``cuda`` on the
 cuda vendor, ``cpu`` elsewhere, ``--native`` overrides). Operators: ``add``, ``mul``, ``relu``,
 ``sum``, 512x512 ``mm``, ``softmax``, ``layer_norm``, in-place ``add_`` and ``add(out=)``, on
-64x64 float32 tensors (``--side``), and ``torch._foreach_add_`` over lists of 10 and 150 tensors of
+64x64 float32 tensors (``--side``), a 3x3 ``conv2d`` of 8x16x32x32 (contiguous and channels_last),
+and ``torch._foreach_add_`` over lists of 10 and 150 tensors of
 256 floats (the list operators of a foreach optimizer), and ``add_`` again with its blocks run on
 a worker thread (autograd runs the backward pass on a device thread of its own).
 
@@ -61,6 +62,12 @@ def make_cases(
     # List operators over an optimizer's worth of small parameters (one step of AdamW's foreach
     # implementation makes a dozen such calls).
     lists = {n: [torch.randn(256, generator=g).to(dev) for _ in range(2 * n)] for n in (10, 150)}
+    # A small convolution (ATen's overrideable path on flagos), contiguous and channels_last
+    # (flagos returns the fake kernel's contiguous layout: one copy there).
+    image = torch.randn(8, 16, 32, 32, generator=g).to(dev)
+    kernel = torch.randn(16, 16, 3, 3, generator=g).to(dev)
+    image_cl = image.to(memory_format=torch.channels_last)
+    kernel_cl = kernel.to(memory_format=torch.channels_last)
     return [
         ("add", lambda: torch.add(a, b)),
         ("mul", lambda: torch.mul(a, b)),
@@ -71,6 +78,8 @@ def make_cases(
         ("layer_norm", lambda: F.layer_norm(a, (side,), w, bias)),
         ("add_ (in-place)", lambda: ia.add_(b)),
         ("add (out=)", lambda: torch.add(a, b, out=out)),
+        ("conv2d", lambda: F.conv2d(image, kernel, padding=1)),
+        ("conv2d channels_last", lambda: F.conv2d(image_cl, kernel_cl, padding=1)),
         ("_foreach_add_ x10", lambda: torch._foreach_add_(lists[10][:10], lists[10][10:])),
         ("_foreach_add_ x150", lambda: torch._foreach_add_(lists[150][:150], lists[150][150:])),
         (OTHER_THREAD + "add_ (in-place)", lambda: ia.add_(b)),
