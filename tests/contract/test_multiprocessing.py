@@ -254,8 +254,43 @@ def test_a_handle_the_sender_no_longer_holds_fails_to_open(flagos):
     same.add_(1.0)
     assert x.cpu().tolist() == [3.0] * 8
     del x, same
+    flagos.ipc_collect()  # opened once: the sender lets go of it (as torch.cuda.ipc_collect())
     with pytest.raises(RuntimeError, match="no longer holds the exported allocation"):
         ForkingPickler.loads(payload)
+
+
+def test_a_sent_temporary_stays_until_its_receiver_opens_it(flagos):
+    """``q.put(x * 2)``: the sender's only reference goes once the tensor is pickled; as with CUDA
+    IPC, the sender keeps the memory until the receiver has opened it, then lets go."""
+    if not _runtime_ipc():
+        pytest.skip(f"runtime {_runtime()!r} does not share memory through its own IPC handles")
+    from multiprocessing.reduction import ForkingPickler
+
+    import torch_fl.multiprocessing
+
+    x = torch.arange(8.0, device=D0)
+    payload = bytes(ForkingPickler.dumps(x * 2))  # the temporary is dropped here
+    flagos.empty_cache()
+    torch.zeros(4096, device=D0).add_(1.0)  # new tensors do not land in the sent memory
+    assert torch_fl.multiprocessing.ipc_collect() >= 1  # not opened yet: still held
+    got = ForkingPickler.loads(payload)
+    assert got.cpu().tolist() == [float(2 * i) for i in range(8)]
+    del got
+    assert torch_fl.multiprocessing.ipc_collect() == 0  # opened: let go
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_queue_put_of_a_temporary_reaches_the_child(method, flagos):
+    if not _shares():
+        pytest.skip(f"runtime {_runtime()!r} shares no memory between processes")
+    x = torch.arange(1000, dtype=torch.float32, device=D0)
+    with child(method) as c:
+        for k in range(1, 4):
+            c.inq.put(x * k)  # nothing in the parent holds the sent tensor
+            flagos.empty_cache()
+            got = c.report()
+            assert got["values"][:3] == [0.0, float(k), float(2 * k)], got
+        c.stop()
 
 
 def test_forking_pickler_flagos_tensor(flagos):

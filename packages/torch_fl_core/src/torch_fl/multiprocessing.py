@@ -13,9 +13,14 @@ storage reducers; tensors and storages not on ``flagos`` go to torch's reducers 
   (``torch.ops.torch_fl.ipc_open``) and rebuilds the tensor over it, shape, strides, offset,
   dtype, ``requires_grad`` and class included. Exporting gives the storage an allocation of its
   own first (as ``share_memory_()`` does for CPU storages), so the receiver's mapping outlives the
-  sender's tensor and never shows another tensor's bytes; a receiver that opens the handle after
-  the sender freed the tensor (or exited) gets an error saying so. A tensor sent back to its
-  sender arrives over the sender's own memory.
+  sender's tensor and never shows another tensor's bytes. As with CUDA's IPC, the sender keeps
+  each sent storage until its receiver has opened it (``q.put(x * 2)`` drops the only reference
+  right after the queue's feeder thread pickles it): every send carries the path of a one-byte
+  flag file (in ``/dev/shm``) that the receiver sets once it has mapped the memory; the sender lets go of opened ones
+  at its next send or at :func:`ipc_collect` (``torch.flagos.ipc_collect()``, as
+  ``torch.cuda.ipc_collect()``). A receiver that opens the handle after the sender exited (or
+  after the sender collected it once it was opened) gets an error saying so. A tensor sent back
+  to its sender arrives over the sender's own memory.
 - Where the vendor declares :attr:`~torch_fl.vendors.Vendor.shares_memory_between_processes` and
   the runtime mirrors CUDA (``delegate:cuda``: flagos memory is CUDA caching-allocator memory), a
   flagos tensor travels as its CUDA alias (``torch.ops.torch_fl.alias_as``) through torch's own
@@ -35,10 +40,16 @@ Plain ``pickle`` and ``torch.save`` do not use these reducers and are unchanged.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import copyreg
 import functools
+import itertools
+import os
 import pickle
 import sys
+import tempfile
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -46,7 +57,14 @@ import torch
 
 from torch_fl import _C
 
-__all__ = ["SharingError", "can_share", "check_shareable", "install", "mechanism"]
+__all__ = [
+    "SharingError",
+    "can_share",
+    "check_shareable",
+    "install",
+    "ipc_collect",
+    "mechanism",
+]
 
 _BACKEND = "flagos"
 # Set on every wrapper this module installs: the function it wraps (re-imports unwrap first).
@@ -204,44 +222,133 @@ def _finish(t: torch.Tensor, cls, requires_grad: bool, conj: bool, neg: bool) ->
     return t
 
 
-def _export_storage(storage: Any) -> tuple[bytes, int, int]:
-    """(handle, offset in its allocation, bytes) of a flagos storage for another process."""
+# Storages sent to another process, each with the path of a one-byte flag file its receiver
+# writes once it has opened it: kept alive here until then. A file, not a shared CPU tensor: a
+# payload may be unpickled more than once (a tensor sent back, a retry), and a shared tensor's
+# descriptor can be received only once.
+_sent: list[tuple[Any, str, int]] = []  # (storage, flag path, flag descriptor)
+_sent_lock = threading.Lock()
+_sent_count = itertools.count()
+_FLAG_DIR = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+
+
+def _release(path: str, fd: int) -> None:
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def ipc_collect() -> int:
+    """Let go of sent storages whose receivers have opened them; returns how many are still
+    waiting for their receiver (``torch.flagos.ipc_collect()``, as ``torch.cuda.ipc_collect()``).
+    """
+    with _sent_lock:
+        waiting = []
+        for entry in _sent:
+            _, path, fd = entry
+            if os.pread(fd, 1, 0) == b"\x01":
+                _release(path, fd)
+            else:
+                waiting.append(entry)
+        _sent[:] = waiting
+        return len(_sent)
+
+
+def _forget_sent() -> None:
+    with _sent_lock:
+        for _, path, fd in _sent:
+            _release(path, fd)
+        _sent.clear()
+
+
+_exit_hooked = False
+
+
+def _hook_exit() -> None:
+    """Flag files go at exit: atexit in a main process; multiprocessing's children leave through
+    os._exit after their finalizers, so a finalizer there."""
+    global _exit_hooked
+    if _exit_hooked:
+        return
+    _exit_hooked = True
+    import multiprocessing.util
+
+    atexit.register(_forget_sent)
+    multiprocessing.util.Finalize(None, _forget_sent, exitpriority=0)
+
+
+def _keep_until_opened(storage: Any) -> str:
+    _hook_exit()
+    ipc_collect()
+    path = os.path.join(_FLAG_DIR, f"torch_fl_sent_{os.getpid()}_{next(_sent_count)}")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    os.pwrite(fd, b"\x00", 0)
+    with _sent_lock:
+        _sent.append((storage, path, fd))
+    return path
+
+
+def _mark_opened(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except OSError:  # the sender let go already (or exited)
+        return
+    try:
+        os.pwrite(fd, b"\x01", 0)
+    finally:
+        os.close(fd)
+
+
+def _export_storage(storage: Any) -> tuple[bytes, int, int, str]:
+    """(handle, offset in its allocation, bytes, opened flag's path) of a flagos storage for
+    another process; the storage is kept here until the flag says its receiver opened it."""
     with torch.no_grad():
         whole = torch.empty(0, dtype=torch.uint8, device=storage.device)
         whole.set_(storage, 0, (storage.nbytes(),), (1,))
         handle, offset = torch.ops.torch_fl.ipc_export(whole)
-    return bytes(handle.tolist()), int(offset), int(storage.nbytes())
+    opened = _keep_until_opened(whole.untyped_storage())
+    return bytes(handle.tolist()), int(offset), int(storage.nbytes()), opened
 
 
-def _open_storage(index: int, handle: bytes | None, offset: int, nbytes: int) -> Any:
+def _open_storage(
+    index: int, handle: bytes | None, offset: int, nbytes: int, opened: str | None
+) -> Any:
     if handle is None:  # an empty storage has no memory to share
         return torch.UntypedStorage(0, device=torch.device(_BACKEND, index))
-    raw = torch.ops.torch_fl.ipc_open(torch.tensor(list(handle), dtype=torch.uint8), offset, nbytes)
+    try:
+        raw = torch.ops.torch_fl.ipc_open(
+            torch.tensor(list(handle), dtype=torch.uint8), offset, nbytes
+        )
+    finally:
+        if opened is not None:
+            _mark_opened(opened)  # mapped (or never will be): the sender may let go
     return raw.untyped_storage()
 
 
 def _reduce_runtime_tensor(tensor: torch.Tensor):
     """A strided leaf tensor as the runtime's handle of its storage, plus its geometry."""
     storage = tensor.untyped_storage()
-    shared = _export_storage(storage) if storage.nbytes() else (None, 0, 0)
+    shared = _export_storage(storage) if storage.nbytes() else (None, 0, 0, None)
     meta = (tensor.dtype, tuple(tensor.shape), tuple(tensor.stride()), tensor.storage_offset())
     flags = (tensor.requires_grad, tensor.is_conj(), tensor.is_neg())
     return (_rebuild_runtime_tensor, (tensor.device.index, *shared, meta, type(tensor), *flags))
 
 
-def _rebuild_runtime_tensor(index, handle, offset, nbytes, meta, cls, requires_grad, conj, neg):
+def _rebuild_runtime_tensor(
+    index, handle, offset, nbytes, opened, meta, cls, requires_grad, conj, neg
+):
     """The receiver's side: the runtime maps the sender's allocation, the tensor is rebuilt over
     it."""
     dtype, shape, stride, storage_offset = meta
-    storage = _open_storage(index, handle, offset, nbytes)
+    storage = _open_storage(index, handle, offset, nbytes, opened)
     t = torch.empty(0, dtype=dtype, device=storage.device)
     with torch.no_grad():
         t.set_(storage, storage_offset, shape, stride)
     return _finish(t, cls, requires_grad, conj, neg)
 
 
-def _rebuild_runtime_storage(index, handle, offset, nbytes):
-    return _open_storage(index, handle, offset, nbytes)
+def _rebuild_runtime_storage(index, handle, offset, nbytes, opened):
+    return _open_storage(index, handle, offset, nbytes, opened)
 
 
 def _rebuild_storage(rebuild, args):
@@ -266,7 +373,7 @@ def _wrap_storage_reducer(torch_reduce: Callable[[Any], Any]):
             return torch_reduce(storage)
         mode = _sharing_type()
         if mode == _RUNTIME:
-            shared = _export_storage(storage) if storage.nbytes() else (None, 0, 0)
+            shared = _export_storage(storage) if storage.nbytes() else (None, 0, 0, None)
             return (_rebuild_runtime_storage, (storage.device.index, *shared))
         if mode is None or _torch_reduce_tensor is None:
             raise _storage_error(storage)

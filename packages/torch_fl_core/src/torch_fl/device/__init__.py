@@ -29,6 +29,7 @@ from torch_fl.device.lazy import init, is_initialized
 from torch_fl.device.memory import (
     empty_cache,
     host_memory_stats,
+    ipc_collect,
     max_memory_allocated,
     max_memory_reserved,
     mem_get_info,
@@ -97,6 +98,7 @@ __all__ = [
     "device_count",
     "device_of",
     "empty_cache",
+    "ipc_collect",
     "get_amp_supported_dtype",
     "get_device_capability",
     "get_device_name",

@@ -17,6 +17,7 @@ __all__ = [
     "_snapshot",
     "empty_cache",
     "host_memory_stats",
+    "ipc_collect",
     "max_memory_allocated",
     "max_memory_reserved",
     "mem_get_info",
@@ -177,3 +178,16 @@ def _snapshot(device: DeviceLike = None) -> dict[str, Any]:
     """Like ``torch.cuda.memory._snapshot`` (the mirrored allocator's segments and traces; on the
     cuda vendor they include CUDA tensors of the same process, as the pool is shared)."""
     return _mirrored_module()._snapshot(resolve(device) if device is not None else None)
+
+
+def ipc_collect() -> None:
+    """Frees memory this process sent to others once they have opened it (as
+    ``torch.cuda.ipc_collect()``): a sent storage is kept until its receiver maps it, see
+    :mod:`torch_fl.multiprocessing`."""
+    import torch
+
+    from torch_fl import multiprocessing
+
+    multiprocessing.ipc_collect()
+    if multiprocessing.mechanism() == "cuda":  # flagos memory travelled as CUDA IPC handles
+        torch.cuda.ipc_collect()
