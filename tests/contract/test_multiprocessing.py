@@ -331,3 +331,38 @@ def test_cpu_tensors_and_plain_pickle_unchanged(flagos):
     x = torch.arange(4, dtype=torch.float32, device=D0)
     y = pickle.loads(pickle.dumps(x))
     assert y.device == D0 and y.cpu().tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+class _FlagosItems(torch.utils.data.Dataset):
+    """Items made on flagos in the worker (what a dataset that moves its samples does)."""
+
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        return torch.full((3,), float(i), device="flagos")
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_dataloader_worker_returning_flagos_tensors(method, flagos):
+    """Where flagos memory can be shared the batches arrive; where it cannot, the main process
+    raises the worker's error naming the device and the fix (not "worker exited unexpectedly")."""
+    loader = torch.utils.data.DataLoader(
+        _FlagosItems(),
+        batch_size=2,
+        num_workers=1,
+        multiprocessing_context=method,
+        timeout=DEADLINE,
+    )
+    if _shares():
+        got = [batch.cpu().tolist() for batch in loader]
+        assert got == [[[0.0] * 3, [1.0] * 3], [[2.0] * 3, [3.0] * 3]]
+        return
+    import torch_fl.multiprocessing
+
+    with pytest.raises(torch_fl.multiprocessing.SharingError) as excinfo:
+        list(loader)
+    message = str(excinfo.value)
+    assert "in DataLoader worker process 0" in message, message
+    assert "flagos:0 tensors cannot be shared between processes" in message, message
+    assert "return CPU tensors from the dataset" in message, message

@@ -514,11 +514,38 @@ def check_shareable(obj: Any) -> None:
             _probe(o)
 
 
+def _dataloader_error(obj: Any, exc: SharingError) -> Any:
+    """A DataLoader worker's ``(index, batch)`` whose batch cannot travel, as the worker's error
+    for the main process to raise (DataLoader re-raises an ``ExceptionWrapper`` it receives); an
+    exception in the worker would only kill it ("DataLoader worker exited unexpectedly"). None
+    for anything else."""
+    from torch.utils.data import get_worker_info
+
+    info = get_worker_info()
+    if info is None or not (isinstance(obj, tuple) and len(obj) == 2):
+        return None
+    from torch._utils import ExceptionWrapper
+
+    try:
+        raise SharingError(
+            f"{exc}. A DataLoader worker's batch is sent to the main process: return CPU tensors "
+            "from the dataset and move each batch to flagos in the main process (pin_memory=True "
+            "with .to('flagos', non_blocking=True)), or use num_workers=0"
+        ) from exc
+    except SharingError:
+        return (obj[0], ExceptionWrapper(where=f"in DataLoader worker process {info.id}"))
+
+
 def _checked_put(put: Callable[..., None]):
     @functools.wraps(put)
     def checked_put(self, obj, block=True, timeout=None):
         # The feeder thread pickles later, where an error only prints a traceback: check now.
-        check_shareable(obj)
+        try:
+            check_shareable(obj)
+        except SharingError as exc:
+            obj = _dataloader_error(obj, exc)
+            if obj is None:
+                raise
         return put(self, obj, block, timeout)
 
     setattr(checked_put, _ORIGINAL, put)
