@@ -49,14 +49,15 @@ class Checker {
   // overlap (ATen's get_overlap_status answers the same for both). The list
   // calls of an optimizer pass one such test per tensor.
   void see(at::TensorList list) {
-    if (!self_) {
+    if (!has_self_) {
+      has_self_ = true;
       self_ = list;
       if (internal_) {
         for (const at::Tensor& t : list) check_internal(t);
       }
-    } else if (list.size() == self_->size()) {
+    } else if (list.size() == self_.size()) {
       for (size_t i = 0; i < list.size(); ++i) {
-        const at::Tensor& self = (*self_)[i];
+        const at::Tensor& self = self_[i];
         if (copy_) {
           if (same_data(self, list[i])) continue;
           check_internal(self);
@@ -82,7 +83,10 @@ class Checker {
   }
   bool internal_;
   bool copy_;
-  std::optional<at::TensorList> self_;
+  // A flag beside a plain list, not std::optional: GCC's -Wmaybe-uninitialized
+  // misreads the optional's storage here.
+  bool has_self_ = false;
+  at::TensorList self_;
 };
 
 }  // namespace torch_fl::foreach_overlap
