@@ -123,6 +123,79 @@ def test_bad_route_table_is_a_short_message(tmp_path):
     _assert_short(proc, f"{conf.resolve()}:1: unknown backend 'warp_drive' for abs")
 
 
+def _absent_backend(kind: str) -> str:
+    """A backend torch-fl knows by name that nothing in this process registers."""
+    if kind == "box":
+        return "box:mps"  # a device type torch knows; no runtime gives mps views of flagos memory
+    import torch_fl
+
+    return next(v for v in ("ascend", "gcu", "dcu") if v != torch_fl.vendor().name)
+
+
+@pytest.mark.parametrize("kind", ["box", "other-vendor"])
+def test_an_absent_backend_says_why_instead_of_unknown(kind):
+    # A backend that exists but is absent here is not a misspelling: say why, as a list does.
+    backend = _absent_backend(kind)
+    proc = _run("import torch", FLAGOS_OP_mm=backend)
+    _assert_short(
+        proc,
+        f"FLAGOS_OP_mm={backend}: backend {backend!r} is not available for mm: not registered",
+        "valid backends here: ",
+        f"'{backend}, cpu' falls back",
+    )
+    assert "unknown backend" not in proc.stderr, proc.stderr
+
+
+def test_a_bad_sim_device_count_names_the_variable_not_an_sdk():
+    proc = _run("import torch", FLAGOS_VENDOR="sim", FLAGOS_SIM_DEVICES="abc")
+    _assert_short(
+        proc,
+        "FLAGOS_SIM_DEVICES='abc' is not a device count in 0..",
+        "sim is built into torch-fl-core",
+        "fix or unset FLAGOS_SIM_DEVICES",
+    )
+    assert "SDK" not in proc.stderr and "uninstall" not in proc.stderr, proc.stderr
+
+
+def test_a_sim_device_index_out_of_range_says_how_to_get_more():
+    code = """
+        import torch
+        for use in (torch.flagos.set_device, torch.flagos.synchronize,
+                    torch.flagos.memory_allocated):
+            try:
+                use(5)
+            except RuntimeError as exc:
+                print(exc)
+    """
+    proc = _run(code, FLAGOS_VENDOR="sim", FLAGOS_SIM_DEVICES="2")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 3, proc.stdout
+    for line in lines:
+        assert "vendor 'sim' has 2 device(s)" in line, line
+        assert "FLAGOS_SIM_DEVICES=6" in line, line
+
+
+def test_a_misspelled_variable_warns_without_torch_fl_source(tmp_path):
+    # The warning points at the user's `import torch`, not at a line inside torch-fl.
+    script = tmp_path / "train.py"
+    script.write_text("import torch\n")
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env=_env(FLAGOS_VENDER="sim"),
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0] == (
+        f"{script}:1: UserWarning: FLAGOS_VENDER is not a variable torch-fl reads "
+        "(did you mean FLAGOS_VENDOR? known: docs/environment.md)"
+    ), proc.stderr
+    assert lines[1:] == ["  import torch"], proc.stderr
+
+
 def _fake_vendor(site: Path, name: str, module_text: str) -> Path:
     """A vendor package ``fake_<name>`` installed into ``site`` (entry point included)."""
     site.mkdir(parents=True, exist_ok=True)

@@ -129,3 +129,19 @@ def test_a_source_change_rebuilds_core(noxfile, monkeypatch):
 def test_every_vendor_of_the_table_has_its_sessions(noxfile):
     for name in noxfile.VENDORS:
         assert f"build-{name}" in noxfile.SESSIONS and f"test-{name}" in noxfile.SESSIONS
+
+
+def test_readme_quickstart_works_where_pip_refuses_the_system_python():
+    """Debian/Ubuntu's Python refuses `pip install` outside a venv (PEP 668,
+    "externally-managed-environment"): the quickstart makes one before the two commands, which
+    stay as they are."""
+    text = (NOXFILE.parent / "README.md").read_text()
+    section = text.split("## The two commands", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert block, "the two commands' code block is missing"
+    lines = [ln.split("#", 1)[0].strip() for ln in block.group(1).splitlines()]
+    lines = [ln for ln in lines if ln]
+    assert lines[-2:] == ["pip install nox && nox -s demo", "pip install nox && nox -s tests"]
+    setup = lines[:-2]
+    assert any(re.match(r"python3 -m venv \S+ && \. \S+/bin/activate$", ln) for ln in setup), lines
+    assert "externally-managed-environment" in section

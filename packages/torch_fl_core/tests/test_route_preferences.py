@@ -115,7 +115,16 @@ def test_all_unavailable_in_a_generated_table(tmp_path):
 def test_single_backend_rules_are_unchanged(tmp_path):
     path = tmp_path / "t.conf"
     path.write_text("mm = flaggems\n")  # one backend: not registered is an error, as before
-    with pytest.raises(RouteTableError, match="unknown backend 'flaggems' for mm"):
+    with pytest.raises(RouteTableError) as err:
+        validate(parse_file(path), FakeCatalog())
+    # ... saying why (it is absent here), not that the name is unknown as if misspelled.
+    assert str(err.value) == (
+        f"{path}:1: backend 'flaggems' is not available for mm: not registered in this process "
+        "(valid backends here: box:cpu, cpu, gcu, none; a preference list such as "
+        "'flaggems, cpu' falls back when it is absent)"
+    )
+    path.write_text("mm = flagems\n")  # a misspelling is still unknown
+    with pytest.raises(RouteTableError, match="unknown backend 'flagems' for mm"):
         validate(parse_file(path), FakeCatalog())
 
 
@@ -140,6 +149,25 @@ def test_force_backend_variable():
     assert environment.force_backend({"FLAGOS_FORCE_BACKEND": " cpu "}) == "cpu"
     with pytest.raises(RouteTableError, match="FLAGOS_FORCE_BACKEND=a,b: names one backend"):
         environment.force_backend({"FLAGOS_FORCE_BACKEND": "a,b"})
+
+
+def test_forcing_an_absent_backend_says_why(tmp_path):
+    from torch_fl import routing
+
+    conf = tmp_path / "t.conf"
+    conf.write_text("abs = cpu\n")
+    before = routing.active_table()
+    for forced, message in [
+        ("flaggems", "FLAGOS_FORCE_BACKEND=flaggems: backend 'flaggems' is not available: not "
+                     "registered in this process (valid backends here: box:cpu, cpu, gcu, none)"),
+        ("flagems", "FLAGOS_FORCE_BACKEND=flagems: unknown backend 'flagems' (valid backends: "),
+    ]:  # fmt: skip
+        with pytest.raises(RouteTableError) as err:
+            routing.load_routes(
+                path=conf, environ={"FLAGOS_FORCE_BACKEND": forced}, catalog=FakeCatalog()
+            )
+        assert str(err.value).startswith(message), str(err.value)
+    assert routing.active_table() is before  # a failed load installs nothing
 
 
 @pytest.mark.parametrize(

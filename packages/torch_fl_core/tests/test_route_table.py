@@ -323,6 +323,18 @@ def test_op_override_unknown_op():
         environment.op_overrides({"FLAGOS_OP_abss": "cpu"})
 
 
+@pytest.mark.parametrize("value", [5, None, b"cpu", ["cpu", 5]])
+def test_override_with_a_value_that_is_no_backend_names_key_value_and_caller(value):
+    from torch_fl import routing
+
+    with pytest.raises(RouteTableError) as err:
+        routing.override({"mm": value})
+    text = str(err.value)
+    assert text.startswith(f"override() at {__file__}:"), text
+    assert f"'mm': {value!r} is not a backend" in text, text
+    assert "a backend name ('cpu'), a preference list ('flaggems, cpu')" in text, text
+
+
 def test_log_flags():
     assert environment.log_flags({}) == environment.LogFlags(False, False)
     assert environment.log_flags({"FLAGOS_LOG": "dispatch"}) == environment.LogFlags(True, False)

@@ -31,6 +31,10 @@ pytestmark = pytest.mark.versions
         ("2.11.0", "==2.10.*", False),
         ("1.0", "!=1.0.0", False),
         ("3.0", "", True),
+        ("0.1.0", "===0.1.0", True),  # PEP 440 arbitrary equality: the exact string
+        ("0.1.0", "=== 0.1.0", True),
+        ("0.1", "===0.1.0", False),
+        ("0.1.0+local", "===0.1.0", False),
     ],
 )
 def test_specifiers(version, spec, ok):
@@ -81,7 +85,7 @@ def test_another_torch_minor_is_one_clear_error(tmp_path):
     assert len(proc.stderr.strip().splitlines()) <= 6, proc.stderr
 
 
-def _fake_vendor(root: Path, *, api_level: int, requires: str) -> Path:
+def _fake_vendor(root: Path, *, api_level: object, requires: str) -> Path:
     """An installed distribution 'fakevendor' whose vendor 'fake' has the given level and
     torch-fl-core requirement."""
     site = root / "site"
@@ -99,7 +103,7 @@ def _fake_vendor(root: Path, *, api_level: int, requires: str) -> Path:
 
             class Fake(SimVendor):
                 name = "fake"
-                api_level = {api_level}
+                api_level = {api_level!r}
 
             vendor = Fake()
             """
@@ -152,6 +156,33 @@ def test_a_vendor_this_core_does_not_serve_is_refused(tmp_path, api_level, requi
 
 def test_a_vendor_within_range_is_accepted(tmp_path):
     site = _fake_vendor(tmp_path, api_level=versions.API_LEVEL, requires="torch-fl-core>=0.1")
+    proc = _run(
+        "import torch, torch_fl; print(torch_fl.vendor().name)",
+        {"PYTHONPATH": str(site), "FLAGOS_VENDOR": "fake"},
+        tmp_path,
+    )
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("fake"), proc.stderr
+
+
+@pytest.mark.parametrize("api_level", ["one", None, 1.5, True])
+def test_an_api_level_that_is_not_an_int_is_refused_by_name(tmp_path, api_level):
+    site = _fake_vendor(tmp_path, api_level=api_level, requires="torch-fl-core>=0.1")
+    env = {"PYTHONPATH": str(site), "FLAGOS_VENDOR": "fake"}
+    proc = _run("import torch; torch.zeros(1, device='flagos')", env, tmp_path)
+    assert proc.returncode != 0
+    expected = (
+        f"fakevendor 0.3.0: vendor 'fake' declares api_level = {api_level!r}, but api_level "
+        f"must be an int (the torch-fl vendor API level it is written for, "
+        f"{versions.MIN_API_LEVEL}..{versions.API_LEVEL} here)"
+    )
+    assert expected in proc.stderr, proc.stderr
+    assert "int()" not in proc.stderr, proc.stderr
+
+
+def test_arbitrary_equality_with_the_installed_core_is_accepted(tmp_path):
+    site = _fake_vendor(
+        tmp_path, api_level=versions.API_LEVEL, requires=f"torch-fl-core==={torch_fl.__version__}"
+    )
     proc = _run(
         "import torch, torch_fl; print(torch_fl.vendor().name)",
         {"PYTHONPATH": str(site), "FLAGOS_VENDOR": "fake"},

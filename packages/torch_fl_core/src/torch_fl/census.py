@@ -198,13 +198,39 @@ def summary(counts: Mapping[str, Mapping[str, int]], *, title: str = "Operator c
     resolved = resolutions(sorted(counts))
     if resolved:
         lines.append("Preference lists of these operators (resolved at load):")
-        for op, res in sorted(resolved.items()):
-            passed = "".join(f"; skipped {c}: {why}" for c, why in res["skipped"].items())
-            lines.append(
-                f"  {op.removeprefix('aten::')} = {', '.join(res['choices'])} -> {res['winner']}"
-                f"{passed}"
-            )
+        lines += _preference_lines(resolved)
     return "\n".join(lines)
+
+
+#: Operators named in a shared reason's line before the rest are counted.
+_NAMED = 8
+
+
+def _preference_lines(resolved: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per list; a (choice, why) shared by several lists once, after them: one absent
+    backend (FlagGems without Triton) is otherwise the same sentence on every operator's line."""
+    sharing: dict[tuple[str, str], list[str]] = {}
+    for op, res in sorted(resolved.items()):
+        for skipped in res["skipped"].items():
+            sharing.setdefault(skipped, []).append(op.removeprefix("aten::"))
+    lines = []
+    for op, res in sorted(resolved.items()):
+        passed = "".join(
+            f"; skipped {c}: {why}"
+            for c, why in res["skipped"].items()
+            if len(sharing[c, why]) == 1
+        )
+        lines.append(
+            f"  {op.removeprefix('aten::')} = {', '.join(res['choices'])} -> {res['winner']}{passed}"
+        )
+    for (choice, why), ops in sharing.items():
+        if len(ops) == 1:
+            continue
+        named = ", ".join(ops[:_NAMED]) + (
+            f" and {len(ops) - _NAMED} more" if len(ops) > _NAMED else ""
+        )
+        lines.append(f"  skipped {choice} for {len(ops)} operators ({named}): {why}")
+    return lines
 
 
 def _run(target: list[str]) -> int:

@@ -88,6 +88,8 @@ def _dist_version(dist: str) -> str:
 # ---- requirement specifiers: the subset pyproject.toml files use ------------------------------
 
 _CLAUSE = re.compile(r"\s*(==|!=|>=|<=|~=|>|<)\s*([0-9][0-9a-zA-Z.+*-]*)\s*")
+#: PEP 440 arbitrary equality (``===X``): the version string itself, compared case-insensitively.
+_ARBITRARY = re.compile(r"\s*===\s*([^\s,;]+)\s*")
 
 
 def _release(version: str) -> tuple[int, ...]:
@@ -126,6 +128,11 @@ def satisfies(version: str, specifier: str) -> bool:
     """Whether ``version`` meets ``specifier`` (``">=0.1,<0.2"``; empty: any version)."""
     clauses = [c for c in specifier.split(",") if c.strip()]
     for clause in clauses:
+        arbitrary = _ARBITRARY.fullmatch(clause)
+        if arbitrary is not None:
+            if version.strip().lower() != arbitrary.group(1).lower():
+                return False
+            continue
         m = _CLAUSE.fullmatch(clause)
         if m is None:
             raise ValueError(f"unsupported version specifier {clause!r}")
@@ -152,7 +159,15 @@ def check_vendor(vendor: Any, dist: importlib.metadata.Distribution | None) -> N
     name = getattr(vendor, "name", "?")
     label = f"{dist.name} {dist.version}" if dist is not None else f"vendor {name!r}"
     core = _dist_version(CORE_DIST)
-    level = int(getattr(vendor, "api_level", MIN_API_LEVEL))
+    level = getattr(vendor, "api_level", MIN_API_LEVEL)
+    # bool is an int subclass, and int() would take "1" or 1.5: only a real int states a level.
+    if not isinstance(level, int) or isinstance(level, bool):
+        raise VersionMismatchError(
+            f"{label}: vendor {name!r} declares api_level = {level!r}, but api_level must be an "
+            f"int (the torch-fl vendor API level it is written for, {MIN_API_LEVEL}..{API_LEVEL} "
+            f"here): set api_level = {API_LEVEL} in its Vendor class, or install a fixed release "
+            f"of the vendor package"
+        )
     if level > API_LEVEL:
         raise VersionMismatchError(
             f"{label} is written for torch-fl vendor API level {level}, and {CORE_DIST} {core} "

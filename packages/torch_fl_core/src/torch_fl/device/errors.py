@@ -39,12 +39,16 @@ def no_device() -> str:
 
 
 def invalid_ordinal(index: int, count: int) -> str:
-    name = selection.name if (selection := vendors.active()) is not None else "?"
+    selection = vendors.active()
+    name = selection.name if selection is not None else "?"
     valid = f"flagos:0..flagos:{count - 1}" if count > 1 else "flagos:0"
-    return (
+    message = (
         f"flagos: Invalid device ordinal {index}: vendor {name!r} has {count} device(s) "
         f"(valid: {valid})"
     )
+    hook = getattr(selection.vendor, "more_devices", None) if selection is not None else None
+    more = hook(index) if hook is not None and index >= count else None
+    return f"{message}; {more}" if more else message
 
 
 def wrong_device_type(device: object) -> str:

@@ -233,14 +233,19 @@ def load_routes(
         if forced is not None:
             forced_name = canonical_backend(forced)
             if forced_name not in catalog.backends():
-                problems.append(
-                    RouteTableError(
-                        f"{environment.FORCE_VAR}={forced}",
-                        None,
-                        f"unknown backend {forced!r} (valid backends: "
-                        f"{valid_backends_text(catalog)})",
+                where = f"{environment.FORCE_VAR}={forced}"
+                if catalog.is_possible_backend(forced_name):  # absent here, not misspelled
+                    why = (
+                        f"backend {forced!r} is not available: "
+                        f"{catalog.why_unregistered(forced_name)} (valid backends here: "
+                        f"{valid_backends_text(catalog)})"
                     )
-                )
+                else:
+                    why = (
+                        f"unknown backend {forced!r} (valid backends: "
+                        f"{valid_backends_text(catalog)})"
+                    )
+                problems.append(RouteTableError(where, None, why))
         table.extend(overrides)
         # Before validation, so that a demoted list resolves to its next choice like any other.
         provenance.demote_unmeasured(table, environ=env)
@@ -384,6 +389,18 @@ class RouteOverride:
             _install_locked()
 
 
+def _backends_text(value: object) -> str | None:
+    """``value`` of an override() entry as a table spells it, or None if it names no backends."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray)) or not isinstance(value, Iterable):
+        return None
+    names = list(value)
+    if not all(isinstance(n, str) for n in names):
+        return None
+    return ", ".join(names)
+
+
 def override(routes: Mapping[str, str | Iterable[str]]) -> RouteOverride:
     """A context manager routing overloads elsewhere for its block, process-wide::
 
@@ -404,7 +421,18 @@ def override(routes: Mapping[str, str | Iterable[str]]) -> RouteOverride:
     rules: list[RouteRule] = []
     errors: list[RouteTableError] = []
     for key, value in routes.items():
-        text = value if isinstance(value, str) else ", ".join(value)
+        text = _backends_text(value)
+        if text is None:
+            errors.append(
+                RouteTableError(
+                    where,
+                    None,
+                    f"{key!r}: {value!r} is not a backend: use a backend name ('cpu'), a "
+                    f"preference list ('flaggems, cpu') or a sequence of names "
+                    f"(['flaggems', 'cpu'])",
+                )
+            )
+            continue
         try:
             parse_backends(text)
             rule = _parse_rule(f"{key} = {text}", where, 0)

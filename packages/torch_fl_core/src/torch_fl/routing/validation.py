@@ -9,7 +9,9 @@ Each rule is checked when the table loads, never at the first call:
 3. it is not a CompositeImplicitAutograd operator without a kernel of its own (``linear``,
    ``dropout``): those decompose into other operators on every device, and a flagos kernel for
    them would bypass the autograd of what they decompose into. Route the operators they call;
-4. the backend is known (``torch_fl._C.router_backends()``, plus ``none``);
+4. the backend is registered here (``torch_fl._C.router_backends()``, plus ``none``); one that is
+   not is reported as absent, with why, when some vendor or core provides it
+   (:func:`possible_backend`: ``flaggems`` without FlagGems), else as unknown (a misspelling);
 5. the backend has a kernel for that overload (``torch_fl._C.backend_has_kernel``).
 
 A preference list (``mm = flaggems, gcu, cpu``) is resolved here, once: checks 1-3 apply to the
@@ -51,6 +53,7 @@ from torch_fl.routing.route_table import (
 __all__ = [
     "Catalog",
     "RuntimeCatalog",
+    "describe_absent_backend",
     "possible_backend",
     "resolve_rule",
     "torch_minor",
@@ -61,6 +64,8 @@ __all__ = [
 #: Backends that a vendor package or core registers somewhere (beyond ``cpu`` and ``box:<key>``):
 #: in a preference list they may be absent from this process without being an error.
 KNOWN_BACKENDS = ("cpu", "composite", "flaggems", "gcu", "dcu", "ascend")
+#: Those of them that are a vendor package's own backend.
+VENDOR_BACKENDS = ("gcu", "dcu", "ascend")
 
 
 @functools.lru_cache(maxsize=256)
@@ -216,6 +221,11 @@ class RuntimeCatalog(Catalog):
             return "not registered in this process: the vendor does not enable FlagGems"
         if backend in installed_vendor_names():
             return f"not registered in this process (vendor {backend!r} is not the active one)"
+        if backend in VENDOR_BACKENDS:
+            return (
+                f"not registered in this process (no vendor package providing {backend!r} is "
+                f"installed)"
+            )
         if backend.startswith("box:"):
             return (
                 f"not registered in this process (the runtime gives no {backend[4:]} views of "
@@ -235,6 +245,22 @@ class RuntimeCatalog(Catalog):
 def valid_backends_text(catalog: Catalog) -> str:
     names = sorted({*catalog.backends(), "none"})
     return ", ".join(names)
+
+
+def describe_absent_backend(backend: str, short: str, catalog: Catalog) -> str:
+    """Why the single backend ``backend`` (as written) cannot serve ``short``: a name some vendor
+    or core provides is absent here, and says why as a preference list would; any other name is
+    unknown (a misspelling)."""
+    name = canonical_backend(backend)
+    if catalog.is_possible_backend(name):
+        return (
+            f"backend {backend!r} is not available for {short}: {catalog.why_unregistered(name)} "
+            f"(valid backends here: {valid_backends_text(catalog)}; a preference list such as "
+            f"'{backend}, cpu' falls back when it is absent)"
+        )
+    return (
+        f"unknown backend {backend!r} for {short} (valid backends: {valid_backends_text(catalog)})"
+    )
 
 
 def _op_problem(rule: RouteRule, catalog: Catalog) -> tuple[str, str] | None:
@@ -264,10 +290,7 @@ def validate_rule(rule: RouteRule, catalog: Catalog) -> tuple[str, str] | None:
     backend = canonical_backend(rule.backend)
     known = catalog.backends()
     if backend not in known:
-        return "backend", (
-            f"unknown backend {rule.backend!r} for {short} "
-            f"(valid backends: {valid_backends_text(catalog)})"
-        )
+        return "backend", describe_absent_backend(rule.backend, short, catalog)
     if not catalog.has_kernel(backend, op):
         return "op", f"backend {rule.backend!r} has no kernel for {short}"
     return None

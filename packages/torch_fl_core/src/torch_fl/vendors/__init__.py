@@ -159,8 +159,24 @@ class Vendor:
         """Deprecated spelling of :meth:`route_table` (still honoured)."""
         return None
 
+    def runtime_load_fix(self, error: str) -> str:
+        """What to do when :meth:`runtime_library` does not load or initialise (``error`` is why),
+        as a sentence for the error message."""
+        return "Install the vendor's SDK (or put its lib directory on LD_LIBRARY_PATH)"
+
+    def more_devices(self, index: int) -> str | None:
+        """How a process could have device ``flagos:<index>``, for the error of a use of an index
+        this process does not have (``"set FLAGOS_SIM_DEVICES=4 ..."``), or None."""
+        return None
+
     def __repr__(self) -> str:
         return f"<torch_fl vendor {self.name!r}>"
+
+
+def _load_fix(vendor: Vendor, why: str) -> str:
+    # Vendors need only name/is_present/runtime_library: one not derived from Vendor gets its text.
+    hook = getattr(vendor, "runtime_load_fix", None)
+    return hook(why) if hook is not None else Vendor.runtime_load_fix(vendor, why)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,27 +214,28 @@ def activate(selection: Selection) -> None:
     from torch_fl import _C
 
     if selection.present:
+        from torch_fl.vendors.discovery import SIM
+
         where = f"vendor {selection.name!r} (chosen because {selection.reason})"
         others = [name for name in selection.installed if name != selection.name]
-        instead = (
-            f"set FLAGOS_VENDOR to another installed vendor ({', '.join(others)})"
-            if others
-            else "uninstall its package"
-        )
+        if others:
+            instead = f", or set FLAGOS_VENDOR to another installed vendor ({', '.join(others)})"
+        else:  # the built-in sim has no package of its own to uninstall
+            instead = "" if selection.name == SIM else ", or uninstall its package"
         try:
             path = selection.vendor.runtime_library()
         except Exception as exc:
             raise VendorActivationError(
                 f"torch_fl: {where} could not name its runtime library: {_brief(exc)}. "
-                f"Reinstall the vendor's package, or {instead}."
+                f"Reinstall the vendor's package{instead}."
             ) from exc
         try:
             _C.activate_runtime(str(path))
         except Exception as exc:
+            why = _brief(exc)
             raise VendorActivationError(
-                f"torch_fl: {where} could not load its runtime library {path}: {_brief(exc)}. "
-                f"Install the vendor's SDK (or put its lib directory on LD_LIBRARY_PATH), or "
-                f"{instead}."
+                f"torch_fl: {where} could not load its runtime library {path}: {why}. "
+                f"{_load_fix(selection.vendor, why)}{instead}."
             ) from exc
         try:
             selection.vendor.activate()

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from torch_fl.vendors import Vendor
 
-__all__ = ["SimVendor", "vendor"]
+__all__ = ["MAX_DEVICES", "SimVendor", "vendor"]
+
+#: The most devices FLAGOS_SIM_DEVICES may ask for (``kMaxDevices`` in csrc/runtime/sim).
+MAX_DEVICES = 64
 
 
 class SimVendor(Vendor):
@@ -25,6 +29,27 @@ class SimVendor(Vendor):
         from torch_fl.runtimes import sim
 
         return sim.library_path()
+
+    def runtime_load_fix(self, error: str) -> str:
+        # Built in: nothing to install; what fails is a FLAGOS_SIM_* value the runtime names.
+        named = sorted(set(re.findall(r"FLAGOS_SIM_[A-Z]+", error)))
+        if named:
+            return (
+                f"sim is built into torch-fl-core and needs nothing installed: fix or unset "
+                f"{' and '.join(named)} (docs/sim.md)"
+            )
+        return (
+            "sim is built into torch-fl-core: reinstall it (pip install --force-reinstall "
+            "torch-fl-core)"
+        )
+
+    def more_devices(self, index: int) -> str | None:
+        if index >= MAX_DEVICES:
+            return f"the sim runtime has at most {MAX_DEVICES} devices (FLAGOS_SIM_DEVICES)"
+        return (
+            f"FLAGOS_SIM_DEVICES sets how many there are: FLAGOS_SIM_DEVICES={index + 1} (at "
+            f"most {MAX_DEVICES}) before torch is imported gives flagos:{index}"
+        )
 
     def collective_profile(self) -> str:
         # Device memory is host memory: gloo works on zero-copy CPU alias views.
