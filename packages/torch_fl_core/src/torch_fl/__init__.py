@@ -137,6 +137,11 @@ def _setup() -> None:
     from torch_fl import compile as _compile
 
     _compile.register()
+    # Libraries that know no flagos (transformers' Trainer, Accelerate under torchrun,
+    # flex_attention): adapters installed when each is imported (torch_fl.integrations).
+    from torch_fl import integrations as _integrations
+
+    _integrations.install()
 
     # torch.distributed is imported by torch/__init__ before the backend autoload runs, so the
     # flagos c10d backend can be registered here too (builds without distributed skip it).

@@ -71,6 +71,7 @@ KNOWN_VARIABLES = (
     "FLAGOS_FLAGGEMS_UNMEASURED",
     "FLAGOS_DIST_TIER",
     "FLAGOS_DIST_CHECK_SHAPES",
+    "FLAGOS_DISABLE_INTEGRATIONS",
     "FLAGOS_SIM_DEVICES",
     "FLAGOS_SIM_MEMORY",
     "FLAGOS_SIM_FAULTS",
@@ -275,9 +276,37 @@ def warn_unknown_variables(environ: Mapping[str, str] | None = None) -> None:
             continue
         warned.add(name)
         hint = f"did you mean {close}? " if close else ""
-        warnings.warn(
-            f"{name} is not a variable torch-fl reads ({hint}known: docs/environment.md)",
-            UserWarning,
-            stacklevel=2,
-        )
+        _warn_at_user(f"{name} is not a variable torch-fl reads ({hint}known: docs/environment.md)")
     setattr(torch, _WARNED_ATTR, warned)
+
+
+def _warn_at_user(message: str) -> None:
+    """A UserWarning attributed to the first frame outside torch-fl, torch and the import system
+    (the user's ``import torch``): a fixed stacklevel would print a line of torch-fl's source,
+    since the import reaches here through torch's backend autoload or ``import torch_fl``."""
+    import sys
+
+    import torch
+
+    packages = (Path(__file__).resolve().parents[1], Path(torch.__file__).resolve().parent)
+    ours = tuple(f"{p}{os.sep}" for p in packages)
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        module = str(frame.f_globals.get("__name__", ""))
+        internal = filename.startswith("<frozen ") or module.split(".")[0] == "importlib"
+        if not internal and not str(Path(filename).resolve()).startswith(ours):
+            break
+        frame = frame.f_back
+    if frame is None:  # nothing outside: attribute it to the process, without a source line
+        warnings.warn_explicit(message, UserWarning, "sys", 1, module="sys", registry={})
+        return
+    globs = frame.f_globals
+    warnings.warn_explicit(
+        message,
+        UserWarning,
+        frame.f_code.co_filename,
+        frame.f_lineno,
+        module=globs.get("__name__", "<unknown>"),
+        registry=globs.setdefault("__warningregistry__", {}),
+    )
