@@ -213,7 +213,10 @@ def _install_wheel(session: nox.Session, name: str, env: dict[str, str] | None =
 
 def _install_torch(session: nox.Session, requirement: str | None = None) -> None:
     if not SYSTEM_TORCH or requirement is not None:
-        session.install(requirement or TORCH_REQ)
+        # Not silent: a first download of torch is large (the smoke set's torch 2.10 from PyPI is
+        # a CUDA build, about 3.6 GB with its libraries), and pip names each file and its size.
+        session.log(f"installing {requirement or TORCH_REQ} (a large download the first time)")
+        session.install(requirement or TORCH_REQ, silent=False)
 
 
 def _install_core(session: nox.Session, *extras: str, torch: str | None = None) -> None:
