@@ -117,6 +117,12 @@ def test_without_tops_home_the_default_location_is_named(tmp_path):
         "default install location /opt/tops)"
     ) in proc.stderr, proc.stderr
     assert "Set TOPS_HOME to the TopsRider SDK install" in proc.stderr
+    # A wheel built against the emulator, which is on this machine: the export that selects it.
+    from torch_fl_gcu import sdk_info
+
+    built = sdk_info().get("tops_home") or ""
+    if sdk_info().get("emulator", "").upper() == "TRUE" and Path(built).is_dir():
+        assert f"; to use it: export TOPS_HOME={built}" in proc.stderr, proc.stderr
 
 
 @pytest.fixture

@@ -59,6 +59,12 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _built_home() -> str:
+    from torch_fl_ascend import sdk_info
+
+    return str(sdk_info().get("cann_home") or "")
+
+
 def _built() -> str:
     from torch_fl_ascend import sdk_info
 
@@ -71,7 +77,7 @@ def _built() -> str:
 
 def load(environ: Mapping[str, str] | None = None) -> LoadedSdk:
     """Load the toolkit once per process (a failure is retried on the next call)."""
-    return _loader().load(environ, built=_built())
+    return _loader().load(environ, built=_built(), built_home=_built_home())
 
 
 def loaded() -> LoadedSdk | None:

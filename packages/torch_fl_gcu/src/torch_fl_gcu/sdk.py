@@ -98,6 +98,12 @@ def search_dirs(environ: Mapping[str, str] | None = None) -> list[Path]:
     return _loader().search_dirs(environ)
 
 
+def _built_home() -> str:
+    from torch_fl_gcu import sdk_info
+
+    return str(sdk_info().get("tops_home") or "")
+
+
 def _built() -> str:
     from torch_fl_gcu import sdk_info
 
@@ -111,7 +117,7 @@ def _built() -> str:
 def load(environ: Mapping[str, str] | None = None) -> Sdk:
     """Load the SDK (once per process; a failure is retried on the next call). Raises
     :class:`SdkNotFoundError` with the message users see when it is missing."""
-    found = _loader().load(environ, built=_built())
+    found = _loader().load(environ, built=_built(), built_home=_built_home())
     return Sdk(
         runtime=found.paths[RUNTIME_LIBRARY], aten=found.paths[ATEN_LIBRARY], source=found.source
     )

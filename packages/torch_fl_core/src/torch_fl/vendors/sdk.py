@@ -131,7 +131,9 @@ class SdkLoader:
             return f"{var}={home}"
         return f"{home} (the {self.spec.product}'s default install location)"
 
-    def _not_found(self, name: str, environ: Mapping[str, str], built: str) -> str:
+    def _not_found(
+        self, name: str, environ: Mapping[str, str], built: str, built_home: str = ""
+    ) -> str:
         home, var = self.home(environ)
         dirs = " and ".join(str(d) for d in self.search_dirs(environ))
         unset = " and ".join(self.spec.env_vars)
@@ -143,8 +145,11 @@ class SdkLoader:
         )
         ld = environ.get("LD_LIBRARY_PATH", "")
         loader = f"LD_LIBRARY_PATH={ld}" if ld else "LD_LIBRARY_PATH unset"
-        hint = f". This package was built against {built}" if built else ""
         first = self.spec.env_vars[0]
+        hint = f". This package was built against {built}" if built else ""
+        if built_home and Path(built_home).is_dir():
+            # The wheel's own build-time SDK (an emulator in CI) is on this machine: say how.
+            hint += f"; to use it: export {first}={built_home}"
         return (
             f"the {self.spec.product} library {name} was not found: looked in {dirs} ({where}) "
             f"and on the dynamic loader path ({loader}, the ldconfig cache). Set {first} to the "
@@ -153,7 +158,9 @@ class SdkLoader:
             f"export {first}={self.spec.example}{hint}"
         )
 
-    def _find(self, name: str, environ: Mapping[str, str], built: str) -> tuple[str, str]:
+    def _find(
+        self, name: str, environ: Mapping[str, str], built: str, built_home: str = ""
+    ) -> tuple[str, str]:
         source = self._source(environ)
         for directory in self.search_dirs(environ):
             candidate = directory / name
@@ -171,19 +178,22 @@ class SdkLoader:
         try:
             lib = ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
         except OSError:
-            raise SdkNotFoundError(self._not_found(name, environ, built)) from None
+            raise SdkNotFoundError(self._not_found(name, environ, built, built_home)) from None
         return _loaded_path(lib, name), LOADER_PATH
 
-    def load(self, environ: Mapping[str, str] | None = None, *, built: str = "") -> LoadedSdk:
+    def load(
+        self, environ: Mapping[str, str] | None = None, *, built: str = "", built_home: str = ""
+    ) -> LoadedSdk:
         """Load every library of the spec; ``built`` ("the CANN emulator at /x") is added to the
-        not-found message as a hint."""
+        not-found message as a hint, with the export that selects ``built_home`` (that SDK's
+        install) where it exists on this machine."""
         if self._loaded is not None:
             return self._loaded
         env = os.environ if environ is None else environ
         paths: dict[str, str] = {}
         sources: list[str] = []
         for name in self.spec.libraries:
-            paths[name], source = self._find(name, env, built)
+            paths[name], source = self._find(name, env, built, built_home)
             if source not in sources:
                 sources.append(source)
         self._loaded = LoadedSdk(paths=paths, source="; ".join(sources))
