@@ -421,6 +421,15 @@ for _name in VENDORS:
 
 
 @nox.session(venv_params=_venv_params())
+def ecosystem(session: nox.Session) -> None:
+    """The libraries users train with (pinned in TEST_DEPS) on flagos against CPU, on sim
+    (`nox -s tests` runs them too, on every vendor it runs the contract suites on)."""
+    _install_core(session, *TEST_DEPS)
+    env = {"FLAGOS_VENDOR": os.environ.get("FLAGOS_VENDOR", "sim")}
+    _pytest(session, str(ROOT / "tests" / "ecosystem"), *session.posargs, env=env)
+
+
+@nox.session(venv_params=_venv_params())
 def smoke(session: nox.Session) -> None:
     """Core built against SMOKE_TORCH (the oldest supported minor) and the smoke set on sim."""
     _install_core(session, "pytest>=8", "pytest-timeout", "pytest-xdist", torch=SMOKE_TORCH)
