@@ -10,6 +10,8 @@
                            names one and it is set, else its emulator)
     nox -s test-<vendor>   build-<vendor>, the package's tests, and the contract suites with
                            FLAGOS_VENDOR=<vendor> (on the emulator, or where the device exists)
+    nox -s ecosystem       transformers, Accelerate, Lightning, flex_attention, safetensors
+                           (pinned) on flagos against CPU (tests/ecosystem; docs/ecosystem.md)
     nox -s smoke           the smoke set (device, copies, routing, training on sim) on torch
                            TORCH_FL_SMOKE_TORCH (default: the oldest supported minor)
     nox -s matrix          core's tests and the contract suites on sim for every supported torch
@@ -17,7 +19,8 @@
                            packages/vendors.toml; default all) into
                            dist/ (compiled ones into dist/torch-<minor>/)
     nox -s install-check -- [p]   a fresh venv with only those wheels and torch: the README
-                           example, python -m torch_fl, and `pip install torch-fl-core ...`
+                           example, python -m torch_fl, and `pip install torch-fl-core ...`;
+                           then each emulated vendor without its SDK set (one clear error)
     nox -s lint            ruff, clang-format, actionlint
     nox -s bench           benchmarks that run on this machine
 
@@ -495,6 +498,16 @@ def _dists(names: list[str]) -> list[str]:
     return dists
 
 
+#: Runs argv[1] as a program and checks that it fails with an error containing each of argv[2:].
+_EXPECT_ONE_ERROR = """
+import subprocess, sys
+r = subprocess.run([sys.executable, "-c", sys.argv[1]], capture_output=True, text=True)
+lacking = [w for w in sys.argv[2:] if w not in r.stderr]
+assert r.returncode != 0 and not lacking, (r.returncode, lacking, r.stderr[-3000:])
+print("one error, naming", ", ".join(sys.argv[2:]))
+"""
+
+
 @nox.session(name="install-check", venv_params=_venv_params())
 def install_check(session: nox.Session) -> None:
     """A fresh venv holding only torch and the wheels in dist/: the README example, `python -m
@@ -535,6 +548,17 @@ def install_check(session: nox.Session) -> None:
             with session.chdir(tmp):
                 session.run(py, "-c", example, external=True, env=env)
                 session.run(py, "-m", "torch_fl", external=True, env=env)
+        # The same wheels on a machine without the vendor's SDK: the example stops with one error
+        # that says how to get a device (the SDK's variable, or sim), not a loader traceback.
+        for vendor in [n for n in names if n != "core"]:
+            sdk_vars = VENDORS[vendor].get("sdk_env") or []
+            sdk_vars = [sdk_vars] if isinstance(sdk_vars, str) else list(sdk_vars)
+            if VENDORS[vendor].get("contracts") != "ci" or not sdk_vars:
+                continue
+            env = {**run["env"], "FLAGOS_VENDOR": vendor, **{v: "" for v in sdk_vars}}
+            with session.chdir(tmp):
+                session.run(py, "-c", _EXPECT_ONE_ERROR, example, f"export {sdk_vars[0]}=",
+                            "FLAGOS_VENDOR=sim", external=True, env=env)  # fmt: skip
 
 
 @nox.session(venv_params=_venv_params())
