@@ -300,7 +300,7 @@ def _install_vendor(session: nox.Session, name: str) -> dict[str, str]:
 
 def _pytest(session: nox.Session, *args: str, env: dict[str, str] | None = None) -> None:
     workers = ["-n", str(TEST_WORKERS)] if TEST_WORKERS > 1 else []
-    env = {**(env or {}), "FLAGOS_ECOSYSTEM_DIR": str(ECOSYSTEM_RESULTS)}
+    env = {**(env or {}), "FLAGOS_TEST_ECOSYSTEM_DIR": str(ECOSYSTEM_RESULTS)}
     code = session.run(
         "python", "-m", "pytest", *workers, *args, env=env, success_codes=[0, 5], silent=False
     )

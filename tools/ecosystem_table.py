@@ -1,6 +1,6 @@
 """Writes the table of docs/ecosystem.md from the results the ecosystem tests record.
 
-``tests/ecosystem`` records, with ``FLAGOS_ECOSYSTEM_DIR`` set, one JSON file per vendor and
+``tests/ecosystem`` records, with ``FLAGOS_TEST_ECOSYSTEM_DIR`` set, one JSON file per vendor and
 pytest worker (library, its installed version, the case, works/fails/skipped). This tool merges
 them into one Markdown table (a row per library, version and case; a column per vendor) and puts
 it between the table markers of docs/ecosystem.md.

@@ -1,7 +1,7 @@
 """Libraries users train with, run on flagos against the same program on CPU.
 
 Each test is the smallest program that library's users write, run in a fresh process (the
-libraries cache device decisions per process). With ``FLAGOS_ECOSYSTEM_DIR`` set, each result is
+libraries cache device decisions per process). With ``FLAGOS_TEST_ECOSYSTEM_DIR`` set, each result is
 recorded (library, version, the case's statement, whether it holds, vendor) in ``<dir>/<vendor>.json``, from which
 ``tools/ecosystem_table.py`` writes the table of docs/ecosystem.md.
 """
@@ -45,7 +45,7 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    out = os.environ.get("FLAGOS_ECOSYSTEM_DIR")
+    out = os.environ.get("FLAGOS_TEST_ECOSYSTEM_DIR")
     if not out or not _RESULTS:
         return
     vendor = os.environ.get("FLAGOS_VENDOR", "sim")
