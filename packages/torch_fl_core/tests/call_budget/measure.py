@@ -38,6 +38,7 @@ def cases(dev: str) -> dict:
 
     a, b, o, bias, x, w = t(64, 64), t(64, 64), t(64, 64), t(64), t(8, 64), t(64, 64)
     lists = {n: ([t(256) for _ in range(n)], [t(256) for _ in range(n)]) for n in (10, 150)}
+    image, kernel = t(2, 4, 8, 8), t(4, 4, 3, 3)
     return {
         "add_": lambda: a.add_(b),
         "add_out": lambda: torch.add(a, b, out=o),
@@ -45,6 +46,7 @@ def cases(dev: str) -> dict:
         "addmm": lambda: torch.addmm(bias, x, w),
         "foreach_add_10": lambda: torch._foreach_add_(*lists[10]),
         "foreach_add_150": lambda: torch._foreach_add_(*lists[150]),
+        "conv2d": lambda: torch.nn.functional.conv2d(image, kernel, padding=1),
     }
 
 
