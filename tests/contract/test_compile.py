@@ -53,6 +53,16 @@ def _on_flagos(*tensors: torch.Tensor) -> None:
         assert t.device.type == "flagos", f"{t.device} is not flagos"
 
 
+def _assert_same_grads(eager: nn.Module, compiled_model: nn.Module) -> None:
+    """The compiled copy's parameter gradients are on flagos and equal to eager's."""
+    for (name, pe), pc in zip(eager.named_parameters(), compiled_model.parameters(), strict=True):
+        assert pc.grad is not None, name
+        _on_flagos(pc.grad)
+        torch.testing.assert_close(
+            pc.grad, pe.grad, **tolerances.COMPILED_BLOCK_GRAD.kwargs(), msg=name
+        )
+
+
 @needs_codegen
 def test_registered_at_import(flagos):
     import torch._inductor.compile_fx  # noqa: F401 - completes the registration, as compile does
@@ -244,12 +254,7 @@ def test_transformer_block_forward_backward(dynamo, attention):
     torch.testing.assert_close(out_c, out_e, **tolerances.COMPILED_BLOCK.kwargs())
     out_e.square().mean().backward()
     out_c.square().mean().backward()
-    for (name, pe), pc in zip(eager.named_parameters(), compiled_model.parameters(), strict=True):
-        assert pc.grad is not None, name
-        _on_flagos(pc.grad)
-        torch.testing.assert_close(
-            pc.grad, pe.grad, **tolerances.COMPILED_BLOCK_GRAD.kwargs(), msg=name
-        )
+    _assert_same_grads(eager, compiled_model)
     assert graph_breaks() == 0, "a fully traceable block must compile to one graph"
 
 
@@ -415,11 +420,7 @@ def test_compiled_cnn(dynamo, layout, mode):
     torch.testing.assert_close(out_c, out_e, **tolerances.COMPILED_BLOCK.kwargs())
     out_c.square().mean().backward()
     out_e.square().mean().backward()
-    for (name, pe), pc in zip(eager.named_parameters(), compiled_model.parameters(), strict=True):
-        assert pc.grad is not None, name
-        torch.testing.assert_close(
-            pc.grad, pe.grad, **tolerances.COMPILED_BLOCK_GRAD.kwargs(), msg=name
-        )
+    _assert_same_grads(eager, compiled_model)
     for (name, be), bc in zip(eager.named_buffers(), compiled_model.buffers(), strict=True):
         torch.testing.assert_close(bc, be, **tolerances.COMPILED_BLOCK.kwargs(), msg=name)
     assert graph_breaks() == 0
