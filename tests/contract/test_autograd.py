@@ -27,6 +27,7 @@ from collections.abc import Callable
 import pytest
 import torch
 import torch.nn.functional as F
+from _cnn import SmallCNN
 from torch import nn
 from torch_fl.conformance import tolerances
 
@@ -171,30 +172,6 @@ OPTIMIZERS: dict[str, Callable] = {
         p, lr=1e-2, weight_decay=0.05, amsgrad=True, fused=True
     ),
 }
-
-
-class SmallCNN(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        # No bias on the convolution BatchNorm follows (as real CNNs do): that bias has a gradient
-        # of exactly zero in exact arithmetic, and Adam normalises its rounding noise into
-        # full-size steps, so any kernel that rounds unlike the CPU (a vendor's native
-        # log_softmax) would move it arbitrarily.
-        self.features = nn.Sequential(
-            # No bias before BatchNorm: its gradient is zero up to rounding noise, which Adam
-            # normalises into full-size steps, so CPU and a GPU would diverge there by design.
-            nn.Conv2d(3, 8, 3, padding=1, bias=False),
-            nn.BatchNorm2d(8),
-            nn.ReLU(),
-            nn.MaxPool2d(2),
-            nn.Conv2d(8, 16, 3, stride=2),
-            nn.ReLU(),
-            nn.AdaptiveAvgPool2d(1),
-        )
-        self.head = nn.Linear(16, 5)
-
-    def forward(self, x):
-        return self.head(self.features(x).flatten(1))
 
 
 def make_cnn():

@@ -17,6 +17,7 @@ import textwrap
 import pytest
 import torch
 import torch.nn.functional as F
+from _cnn import SmallCNN
 from torch import nn
 from torch_fl.conformance import tolerances
 
@@ -376,31 +377,10 @@ def test_sdpa_traced_kernel_is_the_eager_choice(flagos):
     )
 
 
-class SmallCNN(nn.Module):
-    """Conv, batch norm, pooling: the layers of a timm-style CNN stem and head."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(3, 8, 3, padding=1, bias=False),
-            nn.BatchNorm2d(8),
-            nn.ReLU(),
-            nn.MaxPool2d(2),
-            nn.Conv2d(8, 16, 3, stride=2),
-            nn.BatchNorm2d(16),
-            nn.ReLU(),
-            nn.AdaptiveAvgPool2d(1),
-        )
-        self.head = nn.Linear(16, 5)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(x).flatten(1))
-
-
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
 @pytest.mark.parametrize("mode", ["inference", "training"])
 def test_compiled_cnn(dynamo, layout, mode):
-    """A compiled CNN (Inductor's layout optimisation makes its convolutions channels_last)
+    """The small CNN compiled (Inductor's layout optimisation makes its convolutions channels_last)
     matches eager: what a flagos convolution returns has the strides its fake kernel predicts."""
     fmt = torch.channels_last if layout == "channels_last" else torch.contiguous_format
     torch.manual_seed(0)
