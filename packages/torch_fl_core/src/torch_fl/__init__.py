@@ -121,6 +121,12 @@ def _setup() -> None:
     _register_device_module(device)
     _generate_methods()
     vendors.activate(selection)
+    if selection.present:
+        # The route table: validated now (errors name file:line; a RouteTableError propagates
+        # unwrapped), installed in the router, after activate() registered the vendor's backends.
+        from torch_fl.routing import activation
+
+        activation.activate(selection.vendor)
     # torch.multiprocessing: flagos tensors sent to another process share their memory where the
     # runtime can (CUDA IPC on the delegate runtime), else raise at pickling / Queue.put time.
     from torch_fl import multiprocessing as _multiprocessing

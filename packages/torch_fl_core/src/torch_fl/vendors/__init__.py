@@ -203,8 +203,9 @@ _active: Selection | None = None
 
 
 def activate(selection: Selection) -> None:
-    """Make ``selection`` the process's vendor: load its runtime, run its activate() hook, then
-    load its route table (:mod:`torch_fl.routing`; a RouteTableError propagates unwrapped).
+    """Make ``selection`` the process's vendor: load its runtime and run its activate() hook.
+    Its route table is loaded next by the caller (``torch_fl._setup``, through
+    :mod:`torch_fl.routing.activation`), so vendors stay below routing.
 
     A vendor whose device is absent is recorded but not loaded (its SDK is often missing too):
     ``flagos`` then has 0 devices and its first use raises an error naming the vendor and why.
@@ -243,10 +244,6 @@ def activate(selection: Selection) -> None:
             raise VendorActivationError(
                 f"torch_fl: the activate() hook of {where} failed: {_brief(exc)}"
             ) from exc
-        # The route table: validated now (errors name file:line), installed in the router.
-        from torch_fl import routing
-
-        routing.activation.activate(selection.vendor)
     _active = selection
 
 
