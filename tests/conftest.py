@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+import _status_record
 import pytest
 import torch
 
@@ -40,6 +41,8 @@ MARKERS = {
 def pytest_configure(config):
     for name, description in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {description}")
+    # docs/contracts.md's status row of this vendor and machine (FLAGOS_TEST_CONTRACTS_DIR).
+    _status_record.register(config)
 
 
 def pytest_collection_modifyitems(config, items):
