@@ -111,6 +111,9 @@ SMOKE_SUITES = ["test_device.py", "test_copy.py", "test_routing.py", "test_train
 WHEEL_CACHE = ROOT / ".nox" / "_wheels"
 #: Where tests/ecosystem records its results (per vendor) for tools/ecosystem_table.py.
 ECOSYSTEM_RESULTS = ROOT / ".nox" / "ecosystem"
+#: Where a whole run of the contract suites records its counts (one file per vendor and machine,
+#: checked in) for tools/contracts_table.py, which writes docs/contracts.md's status from them.
+CONTRACT_RESULTS = ROOT / "docs" / "data" / "contracts"
 WHEELS_KEPT = 3  # source states kept per package and torch minor
 DIST = ROOT / "dist"
 
@@ -368,6 +371,8 @@ def tests(session: nox.Session) -> None:
     _install_core(session, *TEST_DEPS)
     args = session.posargs or []
     shutil.rmtree(ECOSYSTEM_RESULTS, ignore_errors=True)
+    if not args:  # only a whole run is a status row
+        session.env["FLAGOS_TEST_CONTRACTS_DIR"] = str(CONTRACT_RESULTS)
     _test_core(session, args)
     # Vendors without an emulator: their package tests (generators, discovery, preload guards on
     # fabricated libraries) on sim; vendors with one last, as they also run the contract suites.
@@ -376,6 +381,8 @@ def tests(session: nox.Session) -> None:
     if not session.posargs:
         # docs/ecosystem.md's table is the one these results give.
         session.run("python", str(ROOT / "tools" / "ecosystem_table.py"), "--check")
+        # docs/contracts.md's status from the rows this run recorded (commit both).
+        session.run("python", str(ROOT / "tools" / "contracts_table.py"))
         # The wheels a user installs, from the cache just filled: no second build.
         session.notify("install-check")
         if SMOKE_TORCH != "0":
@@ -406,7 +413,11 @@ def _vendor_sessions(name: str) -> None:
             _install_wheel(session, "core")
         else:
             _install_core(session, *TEST_DEPS)
+        if not session.posargs:  # a whole run: the vendor's status row on this machine
+            session.env["FLAGOS_TEST_CONTRACTS_DIR"] = str(CONTRACT_RESULTS)
         _test_vendor(session, name, session.posargs or [], ci=False)
+        if not session.posargs:
+            session.run("python", str(ROOT / "tools" / "contracts_table.py"))
 
     build.__doc__ = f"Build core and torch-fl-{name} ({VENDORS[name].get('doc', '')})."
     test.__doc__ = f"build-{name}, its package tests, and the contract suites on {name}."
