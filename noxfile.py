@@ -1,3 +1,7 @@
+# The noxfile's own dependencies (PEP 723; nox reads them and installs none that are present):
+# /// script
+# dependencies = ["nox", "tomli; python_version < '3.11'"]
+# ///
 """Sessions for the torch-fl monorepo, driven by the package table packages/vendors.toml.
 
     nox -s demo            build core (once per torch minor and source state) and run the demo
@@ -50,29 +54,17 @@ from pathlib import Path
 
 import nox
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: tomli, the same parser (declared above)
+    import tomli as tomllib
+
 ROOT = Path(__file__).parent
 
 
 def _read_table(path: Path) -> dict:
-    """packages/vendors.toml (tomllib; on Python 3.10 the subset of TOML that file uses)."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-
-        return tomllib.loads(path.read_text())
-    table: dict = {}
-    section: dict = table
-    for raw in path.read_text().splitlines():
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        if line.startswith("["):
-            section = table
-            for part in line.strip("[]").split("."):
-                section = section.setdefault(part, {})
-            continue
-        key, value = (s.strip() for s in line.split("=", 1))
-        section[key] = {"true": True, "false": False}.get(value, value.strip('"'))
-    return table
+    """packages/vendors.toml."""
+    return tomllib.loads(path.read_text(encoding="utf-8"))
 
 
 TABLE = _read_table(ROOT / "packages" / "vendors.toml")
@@ -166,10 +158,12 @@ def _source_key(paths: list[str], extra: str = "") -> str:
 
 
 def _key_paths(name: str) -> list[str]:
-    """What a package's wheel is built from: its tree, the shared build files, core's ABI header."""
+    """What a package's wheel is built from: its tree (a vendor's CMake Find module is in its own
+    tree, so a change to it rebuilds that vendor only), the shared build files, and for a vendor
+    core's headers (the runtime ABI, the kernel kit) and kernel-generator kit."""
     paths = [PACKAGES[name]["path"], "shared_cmake", "shared_build"]
     if name != "core":
-        paths.append(f"{CORE_ENTRY['path']}/include")
+        paths += [f"{CORE_ENTRY['path']}/include", f"{CORE_ENTRY['path']}/src/torch_fl/kit"]
     return paths
 
 

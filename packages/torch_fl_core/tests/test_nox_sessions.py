@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import shutil
 import sys
 import types
 from pathlib import Path
@@ -24,6 +25,7 @@ class RecordingSession:
         self.installed: list[str] = []
         self.ran: list[tuple[str, ...]] = []
         self.notified: list[str] = []
+        self.env: dict[str, str] = {}
         self.torch = torch
 
     def install(self, *args: str, **_kw) -> None:
@@ -75,13 +77,24 @@ def _fake_nox() -> types.ModuleType:
     return nox
 
 
-@pytest.fixture
-def noxfile(monkeypatch, tmp_path):
+def _toml_parser() -> types.ModuleType:
+    """tomllib, or on Python 3.10 tomli (its source; nox depends on it there)."""
+    return pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
+
+
+def load_noxfile(path: Path, monkeypatch) -> types.ModuleType:
+    """``path`` (a noxfile.py beside its packages/vendors.toml) imported with the stand-in nox."""
     monkeypatch.setitem(sys.modules, "nox", _fake_nox())
     monkeypatch.delenv("TORCH_FL_SYSTEM_TORCH", raising=False)
-    spec = importlib.util.spec_from_file_location("noxfile_under_test", NOXFILE)
+    spec = importlib.util.spec_from_file_location("noxfile_under_test", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def noxfile(monkeypatch, tmp_path):
+    module = load_noxfile(NOXFILE, monkeypatch)
     monkeypatch.setattr(module, "WHEEL_CACHE", tmp_path / "wheels")
     monkeypatch.setattr(module, "DIST", tmp_path / "dist")
     return module
@@ -129,6 +142,71 @@ def test_a_source_change_rebuilds_core(noxfile, monkeypatch):
 def test_every_vendor_of_the_table_has_its_sessions(noxfile):
     for name in noxfile.VENDORS:
         assert f"build-{name}" in noxfile.SESSIONS and f"test-{name}" in noxfile.SESSIONS
+
+
+def test_a_vendor_find_module_keys_only_its_own_wheel(noxfile):
+    """A vendor's CMake Find module for its SDK lives in its package (``cmake/``), not in the
+    shared CMake every package's wheel is keyed on: changing it rebuilds that vendor only."""
+    root = noxfile.ROOT
+    assert not sorted((root / "shared_cmake").glob("Find*.cmake"))
+    modules = sorted(root.glob("packages/*/cmake/Find*.cmake"))
+    assert modules, "no Find module under packages/<vendor>/cmake/"
+    for module in modules:
+        rel = module.relative_to(root).as_posix()
+        keyed = [
+            name
+            for name in noxfile.PACKAGES
+            if any(rel.startswith(f"{path}/") for path in noxfile._key_paths(name))
+        ]
+        owner = [n for n, e in noxfile.PACKAGES.items() if rel.startswith(f"{e['path']}/")]
+        assert keyed == owner and len(owner) == 1, (rel, keyed)
+
+
+def test_below_python_3_11_the_table_is_read_with_tomli(monkeypatch, tmp_path):
+    """Python 3.10 has no tomllib: the noxfile reads packages/vendors.toml with tomli (the parser
+    tomllib was made from), so a list-valued ``sdk_env`` (ascend's) stays a list: its second
+    variable is honoured, and with none set the emulator is built for the first."""
+    root = tmp_path / "repo"
+    (root / "packages").mkdir(parents=True)
+    shutil.copy2(NOXFILE, root / "noxfile.py")
+    (root / "packages" / "vendors.toml").write_text(
+        '[core]\npath = "packages/core"\ntag = "core-v"\ncompiled = true\n\n'
+        '[vendor.npu]\npath = "packages/npu"\ntag = "npu-v"\ncompiled = true\n'
+        'sdk_env = [\n  "NPU_TOOLKIT_HOME",  # the first set wins\n  "NPU_HOME",\n]\n'
+        'emulator = "emulator"\ncontracts = "ci"\n'
+    )
+    parser = _toml_parser()
+    parsed: list[str] = []
+
+    class Tomli:  # tomli's loads(), recording that it was the parser used
+        @staticmethod
+        def loads(text: str) -> dict:
+            parsed.append(text)
+            return parser.loads(text)
+
+    monkeypatch.setitem(sys.modules, "tomllib", None)  # `import tomllib` fails, as on 3.10
+    monkeypatch.setitem(sys.modules, "tomli", Tomli)
+    module = load_noxfile(root / "noxfile.py", monkeypatch)
+    assert parsed, "the noxfile did not read the table with tomli"
+    assert module.VENDORS["npu"]["sdk_env"] == ["NPU_TOOLKIT_HOME", "NPU_HOME"]
+    assert {"build-npu", "test-npu"} <= set(module.SESSIONS)
+
+    monkeypatch.delenv("NPU_TOOLKIT_HOME", raising=False)
+    monkeypatch.setenv("NPU_HOME", "/opt/npu")
+    assert module._sdk_env(RecordingSession(), "npu") == {"NPU_HOME": "/opt/npu"}
+    monkeypatch.delenv("NPU_HOME")
+    session = RecordingSession()
+    prefix = root / "packages" / "npu" / "emulator" / "prefix"
+    assert module._sdk_env(session, "npu") == {"NPU_TOOLKIT_HOME": str(prefix)}
+    assert session.ran[0][:3] == ("cmake", "-S", str(prefix.parent))
+
+
+def test_the_noxfile_declares_tomli_for_python_3_10():
+    """nox reads the noxfile's PEP 723 block and makes sure what it lists is installed."""
+    block = re.search(r"^# /// script\n(.*?)^# ///$", NOXFILE.read_text(), re.S | re.M)
+    assert block, "noxfile.py has no PEP 723 script block"
+    meta = _toml_parser().loads("\n".join(ln[2:] for ln in block.group(1).splitlines()))
+    assert "tomli; python_version < '3.11'" in meta["dependencies"], meta
 
 
 def test_readme_quickstart_works_where_pip_refuses_the_system_python():
