@@ -113,7 +113,11 @@ class StatusRecord:
                 entry["skip_reasons"] = dict(sorted(self.reasons[group].items()))
             suites[group] = entry
         totals = sum(self.counts.values(), Counter())
-        args = [str(a) for a in self.config.invocation_params.args]
+        # Paths as the checkout spells them, not as this machine does.
+        args = [
+            os.path.relpath(a, ROOT) if os.path.isabs(a) and a.startswith(str(ROOT)) else str(a)
+            for a in self.config.invocation_params.args
+        ]
         return {
             "vendor": vendor,
             "emulated": emulated,
