@@ -29,6 +29,7 @@ What it does:
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.util
 import os
 import threading
@@ -36,7 +37,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BACKEND", "ENV_SWITCH", "claimed_overloads", "kernel_table", "register", "status"]
+__all__ = [
+    "BACKEND",
+    "ENV_SWITCH",
+    "claimed_overloads",
+    "kernel_table",
+    "register",
+    "status",
+    "triton_backend",
+]
 
 BACKEND = "flaggems"
 ENV_SWITCH = "FLAGOS_FLAGGEMS"
@@ -55,6 +64,26 @@ def _prepare_environment(gems_vendor: str) -> None:
     os.environ.setdefault("GEMS_VENDOR", gems_vendor)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     os.environ.setdefault("FLAGGEMS_CACHE_DIR", str(Path(base) / "torch_fl" / "flaggems"))
+
+
+def triton_backend(names: tuple[str, ...], label: str) -> tuple[bool, str]:
+    """(available, why): the installed Triton lists one of ``names`` among its backends (it is
+    imported to ask) and FlagGems is importable. ``label`` names the backend in the reason when
+    none is there (``"'enflame'"``, ``"Ascend"``). A vendor's precondition for :func:`register`."""
+    if importlib.util.find_spec("triton") is None:
+        return False, "no Triton is installed"
+    try:
+        triton = importlib.import_module("triton")
+        backends = set(getattr(getattr(triton, "backends", None), "backends", {}) or {})
+    except Exception as exc:  # a broken Triton is as good as none, and says why
+        return False, f"importing triton failed ({type(exc).__name__}: {exc})"
+    found = [b for b in names if b in backends]
+    if not found:
+        listed = ", ".join(sorted(backends)) or "none"
+        return False, f"the installed Triton has no {label} backend (backends: {listed})"
+    if importlib.util.find_spec("flag_gems") is None:
+        return False, f"Triton has the {found[0]!r} backend but FlagGems is not installed"
+    return True, f"Triton with the {found[0]!r} backend and FlagGems are importable"
 
 
 def claimed_overloads() -> list[str]:

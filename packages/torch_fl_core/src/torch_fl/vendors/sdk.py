@@ -12,6 +12,10 @@ satisfies the runtime's and kernels' ``DT_NEEDED`` entries with them. Each libra
 When one is not found, :class:`SdkNotFoundError` names the library, where it was looked for, and
 the variable to set. Nothing here touches torch or the device, so a vendor's ``is_present()`` can
 use it before the device is set up.
+
+A vendor package's ``sdk`` module holds only its :class:`SdkSpec` fields as a plain dict and
+forwards ``load``/``loaded``/``search_dirs``/``SdkNotFoundError`` to :func:`module_attribute`,
+so importing it imports neither torch nor torch_fl (test set-up reads it before torch).
 """
 
 from __future__ import annotations
@@ -20,10 +24,21 @@ import ctypes
 import dataclasses
 import os
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
-__all__ = ["LOADER_PATH", "LoadedSdk", "SdkLoader", "SdkNotFoundError", "SdkSpec", "probe_runtime"]
+__all__ = [
+    "LOADER_PATH",
+    "LoadedSdk",
+    "SdkLoader",
+    "SdkNotFoundError",
+    "SdkSpec",
+    "loader",
+    "module_attribute",
+    "probe_runtime",
+]
 
 LOADER_PATH = "the dynamic loader path"
 
@@ -51,6 +66,13 @@ class SdkSpec:
     lib_dirs: tuple[str, ...] = ("lib", "lib64")
     #: The home in the fix the not-found message gives (``export VAR=<example>``).
     example: str = "/path/to/it"
+    #: The key of the package's build record (``lib/sdk.json``) naming the SDK it was built
+    #: against (``"tops_home"``); its ``emulator`` key says whether that was the emulator.
+    built_home_key: str = "home"
+    #: What the build record's SDK is called in the not-found hint: the emulator
+    #: (``"the TopsRider emulator"``), or a real install (``"an SDK"``).
+    emulator: str = "the emulator"
+    real: str = "an SDK"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,8 +86,13 @@ class LoadedSdk:
     source: str
 
     @property
+    def runtime(self) -> str:
+        """The first library of the spec (its runtime, which the others need), as loaded."""
+        return next(iter(self.paths.values()))
+
+    @property
     def lib_dir(self) -> str:
-        return str(Path(next(iter(self.paths.values()))).parent)
+        return str(Path(self.runtime).parent)
 
 
 def _loaded_path(lib: ctypes.CDLL, fallback: str) -> str:
@@ -108,9 +135,22 @@ def _dlopen_with_siblings(path: Path) -> ctypes.CDLL:
 class SdkLoader:
     """Loads one SDK once per process (a failure is retried on the next call)."""
 
-    def __init__(self, spec: SdkSpec) -> None:
+    def __init__(
+        self, spec: SdkSpec, build_info: Callable[[], Mapping[str, Any]] | None = None
+    ) -> None:
         self.spec = spec
+        #: The package's build record (``lib/sdk.json`` as a dict), for the not-found hint.
+        self.build_info = build_info
         self._loaded: LoadedSdk | None = None
+
+    def built(self) -> tuple[str, str]:
+        """(what the package was built against, as a phrase, or ""; that SDK's home, or "")."""
+        info = self.build_info() if self.build_info is not None else {}
+        home = str(info.get(self.spec.built_home_key) or "")
+        if not home:
+            return "", ""
+        emulated = str(info.get("emulator", "")).upper() == "TRUE"
+        return f"{self.spec.emulator if emulated else self.spec.real} at {home}", home
 
     def home(self, environ: Mapping[str, str] | None = None) -> tuple[str, str | None]:
         """(the home to look in, the variable that named it, or None for the default)."""
@@ -182,14 +222,22 @@ class SdkLoader:
         return _loaded_path(lib, name), LOADER_PATH
 
     def load(
-        self, environ: Mapping[str, str] | None = None, *, built: str = "", built_home: str = ""
+        self,
+        environ: Mapping[str, str] | None = None,
+        *,
+        built: str | None = None,
+        built_home: str | None = None,
     ) -> LoadedSdk:
         """Load every library of the spec; ``built`` ("the CANN emulator at /x") is added to the
         not-found message as a hint, with the export that selects ``built_home`` (that SDK's
-        install) where it exists on this machine."""
+        install) where it exists on this machine. Both default to the build record's."""
         if self._loaded is not None:
             return self._loaded
         env = os.environ if environ is None else environ
+        if built is None or built_home is None:
+            recorded, recorded_home = self.built()
+            built = recorded if built is None else built
+            built_home = recorded_home if built_home is None else built_home
         paths: dict[str, str] = {}
         sources: list[str] = []
         for name in self.spec.libraries:
@@ -201,6 +249,38 @@ class SdkLoader:
 
     def loaded(self) -> LoadedSdk | None:
         return self._loaded
+
+
+_loaders: dict[str, SdkLoader] = {}
+_loaders_lock = threading.Lock()
+
+
+def loader(
+    owner: str, spec: Mapping[str, Any], build_info: Callable[[], Mapping[str, Any]]
+) -> SdkLoader:
+    """The one :class:`SdkLoader` of the SDK module ``owner`` (``"torch_fl_gcu.sdk"``) in this
+    process, made from ``spec`` (:class:`SdkSpec`'s fields) on first use."""
+    with _loaders_lock:
+        found = _loaders.get(owner)
+        if found is None:
+            found = _loaders[owner] = SdkLoader(SdkSpec(**spec), build_info)
+        return found
+
+
+#: What a vendor's SDK module forwards to its loader.
+_FORWARDED = ("load", "loaded", "search_dirs", "home")
+
+
+def module_attribute(
+    owner: str, spec: Mapping[str, Any], build_info: Callable[[], Mapping[str, Any]], name: str
+) -> Any:
+    """A vendor SDK module's ``__getattr__``: ``load``, ``loaded``, ``search_dirs`` and ``home`` of
+    its :func:`loader`, and :class:`SdkNotFoundError` (what ``load`` raises)."""
+    if name == "SdkNotFoundError":
+        return SdkNotFoundError
+    if name in _FORWARDED:
+        return getattr(loader(owner, spec, build_info), name)
+    raise AttributeError(f"module {owner!r} has no attribute {name!r}")
 
 
 def probe_runtime(library: str | Path, symbol: str) -> tuple[int, str]:
