@@ -77,9 +77,9 @@ def test_flaggems_condition_is_the_ascend_triton(ascend, monkeypatch):
     """The flaggems backend exists only with a Triton that has an Ascend backend and FlagGems."""
     import importlib.util
 
-    from torch_fl_ascend import flaggems
+    from torch_fl_ascend.vendor import vendor
 
-    ok, why = flaggems.ascend_triton()
+    ok, why = vendor.flaggems_available()
     if importlib.util.find_spec("triton") is None:
         assert not ok and "no Triton" in why
     import torch_fl
@@ -90,9 +90,9 @@ def test_flaggems_condition_is_the_ascend_triton(ascend, monkeypatch):
 
 def test_without_flaggems_the_lists_resolve_to_ascend(ascend):
     import torch_fl.routing.activation as activation
-    from torch_fl_ascend import flaggems
+    from torch_fl_ascend.vendor import vendor
 
-    if flaggems.ascend_triton()[0]:
+    if vendor.flaggems_available()[0]:
         pytest.skip("FlagGems on an Ascend Triton is importable here")
     active = activation.active_table()
     assert active is not None

@@ -1,33 +1,20 @@
-"""``python -m torch_fl_ascend``: what this build of torch-fl-ascend has (toolkit, kernels)."""
+"""``python -m torch_fl_ascend``: what this build of torch-fl-ascend has (toolkit, kernels).
+
+Printed by core's :meth:`torch_fl.vendors.native.NativeVendor.build_report`.
+"""
 
 from __future__ import annotations
 
 import sys
 
-from torch_fl_ascend import kernels_manifest, library_dir, sdk, sdk_info
-from torch_fl_ascend.flaggems import ascend_triton
+# torch-fl first: its vendor discovery imports torch_fl_ascend.vendor, which must not be half imported.
+import torch_fl  # noqa: F401
 
 
 def main() -> int:
-    info = sdk_info()
-    manifest = kernels_manifest()
-    print(f"torch-fl-ascend libraries: {library_dir()}")
-    print(
-        f"CANN toolkit at build time: {info.get('cann_home', '?')} "
-        f"(emulator: {info.get('emulator', '?')})"
-    )
-    try:
-        found = sdk.load()
-        print(f"CANN toolkit loaded: {', '.join(found.paths.values())} (from {found.source})")
-    except sdk.SdkNotFoundError as exc:
-        print(f"CANN toolkit: not loaded: {exc}")
-    gen = manifest.get("generated", {})
-    functions = {fn for v in gen.values() for fn in v.split("+")}  # handwritten: "a+b+..."
-    print(f"ACLNN kernels: {len(gen)} aten overloads using {len(functions)} aclnn functions")
-    for w in manifest.get("warnings", []):
-        print(f"  skipped: {w}")
-    ok, why = ascend_triton()
-    print(f"FlagGems backend: {'active' if ok else 'inactive'} ({why})")
+    from torch_fl_ascend.vendor import vendor
+
+    print(*vendor.build_report(), sep="\n")
     return 0
 
 

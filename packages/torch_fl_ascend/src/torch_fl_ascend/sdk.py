@@ -6,23 +6,20 @@ runtime library, :func:`load` loads ``libascendcl.so``, ``libnnopbase.so`` and `
 (``RTLD_GLOBAL``) from ``$ASCEND_TOOLKIT_HOME/lib64``, else ``$ASCEND_HOME/lib64``, else
 ``/usr/local/Ascend/ascend-toolkit/latest/lib64``, else the loader path
 (:mod:`torch_fl.vendors.sdk`). A missing library raises :class:`SdkNotFoundError` naming it, where
-it was looked for and the variable to set.
+it was looked for and the variable to set. ``load()`` returns core's ``LoadedSdk``; ``loaded()``
+is it once loaded, else None.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from torch_fl_ascend import sdk_info
 
-if TYPE_CHECKING:
-    from torch_fl.vendors.sdk import LoadedSdk, SdkLoader
-
-__all__ = [
+__all__ = [  # noqa: F822 -- load, loaded, search_dirs, SdkNotFoundError: core's, by __getattr__
     "DEFAULT_HOME",
     "ENV_VARS",
     "LIBRARIES",
-    "SdkNotFoundError",  # noqa: F822 -- provided by __getattr__ (core's class)
+    "SPEC",
+    "SdkNotFoundError",
     "load",
     "loaded",
     "search_dirs",
@@ -32,57 +29,21 @@ ENV_VARS = ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME")
 LIBRARIES = ("libascendcl.so", "libnnopbase.so", "libopapi.so")
 DEFAULT_HOME = "/usr/local/Ascend/ascend-toolkit/latest"
 
-
-# Core's loader is imported on first use, not at import: this module is imported while torch-fl
-# sets up the device (the vendor's presence check), and importing torch_fl from here first would
-# start that set-up while this module is still half imported.
-@functools.cache
-def _loader() -> SdkLoader:
-    from torch_fl.vendors.sdk import SdkLoader, SdkSpec
-
-    return SdkLoader(
-        SdkSpec(
-            product="CANN toolkit",
-            env_vars=ENV_VARS,
-            default_home=DEFAULT_HOME,
-            libraries=LIBRARIES,
-            lib_dirs=("lib64", "lib"),
-        )
-    )
+#: Core's :class:`torch_fl.vendors.sdk.SdkSpec` fields: a plain dict, so that importing this module
+#: imports neither torch nor torch_fl (it is imported while torch-fl sets up the device).
+SPEC = {
+    "product": "CANN toolkit",
+    "env_vars": ENV_VARS,
+    "default_home": DEFAULT_HOME,
+    "libraries": LIBRARIES,
+    "lib_dirs": ("lib64", "lib"),
+    "built_home_key": "cann_home",
+    "emulator": "the CANN emulator",
+    "real": "a toolkit",
+}
 
 
 def __getattr__(name: str):
-    if name == "SdkNotFoundError":  # core's: what load() raises
-        from torch_fl.vendors.sdk import SdkNotFoundError
+    from torch_fl.vendors.sdk import module_attribute
 
-        return SdkNotFoundError
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _built_home() -> str:
-    from torch_fl_ascend import sdk_info
-
-    return str(sdk_info().get("cann_home") or "")
-
-
-def _built() -> str:
-    from torch_fl_ascend import sdk_info
-
-    info = sdk_info()
-    if not info.get("cann_home"):
-        return ""
-    kind = "the CANN emulator" if info.get("emulator", "").upper() == "TRUE" else "a toolkit"
-    return f"{kind} at {info['cann_home']}"
-
-
-def load(environ: Mapping[str, str] | None = None) -> LoadedSdk:
-    """Load the toolkit once per process (a failure is retried on the next call)."""
-    return _loader().load(environ, built=_built(), built_home=_built_home())
-
-
-def loaded() -> LoadedSdk | None:
-    return _loader().loaded()
-
-
-def search_dirs(environ: Mapping[str, str] | None = None):
-    return _loader().search_dirs(environ)
+    return module_attribute(__name__, SPEC, sdk_info, name)

@@ -1,32 +1,20 @@
-"""``python -m torch_fl_gcu``: what this build of torch-fl-gcu has (SDK, kernels, skipped ops)."""
+"""``python -m torch_fl_gcu``: what this build of torch-fl-gcu has (SDK, kernels, skipped ops).
+
+Printed by core's :meth:`torch_fl.vendors.native.NativeVendor.build_report`.
+"""
 
 from __future__ import annotations
 
 import sys
 
-from torch_fl_gcu import kernels_manifest, library_dir, sdk, sdk_info
-from torch_fl_gcu.flaggems import enflame_triton
+# torch-fl first: its vendor discovery imports torch_fl_gcu.vendor, which must not be half imported.
+import torch_fl  # noqa: F401
 
 
 def main() -> int:
-    info = sdk_info()
-    manifest = kernels_manifest()
-    print(f"torch-fl-gcu libraries: {library_dir()}")
-    print(
-        f"TopsRider SDK at build time: {info.get('tops_home', '?')} (emulator: {info.get('emulator', '?')})"
-    )
-    try:
-        found = sdk.load()
-        print(f"TopsRider SDK loaded: {found.runtime}, {found.aten} (from {found.source})")
-    except sdk.SdkNotFoundError as exc:
-        print(f"TopsRider SDK: not loaded: {exc}")
-    gen = manifest.get("generated", {})
-    functions = {fn for v in gen.values() for fn in v.split("+")}  # handwritten: "a+b+..."
-    print(f"topsaten kernels: {len(gen)} aten overloads using {len(functions)} topsaten functions")
-    for w in manifest.get("warnings", []):
-        print(f"  skipped: {w}")
-    ok, why = enflame_triton()
-    print(f"FlagGems backend: {'active' if ok else 'inactive'} ({why})")
+    from torch_fl_gcu.vendor import vendor
+
+    print(*vendor.build_report(), sep="\n")
     return 0
 
 

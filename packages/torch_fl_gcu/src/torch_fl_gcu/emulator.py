@@ -4,17 +4,15 @@ Only meaningful when torch-fl-gcu was built against the emulator (``sdk_info()["
 fault injection by SDK function name, call counts, live allocations, and a second producer on a
 stream (``launch_foreign``: a Triton kernel as the S60 sees it, not ordered with topsaten work).
 The library is the very ``libtopsrt.so`` the runtime uses (:func:`torch_fl_gcu.sdk.load` loaded
-it), so state is shared with it.
+it), so state is shared with it (core's :class:`torch_fl.vendors.emulator.EmulatorControls`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
-import functools
-from collections.abc import Iterator
+from contextlib import AbstractContextManager
 
-from torch_fl_gcu import sdk, sdk_info
+from torch_fl.vendors.emulator import EmulatorControls
 
 __all__ = [
     "available",
@@ -45,80 +43,47 @@ TOPSATEN_STATUS = {
     "TOPSATEN_STATUS_EXECUTE_ERROR": 6,
 }
 
-
-def available() -> bool:
-    return sdk_info().get("emulator", "FALSE").upper() in {"TRUE", "ON", "1"}
-
-
-@functools.cache
-def library() -> ctypes.CDLL:
-    if not available():
-        raise RuntimeError("torch-fl-gcu was not built against the TopsRider emulator")
-    lib = ctypes.CDLL(sdk.load().runtime)  # the loaded one: dlopen returns its handle
-    lib.topsEmuInjectFault.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
-    lib.topsEmuInjectFault.restype = ctypes.c_int
-    lib.topsEmuClearFaults.restype = None
-    lib.topsEmuCallCount.argtypes = [ctypes.c_char_p]
-    lib.topsEmuCallCount.restype = ctypes.c_uint64
-    lib.topsEmuLiveAllocations.argtypes = [ctypes.c_int]
-    lib.topsEmuLiveAllocations.restype = ctypes.c_uint64
-    lib.topsEmuLiveBytes.argtypes = [ctypes.c_int]
-    lib.topsEmuLiveBytes.restype = ctypes.c_uint64
-    lib.topsEmuLaunchForeign.argtypes = [
-        ctypes.c_void_p,
-        ctypes.c_void_p,
-        ctypes.c_void_p,
-        ctypes.c_size_t,
-    ]
-    lib.topsEmuLaunchForeign.restype = ctypes.c_int
-    lib.topsEmuPendingForeign.argtypes = [ctypes.c_int]
-    lib.topsEmuPendingForeign.restype = ctypes.c_uint64
-    return lib
+_emu = EmulatorControls(
+    "torch_fl_gcu",
+    "topsEmu",
+    {**TOPS_ERRORS, **TOPSATEN_STATUS},
+    {
+        "ClearFaults": ([], None),
+        "LaunchForeign": ([ctypes.c_void_p] * 3 + [ctypes.c_size_t], ctypes.c_int),
+        "PendingForeign": ([ctypes.c_int], ctypes.c_uint64),
+    },
+)
+available = _emu.available
+library = _emu.library
+call_count = _emu.call_count
+live_allocations = _emu.live_allocations
+live_bytes = _emu.live_bytes
 
 
 def inject_fault(call: str, status: str | int, nth: int = 1) -> None:
     """Make the ``nth`` call of SDK function ``call`` (``"topsMalloc"``, ``"topsatenAdd"``) from
     now return ``status`` (a name from TOPS_ERRORS / TOPSATEN_STATUS, or its value)."""
-    code = status if isinstance(status, int) else {**TOPS_ERRORS, **TOPSATEN_STATUS}[status]
-    if library().topsEmuInjectFault(call.encode(), nth, code) != 0:
-        raise ValueError(f"the emulator rejected the fault {call!r} -> {status!r}")
+    _emu.check_fault(
+        _emu.call("InjectFault", call.encode(), nth, _emu.status(status)), call, status
+    )
 
 
 def clear_faults() -> None:
-    library().topsEmuClearFaults()
+    _emu.call("ClearFaults")
 
 
-@contextlib.contextmanager
-def fault(call: str, status: str | int, nth: int = 1) -> Iterator[None]:
-    inject_fault(call, status, nth)
-    try:
-        yield
-    finally:
-        clear_faults()
-
-
-def call_count(call: str) -> int:
-    return int(library().topsEmuCallCount(call.encode()))
-
-
-def live_allocations(device: int) -> int:
-    return int(library().topsEmuLiveAllocations(device))
-
-
-def live_bytes(device: int) -> int:
-    return int(library().topsEmuLiveBytes(device))
+def fault(call: str, status: str | int, nth: int = 1) -> AbstractContextManager[None]:
+    return _emu.scoped(lambda: inject_fault(call, status, nth), clear_faults)
 
 
 def pending_foreign(device: int) -> int:
-    return int(library().topsEmuPendingForeign(device))
+    return int(_emu.call("PendingForeign", device))
 
 
 def launch_foreign(stream: int, dst: int, data: bytes) -> None:
     """Queue a second producer's write of ``data`` to device pointer ``dst`` on topsStream_t
     ``stream`` (``torch.ops.torch_fl_gcu._current_tops_stream(device)``)."""
     buf = ctypes.create_string_buffer(data, len(data))
-    rc = library().topsEmuLaunchForeign(
-        ctypes.c_void_p(stream), ctypes.c_void_p(dst), buf, len(data)
-    )
+    rc = _emu.call("LaunchForeign", ctypes.c_void_p(stream), ctypes.c_void_p(dst), buf, len(data))
     if rc != 0:
         raise RuntimeError(f"topsEmuLaunchForeign failed with topsError_t {rc}")
