@@ -37,75 +37,50 @@ The output is sorted and byte-identical on every run with the same build and tor
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = [
-    "FLAGGEMS_OPS_FILE",
-    "GAPS_FILE",
-    "Decision",
-    "generate",
-    "load_flaggems_ops",
-    "load_gaps",
-    "load_measured",
-    "main",
-]
+from torch_fl.routing import flaggems_first
+from torch_fl.routing.flaggems_first import FlagGemsFirst, Rule
 
-GAPS_FILE = Path(__file__).resolve().parent / "gaps.json"
-FLAGGEMS_OPS_FILE = Path(__file__).resolve().parent / "flaggems_ops.txt"
-DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "routes" / "gcu.conf"
-SIXTY_FOUR_BIT = "int64, float64"
+__all__ = ["GAPS_FILE", "generate", "load_gaps", "main"]
 
-
-class Decision:
-    __slots__ = ("op", "backend", "why", "dtypes")
-
-    def __init__(self, op: str, backend: str, why: str, dtypes: tuple[str, ...] = ()) -> None:
-        self.op, self.backend, self.why, self.dtypes = op, backend, why, dtypes
+ROUTING = Path(__file__).resolve().parent
+GAPS_FILE = ROUTING / "gaps.json"
+DEFAULT_OUTPUT = ROUTING.parent / "routes" / "gcu.conf"
+SIXTY_FOUR_BIT = ("int64", "float64")
 
 
 def load_gaps(path: Path = GAPS_FILE) -> dict[str, dict]:
     """{overload ("abs", "sum.dim_IntList"): {"dtypes", "family", "reason", "source"}}."""
-    data = json.loads(path.read_text())
-    gaps = data["gaps"]
-    for op, entry in gaps.items():
-        if not entry.get("family") or not entry.get("reason"):
-            raise ValueError(f"{path}: gap entry {op!r} needs a family and a reason")
-        dtypes = entry.setdefault("dtypes", "all")
-        if dtypes != "all" and not (isinstance(dtypes, list) and dtypes):
-            raise ValueError(f'{path}: gap entry {op!r}: dtypes is "all" or a list of dtypes')
-        source = entry.get("source") or {}
-        if not source.get("document") or not source.get("section"):
-            raise ValueError(f"{path}: gap entry {op!r} needs source.document and source.section")
-    return gaps
+    return flaggems_first.load_gaps(path)
 
 
-def load_measured(path: Path = GAPS_FILE) -> str | None:
-    """The ``# flaggems-measured:`` pragma's text from gaps.json's ``measured``, or None."""
-    from torch_fl.routing import provenance
-
-    return provenance.measured_pragma(path)
-
-
-def load_flaggems_ops(path: Path = FLAGGEMS_OPS_FILE) -> list[str]:
-    """The FlagGems overloads of the snapshot (comments and blank lines skipped)."""
-    from torch_fl.routing import provenance
-
-    return provenance.read_op_list(path)
-
-
-def _short(full: str) -> str:
-    return full.removeprefix("aten::")
-
-
-def _route_classes() -> tuple[frozenset[str], frozenset[str]]:
-    """(overloads a ``cpu`` route can serve, factories with a Device argument): core's rules."""
-    from torch_fl.routing.generate import flaggems_route_classes
-
-    return flaggems_route_classes()
+def _rules(t: FlagGemsFirst, op: str) -> list[Rule]:
+    """FlagGems first, then topsaten, then cpu; the gap set takes overloads (or dtypes) off
+    flaggems; 64-bit dtypes never reach topsaten."""
+    has_gcu = op in t.native
+    whole, dtypes = t.whole_gap(op), t.dtype_gap(op)
+    why = ""
+    if op not in t.gems:
+        backend = "gcu"
+    elif whole is not None:
+        backend, why = ("gcu" if has_gcu else "cpu"), f"gap: {whole['family']}"
+    elif op in t.factories:
+        backend = "flaggems, gcu"
+    else:
+        backend = "flaggems, gcu, cpu" if has_gcu else "flaggems, cpu"
+    if dtypes:
+        why = f"gap[{', '.join(dtypes)}]: {t.gaps[op]['family']}"
+    on_gcu = "gcu" in backend.split(", ")
+    # A dtype gap inside the 64-bit rule needs no line of its own; its comment goes there.
+    covered = on_gcu and set(dtypes) <= set(SIXTY_FOUR_BIT)
+    rules = [Rule((), backend, "" if dtypes else why)]
+    if on_gcu:
+        rules.append(Rule(SIXTY_FOUR_BIT, "cpu", why if dtypes and covered else ""))
+    if dtypes and not covered:
+        rules.append(Rule(dtypes, "cpu", why))
+    return rules
 
 
 def generate(
@@ -125,60 +100,19 @@ def generate(
 
     ``gcu_ops``/``flaggems_ops``: overloads (``aten::abs`` or ``abs``) each backend has a kernel
     for. ``skipped``: overloads the kernel generator left out, with why (SDK lacks the function).
-    ``route_classes``: (overloads a cpu route serves, device-argument factories), default
-    :func:`_route_classes`. ``composites``: core's composite kernels (overload -> dtypes), which
-    take those dtypes of the overload (a plain ``cpu`` rule first where it has no other).
+    ``route_classes``: (overloads a cpu route serves, device-argument factories), default core's.
+    ``composites``: core's composite kernels (overload -> dtypes), which take those dtypes of the
+    overload (a plain ``cpu`` rule first where it has no other).
     """
-    cpu_ok, factories = (set(c) for c in (route_classes or _route_classes()))
-    gcu = {_short(o) for o in gcu_ops}
-    gems = {_short(o) for o in flaggems_ops or ()} | set(gaps)
-    gems = {op for op in gems if op in cpu_ok or (op in factories and op in gcu)}
-    decisions: dict[str, Decision] = {}
-    for op in sorted(gems | gcu):
-        if op in gems and op in factories:
-            decisions[op] = Decision(op, "flaggems, gcu", "")
-        elif op in gems:
-            backend = "flaggems, gcu, cpu" if op in gcu else "flaggems, cpu"
-            decisions[op] = Decision(op, backend, "")
-        else:
-            decisions[op] = Decision(op, "gcu", "")
-    # Composites whose kernel calls a DispatchStub for the tensor's device (no flagos entry):
-    # served on the CPU as a whole (core's list, torch_fl.routing.generate.STUB_COMPOSITES).
-    for op, why in sorted((stub_composites or {}).items()):
-        if _short(op) not in decisions:
-            decisions[_short(op)] = Decision(_short(op), "cpu", f"composite {why}")
-    composites = {_short(op): tuple(d) for op, d in (composites or {}).items()}
-    for op in sorted(composites):
-        if op not in decisions:
-            decisions[op] = Decision(op, "cpu", "")
-    whole = partial = 0
-    for op, entry in sorted(gaps.items()):
-        d = decisions.get(op)
-        if d is None or not d.backend.startswith("flaggems"):
-            continue
-        if entry.get("dtypes", "all") == "all":
-            if op in factories and op not in gcu:
-                continue  # nothing but flaggems could serve it on the device
-            whole += 1
-            target = "gcu" if op in gcu else "cpu"
-            decisions[op] = Decision(op, target, f"gap: {entry['family']}")
-        else:
-            partial += 1
-            d.dtypes = tuple(entry["dtypes"])
-            d.why = f"gap[{', '.join(d.dtypes)}]: {entry['family']}"
-    warnings = [f"no gcu route for {_short(op)}: {why}" for op, why in sorted(skipped.items())]
-    counts: dict[str, int] = {}
-    for d in decisions.values():
-        key = "flaggems" if d.backend.startswith("flaggems") else d.backend
-        counts[key] = counts.get(key, 0) + 1
-    lines = [
-        "# Route table of the Enflame GCU vendor (torch-fl-gcu).",
-        "# GENERATED by `python -m torch_fl_gcu.routing.generate` -- do not edit; `--check` in tests.",
-        f"# generated-for: torch {torch_minor}",
-    ]
-    if measured:
-        lines.append(f"# flaggems-measured: {measured}")
-    lines += [
+    t = FlagGemsFirst(
+        native_ops=gcu_ops, flaggems_ops=flaggems_ops, gaps=gaps, route_classes=route_classes
+    )
+    for op in t.overloads():
+        t.rules[op] = _rules(t, op)
+    t.add_core_rules(stub_composites, composites)
+    counts = t.counts()
+    whole, partial = t.gap_counts()
+    explanation = [
         "# FlagGems-first: each overload FlagGems implements (routing/flaggems_ops.txt and the gap",
         "# set) is 'flaggems, gcu, cpu' ('flaggems, cpu' without a topsaten kernel); the first",
         "# available at load wins. The measured gap set (torch_fl_gcu/routing/gaps.json) then takes",
@@ -188,65 +122,37 @@ def generate(
         f"{counts.get('cpu', 0)} cpu; of {len(gaps)} gap entries {whole} take the overload off "
         f"flaggems, {partial} only some dtypes.",
         "# Rules with gcu send int64/float64 (first tensor) to cpu: topsaten has no 64-bit kernels.",
-        f"# Without a gcu route (missing from libtopsaten.so, or a measured defect): {len(skipped)}",
-        *(f"#   {_short(op)}: {why}" for op, why in sorted(skipped.items())),
-        "# Dtypes CPU's kernel lacks and CUDA's takes go to core's composite backend: "
-        f"{', '.join(sorted(composites)) or 'none'}.",
-        "# Unlisted overloads keep PyTorch's default on flagos (composite, else the CPU fallback).",
-        "",
     ]
-    from torch_fl.routing.generate import composite_rule
-
-    for op in sorted(decisions):
-        d = decisions[op]
-        comment = f"  # {d.why}" if d.why else ""
-        has_gcu = "gcu" in d.backend.split(", ")
-        # A dtype gap inside the 64-bit rule needs no line of its own; its comment goes there.
-        covered = has_gcu and set(d.dtypes) <= {"int64", "float64"}
-        lines.append(f"{op} = {d.backend}{comment if not d.dtypes else ''}")
-        if has_gcu:
-            lines.append(f"{op}[{SIXTY_FOUR_BIT}] = cpu{comment if d.dtypes and covered else ''}")
-        if d.dtypes and not covered:
-            lines.append(f"{op}[{', '.join(d.dtypes)}] = cpu{comment}")
-        if op in composites:
-            lines.append(composite_rule(op, composites[op]))
-    return "\n".join(lines) + "\n", warnings
+    text = t.text(
+        title="Route table of the Enflame GCU vendor (torch-fl-gcu).",
+        command="python -m torch_fl_gcu.routing.generate",
+        torch_minor=torch_minor,
+        measured=measured,
+        explanation=explanation,
+        skipped_heading="Without a gcu route (missing from libtopsaten.so, or a measured defect)",
+        skipped=skipped,
+    )
+    return text, flaggems_first.skipped_warnings("gcu", skipped)
 
 
 def _current() -> tuple[str, list[str]]:
-    from torch_fl.routing.generate import STUB_COMPOSITES, composite_kernels
-    from torch_fl.routing.validation import torch_minor
-
     from torch_fl_gcu import kernels_manifest
 
     manifest = kernels_manifest()
     return generate(
         gcu_ops=manifest.get("generated", {}),
         skipped=manifest.get("skipped", {}),
-        flaggems_ops=load_flaggems_ops(),
-        flaggems_why=f"routing/{FLAGGEMS_OPS_FILE.name} and the gap set",
-        gaps=load_gaps(),
-        torch_minor=torch_minor(),
-        stub_composites=STUB_COMPOSITES,
-        composites=composite_kernels(),
-        measured=load_measured(),
+        **flaggems_first.checked_in_inputs(ROUTING),
     )
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m torch_fl_gcu.routing.generate")
-    parser.add_argument("--check", action="store_true", help="exit 1 if the table is stale")
-    parser.add_argument("--output", default=str(DEFAULT_OUTPUT), help="file to write; - for stdout")
-    args = parser.parse_args(list(argv) if argv is not None else None)
-    text, warnings = _current()
-    for w in warnings:
-        print(f"torch_fl_gcu.routing.generate: warning: {w}", file=sys.stderr)
-    from torch_fl.routing.generate import write_or_check
-
-    return write_or_check(
-        text, args.output, check=args.check, regenerate="python -m torch_fl_gcu.routing.generate"
+    return flaggems_first.main(
+        argv, prog="torch_fl_gcu.routing.generate", build=_current, default_output=DEFAULT_OUTPUT
     )
 
 
 if __name__ == "__main__":
+    import sys
+
     sys.exit(main())
