@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import os
-from pathlib import Path
 
 from torch_fl.routing import flaggems as _core
 
@@ -42,20 +40,15 @@ def hcu_triton() -> tuple[bool, str]:
     return True, "Triton hcu backend and flag_gems importable"
 
 
+#: Overload names of FlagGems' ``_FULL_CONFIG``, read from its source without importing it; why
+#: the backend is (or is not) registered (core's).
+claimed_overloads = _core.claimed_overloads
+status = _core.status
+
+
 def _prepare_environment() -> None:
-    os.environ.setdefault("GEMS_VENDOR", GEMS_VENDOR)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    os.environ.setdefault("FLAGGEMS_CACHE_DIR", str(Path(base) / "torch_fl" / "flaggems"))
-
-
-def claimed_overloads() -> list[str]:
-    """Overload names of FlagGems' ``_FULL_CONFIG``, read from its source without importing it."""
-    return _core.claimed_overloads()
-
-
-def status() -> str:
-    """Why the backend is (or is not) registered."""
-    return _core.status()
+    # GEMS_VENDOR=hygon and FlagGems' cache directory, unless set: what register() does first.
+    _core._prepare_environment(GEMS_VENDOR)
 
 
 def register_backend() -> bool:

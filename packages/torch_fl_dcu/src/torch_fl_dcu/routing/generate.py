@@ -35,7 +35,6 @@ vendor loads this table when its ``flaggems`` backend is registered.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Iterable
@@ -43,6 +42,7 @@ from pathlib import Path
 
 import torch
 import yaml
+from torch_fl.routing import flaggems_first
 from torch_fl.routing.generate import (
     EXCLUDED,
     STUB_COMPOSITES,
@@ -140,33 +140,18 @@ def box_text() -> str:
 
 
 def load_gaps(path: Path = GAPS) -> dict[str, dict]:
-    """{overload: {"dtypes", "family", "reason", "source"}} of the DCU gap set; every entry needs a
-    family, a reason and its source (document and section); dtypes default to "all"."""
-    gaps = json.loads(path.read_text(encoding="utf-8"))["gaps"]
-    for op, entry in gaps.items():
-        if not entry.get("reason") or not entry.get("family"):
-            raise ValueError(f"{path}: gap {op!r} needs a family and a reason")
-        dtypes = entry.setdefault("dtypes", "all")
-        if dtypes != "all" and not (isinstance(dtypes, list) and dtypes):
-            raise ValueError(f'{path}: gap {op!r}: dtypes is "all" or a list of dtypes')
-        source = entry.get("source") or {}
-        if not source.get("document") or not source.get("section"):
-            raise ValueError(f"{path}: gap {op!r} needs source.document and source.section")
-    return gaps
+    """{overload: {"dtypes", "family", "reason", "source"}} of the DCU gap set (core's reader)."""
+    return flaggems_first.load_gaps(path)
 
 
 def load_measured(path: Path = GAPS) -> str | None:
     """The ``# flaggems-measured:`` pragma's text from gaps.json's ``measured``, or None."""
-    from torch_fl.routing import provenance
-
-    return provenance.measured_pragma(path)
+    return flaggems_first.load_measured(path)
 
 
 def load_flaggems_ops(path: Path = FLAGGEMS_OPS) -> list[str]:
     """The FlagGems overloads of the snapshot (comments and blank lines skipped)."""
-    from torch_fl.routing import provenance
-
-    return provenance.read_op_list(path)
+    return flaggems_first.load_flaggems_ops(path)
 
 
 def flaggems_text(
