@@ -1,7 +1,8 @@
-"""The runtime ABI across versions: a runtime built against the frozen v1.0 header
-(tests/abi/runtime_v1_0.h) loads into today's core and runs, without the later fields; tables
+"""The runtime ABI across versions: runtimes built against the frozen v1.0 and v1.1 headers
+(tests/abi/runtime_v1_*.h) load into today's core and run, without the later fields; tables
 shorter than v1.0 or missing a v1.0 function are refused with the reason; the table's names come
-from the header's one list."""
+from the header's one list (and Python's mirror of it); the v1.2 fields (native_stream, probe)
+work on the sim runtime and are reported missing on older ones."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.runtime
 
 HERE = Path(__file__).resolve().parent
 HEADER = HERE.parent / "include" / "torch_fl" / "runtime.h"
-SHIM = HERE / "abi" / "v1_0_runtime.c"
+SHIM = HERE / "abi" / "older_runtime.c"
 
 
 def _header_functions(path: Path) -> list[tuple[str, int]]:
@@ -33,7 +34,7 @@ def _header_functions(path: Path) -> list[tuple[str, int]]:
 def _compile(tmp_path: Path, name: str, *defines: str) -> Path:
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if cc is None:
-        pytest.fail("no C compiler (cc, gcc, $CC) to build the v1.0 runtime: install one")
+        pytest.fail("no C compiler (cc, gcc, $CC) to build an older runtime: install one")
     out = tmp_path / f"lib{name}.so"
     cmd = [cc, "-shared", "-fPIC", "-O1", "-o", str(out), str(SHIM), "-ldl", *defines]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -44,6 +45,12 @@ def _sim_library() -> str:
     from torch_fl.runtimes import sim
 
     return sim.library_path()
+
+
+def _compile_v1_1(tmp_path: Path) -> Path:
+    return _compile(
+        tmp_path, "v11", '-DTFL_TEST_HEADER="runtime_v1_1.h"', '-DTFL_TEST_NAME="sim-v1.1"'
+    )
 
 
 CHILD = textwrap.dedent(
@@ -68,6 +75,10 @@ CHILD = textwrap.dedent(
         out["pickled"] = True
     except RuntimeError as exc:
         out["pickle_error"] = str(exc)
+    try:
+        out["native_stream"] = torch.ops.torch_fl._native_stream(1)
+    except RuntimeError as exc:
+        out["native_stream_error"] = str(exc)
     print(json.dumps(out))
     """
 )
@@ -99,6 +110,63 @@ def test_a_v1_0_runtime_runs_on_this_core(tmp_path):
     message = got["pickle_error"]
     assert "cannot be shared between processes" in message and ".cpu()" in message
     assert "runtime ABI v1.0" in message and "ipc_get_handle" in message, message
+    _assert_no_native_stream(got, "sim-v1.0")
+
+
+def _assert_no_native_stream(got: dict, name: str) -> None:
+    message = got["native_stream_error"]
+    assert "flagos:1" in message and f"runtime '{name}'" in message, message
+    assert "native_stream (runtime ABI v1.2" in message, message
+
+
+def test_a_v1_1_runtime_runs_on_this_core(tmp_path):
+    proc = _run_with(_compile_v1_1(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["runtime"] == "sim-v1.1" and got["sum"] == 30.0
+    fields = _header_functions(HEADER)
+    assert all(got["present"][name] for name, minor in fields if minor <= 1)
+    later = [name for name, minor in fields if minor > 1]
+    assert later and not any(got["present"][name] for name in later), got["present"]
+    # v1.1's IPC works; v1.2's native stream is refused with the reason.
+    assert got["shares"] is True and got.get("pickled") is True, got
+    _assert_no_native_stream(got, "sim-v1.1")
+
+
+def test_probe_runtime_uses_the_table_then_the_older_symbol(tmp_path, monkeypatch):
+    from torch_fl.vendors.sdk import probe_runtime
+
+    # The built-in sim runtime has the v1.2 probe, the symbol is not needed (a fresh process:
+    # sim reads FLAGOS_SIM_DEVICES once).
+    script = (
+        "import json, sys; from torch_fl.vendors.sdk import probe_runtime as p; "
+        "print(json.dumps([p(sys.argv[1]), p(sys.argv[1], 'tfl_no_such_symbol')]))"
+    )
+    for devices, message in (("3", ""), ("0", "the sim runtime has no devices")):
+        env = dict(os.environ, FLAGOS_SIM_DEVICES=devices, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+        proc = subprocess.run(
+            [sys.executable, "-c", script, _sim_library()],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        got = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert got[0] == got[1] and got[0][0] == int(devices), got
+        assert got[0][1].startswith(message), got
+    # A v1.1 table has none: the runtime's own export answers, else there is no probe.
+    monkeypatch.setenv("TFL_TEST_SIM_LIBRARY", _sim_library())
+    older = _compile_v1_1(tmp_path)
+    assert probe_runtime(older, "tfl_test_probe") == (3, "probed off the table")
+    count, message = probe_runtime(older)
+    assert count == 0 and "predates runtime ABI v1.2" in message, message
+
+
+def test_python_table_mirror_matches_the_header():
+    from torch_fl.runtimes import abi
+
+    assert list(abi.FUNCTIONS) == _header_functions(HEADER)
 
 
 def test_a_table_shorter_than_v1_0_is_refused(tmp_path):
@@ -111,6 +179,39 @@ def test_a_v1_0_function_left_null_is_refused(tmp_path):
     proc = _run_with(_compile(tmp_path, "null", "-DTFL_TEST_NULL_FIELD=memset_async"))
     assert proc.returncode != 0
     assert "leaves the v1.0 function memset_async NULL" in proc.stderr, proc.stderr
+
+
+def test_native_stream_is_the_current_streams_sdk_handle(flagos):
+    """sim's SDK handle is its own stream object: the default stream's is what the table gives
+    for a NULL stream, and another current stream has another, stable handle."""
+    import ctypes
+
+    import torch
+    from torch_fl.runtimes import abi
+
+    lib = ctypes.CDLL(_sim_library())
+    native = abi.table_function(
+        lib,
+        "native_stream",
+        ctypes.c_int,
+        ctypes.c_void_p,
+        ctypes.c_int,
+        ctypes.POINTER(ctypes.c_void_p),
+    )
+    assert native is not None
+    for device in (0, 1):
+        out = ctypes.c_void_p()
+        assert native(None, device, ctypes.byref(out)) == 0
+        assert torch.ops.torch_fl._native_stream(device) == out.value
+    default = torch.ops.torch_fl._native_stream(0)
+    side = torch.flagos.Stream(device="flagos:0")
+    with torch.flagos.stream(side):
+        handle = torch.ops.torch_fl._native_stream(0)
+        assert handle not in (0, default)
+        assert torch.ops.torch_fl._native_stream(0) == handle
+    assert torch.ops.torch_fl._native_stream(0) == default
+    with pytest.raises(RuntimeError, match="invalid device ordinal 7"):
+        torch.ops.torch_fl._native_stream(7)
 
 
 def test_table_fields_come_from_the_header_list(flagos):

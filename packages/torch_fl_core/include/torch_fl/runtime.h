@@ -1,5 +1,5 @@
 /*
- * torch-fl runtime ABI, version 1.1.
+ * torch-fl runtime ABI, version 1.2.
  *
  * The seam between torch-fl core (which speaks PyTorch) and a vendor runtime
  * (which speaks only its SDK). A runtime is a shared library exporting
@@ -46,8 +46,8 @@ extern "C" {
 
 #define TFL_RUNTIME_ABI_VERSION 1u
 /* The minor version this header describes: the fields of v1.0 plus those
- * marked "v1.1". */
-#define TFL_RUNTIME_ABI_MINOR 1u
+ * marked "v1.1" and "v1.2". */
+#define TFL_RUNTIME_ABI_MINOR 2u
 #define TFL_RUNTIME_ENTRY_SYMBOL "tfl_runtime_get"
 
 typedef enum tfl_status {
@@ -222,6 +222,26 @@ typedef struct tfl_runtime_v1 {
   tfl_status (*ipc_open_handle)(const tfl_ipc_handle* handle, void** ptr, size_t* size,
                                 int* device);
   tfl_status (*ipc_close_handle)(void* ptr); /* a pointer ipc_open_handle gave */
+
+  /* ---- v1.2: the SDK behind the table ---- */
+  /* The SDK's own handle (topsStream_t, aclrtStream, ...) behind `stream`, a
+   * stream of `device`; a NULL stream is `device`'s default stream. Kernels
+   * libraries and launchers (Triton) that call the SDK directly enqueue on it,
+   * so they run in flagos stream order. Valid while the stream lives. Needs no
+   * current device. Without it (a v1.0/v1.1 runtime, or NULL),
+   * torch.ops.torch_fl._native_stream raises naming the device, the runtime
+   * and the missing field; core itself never needs it. */
+  tfl_status (*native_stream)(tfl_stream stream, int device, void** out);
+  /* Whether the runtime's devices are there, without torch and initialising
+   * no more than counting them needs (core has not loaded the library yet):
+   * the only function callable before init(). TFL_OK with *count the number of
+   * devices; when that is 0, msg says why (else it is ""). On failure a status,
+   * *count 0 and msg the reason (the SDK call and its status string). Unlike
+   * other functions it writes *count and msg (len bytes, NUL-terminated, when
+   * len > 0) on failure too. Without it (a v1.0/v1.1 runtime, or NULL),
+   * torch_fl.vendors.sdk.probe_runtime calls the probe symbol the vendor names
+   * (older runtimes exported one off the table), else reports no device. */
+  tfl_status (*probe)(int* count, char* msg, size_t len);
 } tfl_runtime_v1;
 
 /* Every field of the table after the header fields, in order:
@@ -261,7 +281,9 @@ typedef struct tfl_runtime_v1 {
   X(event_elapsed_ms, 0, 1)         \
   X(ipc_get_handle, 1, 1)           \
   X(ipc_open_handle, 1, 1)          \
-  X(ipc_close_handle, 1, 1)
+  X(ipc_close_handle, 1, 1)         \
+  X(native_stream, 2, 1)            \
+  X(probe, 2, 1)
 
 /* The size of the v1.0 table: the smallest struct_size core accepts. */
 #define TFL_RUNTIME_V1_0_SIZE \

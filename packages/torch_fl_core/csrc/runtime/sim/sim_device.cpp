@@ -82,4 +82,19 @@ tfl_status sim_device_name(int device, char* buf, size_t len) {
   });
 }
 
+tfl_status sim_probe(int* count, char* msg, size_t len) {
+  // probe writes its out-parameters on failure too (runtime.h).
+  if (count != nullptr) *count = 0;
+  if (msg != nullptr && len > 0) msg[0] = '\0';
+  const tfl_status st = entry(Call::probe, [&] {
+    if (count == nullptr) return set_error(TFL_ERROR_INVALID_VALUE, "tfl_probe: count is NULL");
+    *count = config().device_count;
+    if (*count == 0 && msg != nullptr && len > 0)
+      std::snprintf(msg, len, "the sim runtime has no devices (FLAGOS_SIM_DEVICES=0)");
+    return TFL_OK;
+  });
+  if (st != TFL_OK && msg != nullptr && len > 0) std::snprintf(msg, len, "%s", last_error());
+  return st;
+}
+
 }  // namespace torch_fl::sim

@@ -19,5 +19,7 @@ tfl_status sim_get_device(int* device);
 tfl_status sim_set_device(int device);
 tfl_status sim_device_synchronize();
 tfl_status sim_device_name(int device, char* buf, size_t len);
+// v1.2: the device count, with the reason when there is none.
+tfl_status sim_probe(int* count, char* msg, size_t len);
 
 }  // namespace torch_fl::sim

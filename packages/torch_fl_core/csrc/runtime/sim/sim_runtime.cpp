@@ -64,6 +64,8 @@ const tfl_runtime_v1 kTable = {
     /*ipc_get_handle=*/sim_ipc_get_handle,
     /*ipc_open_handle=*/sim_ipc_open_handle,
     /*ipc_close_handle=*/sim_ipc_close_handle,
+    /*native_stream=*/sim_native_stream,
+    /*probe=*/sim_probe,
 };
 
 }  // namespace

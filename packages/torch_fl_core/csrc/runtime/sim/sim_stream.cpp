@@ -286,4 +286,26 @@ tfl_status sim_launch_host_func(tfl_stream stream, tfl_host_fn fn, void* user_da
   });
 }
 
+tfl_status sim_native_stream(tfl_stream stream, int device, void** out) {
+  return entry(Call::native_stream, [&] {
+    if (out == nullptr) return set_error(TFL_ERROR_INVALID_VALUE, "tfl_native_stream: out is NULL");
+    tfl_status st = check_device("tfl_native_stream", device);
+    if (st != TFL_OK) return st;
+    if (stream == nullptr) {
+      *out = default_stream_raw(device);
+      return TFL_OK;
+    }
+    StreamPtr s;
+    st = resolve_stream("tfl_native_stream", stream, &s);
+    if (st != TFL_OK) return st;
+    if (s->device() != device) {
+      return set_error(TFL_ERROR_INVALID_HANDLE,
+                       "tfl_native_stream: stream %p belongs to flagos sim device %d, not %d",
+                       static_cast<void*>(stream), s->device(), device);
+    }
+    *out = s.get();
+    return TFL_OK;
+  });
+}
+
 }  // namespace torch_fl::sim

@@ -71,5 +71,7 @@ tfl_status sim_stream_synchronize(tfl_stream stream);
 tfl_status sim_stream_query(tfl_stream stream);
 tfl_status sim_stream_wait_event(tfl_stream stream, tfl_event event);
 tfl_status sim_launch_host_func(tfl_stream stream, tfl_host_fn fn, void* user_data);
+// v1.2: a sim stream's native handle is its Stream object.
+tfl_status sim_native_stream(tfl_stream stream, int device, void** out);
 
 }  // namespace torch_fl::sim

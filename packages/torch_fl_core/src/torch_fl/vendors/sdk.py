@@ -283,15 +283,27 @@ def module_attribute(
     raise AttributeError(f"module {owner!r} has no attribute {name!r}")
 
 
-def probe_runtime(library: str | Path, symbol: str) -> tuple[int, str]:
-    """Call a vendor runtime library's device probe, ``int symbol(int* count, char* msg, size_t
-    len)`` (0 on success), before core loads the library: (device count, the runtime's message;
-    the count is 0 when the probe failed). Raises OSError when the library does not load (its SDK
-    is missing). Vendors' ``is_present()`` use it, with the SDK loaded first."""
+def probe_runtime(library: str | Path, symbol: str | None = None) -> tuple[int, str]:
+    """Count a vendor runtime library's devices before core loads it: (device count, the
+    runtime's message; the count is 0 when the probe failed). Uses the table's ``probe`` (runtime
+    ABI v1.2); a runtime built before it is probed through ``symbol``, the ``int symbol(int*
+    count, char* msg, size_t len)`` (0 on success) it exported off the table. Raises OSError when
+    the library does not load (its SDK is missing). Vendors' ``is_present()`` use it, with the SDK
+    loaded first."""
+    from torch_fl.runtimes import abi
+
     lib = ctypes.CDLL(str(library))
-    probe = getattr(lib, symbol)
-    probe.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_char_p, ctypes.c_size_t]
-    probe.restype = ctypes.c_int
+    argtypes = (ctypes.POINTER(ctypes.c_int), ctypes.c_char_p, ctypes.c_size_t)
+    probe = abi.table_function(lib, "probe", ctypes.c_int, *argtypes)
+    if probe is None and symbol is not None:
+        probe = getattr(lib, symbol)
+        probe.argtypes = list(argtypes)
+        probe.restype = ctypes.c_int
+    if probe is None:
+        return 0, (
+            f"{library} has no device probe: its table predates runtime ABI v1.2 and no "
+            "off-table probe symbol was named"
+        )
     count = ctypes.c_int(0)
     msg = ctypes.create_string_buffer(512)
     rc = probe(ctypes.byref(count), msg, len(msg))
