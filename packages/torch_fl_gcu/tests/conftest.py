@@ -5,6 +5,7 @@ emulator's libraries directly.
 The package finds the SDK at run time through TOPS_HOME (torch_fl_gcu.sdk). When TOPS_HOME is
 unset and the installed package was built against the emulator, it is set here to the in-tree
 emulator prefix (emulator/prefix, where ``nox -s build-gcu`` installs it), before torch is imported.
+The fixtures (``gcu``, ``emu``) are core's: torch_fl.testing.native_vendor_fixtures.
 """
 
 from __future__ import annotations
@@ -17,52 +18,21 @@ os.environ.setdefault("FLAGOS_VENDOR", "gcu")
 EMULATOR_PREFIX = Path(__file__).resolve().parents[1] / "emulator" / "prefix"
 
 
-def _emulator_tops_home() -> None:
-    if os.environ.get("TOPS_HOME", "").strip():
-        return
+def _emulator_home() -> None:
     try:
-        from torch_fl_gcu import sdk_info  # imports neither torch nor torch_fl
+        from torch_fl_gcu import sdk, sdk_info  # import neither torch nor torch_fl
     except ImportError:  # not installed: the tests report it
         return
+    env_vars, lib_dir, runtime = sdk.SPEC["env_vars"], sdk.SPEC["lib_dirs"][0], sdk.LIBRARIES[0]
+    if any(os.environ.get(v, "").strip() for v in env_vars):
+        return
     built_on_emulator = sdk_info().get("emulator", "").upper() == "TRUE"
-    if built_on_emulator and (EMULATOR_PREFIX / "lib" / "libtopsrt.so").is_file():
-        os.environ["TOPS_HOME"] = str(EMULATOR_PREFIX)
+    if built_on_emulator and (EMULATOR_PREFIX / lib_dir / runtime).is_file():
+        os.environ[env_vars[0]] = str(EMULATOR_PREFIX)
 
 
-_emulator_tops_home()
+_emulator_home()
 
-import pytest  # noqa: E402
+from torch_fl.testing import native_vendor_fixtures  # noqa: E402
 
-
-@pytest.fixture(scope="session")
-def gcu():
-    import torch
-    import torch_fl
-
-    if torch_fl.vendor().name != "gcu":
-        pytest.fail(f"these tests need the gcu vendor, got {torch_fl.vendor().name!r}")
-    if not torch.flagos.is_available():
-        pytest.fail("gcu vendor active but no device: " + torch_fl.vendors.active().absent_reason)
-    return torch.flagos
-
-
-@pytest.fixture(scope="session")
-def emu(gcu):
-    from torch_fl_gcu import emulator
-
-    if not emulator.available():
-        pytest.skip("torch-fl-gcu was built against a real TopsRider SDK, not the emulator")
-    emulator.clear_faults()
-    return emulator
-
-
-@pytest.fixture(autouse=True)
-def _no_faults_left():
-    yield
-    try:
-        from torch_fl_gcu import emulator
-
-        if emulator.available():
-            emulator.clear_faults()
-    except Exception:  # noqa: BLE001 -- a package that failed to build reports elsewhere
-        pass
+gcu, emu, _no_faults_left = native_vendor_fixtures("gcu")

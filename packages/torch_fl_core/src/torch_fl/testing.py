@@ -1,16 +1,24 @@
-"""Helpers for tests and demos that compare ``flagos`` results with CPU ones."""
+"""Helpers for tests and demos that compare ``flagos`` results with CPU ones, and the fixtures a
+native vendor package's tests share (:func:`native_vendor_fixtures`)."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import importlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
 from torch_fl import _C
 
-__all__ = ["assert_close_cpu", "cpu_kernels", "fallback_counts", "to_cpu"]
+__all__ = [
+    "assert_close_cpu",
+    "cpu_kernels",
+    "fallback_counts",
+    "native_vendor_fixtures",
+    "to_cpu",
+]
 
 
 def to_cpu(obj: Any) -> Any:
@@ -82,3 +90,54 @@ def fallback_counts() -> Iterator[dict[str, int]]:
             delta = int(n) - int(before.get(op, 0))
             if delta > 0:
                 counts[op] = delta
+
+
+def native_vendor_fixtures(name: str) -> tuple[Callable[..., Any], ...]:
+    """The pytest fixtures of a native vendor package's tests (``conftest.py``)::
+
+        gcu, emu, _no_faults_left = native_vendor_fixtures("gcu")
+
+    - ``<name>`` (session): ``torch.flagos``, failing unless that vendor is active with a device;
+    - ``emu`` (session): the vendor's ``emulator`` module, faults cleared; skips the test where
+      the package was built against a real SDK;
+    - ``_no_faults_left`` (autouse): clears injected faults after every test.
+    """
+    import pytest
+
+    package = f"torch_fl_{name}"
+
+    @pytest.fixture(scope="session", name=name)
+    def device() -> Any:
+        import torch_fl
+
+        if torch_fl.vendor().name != name:
+            pytest.fail(f"these tests need the {name} vendor, got {torch_fl.vendor().name!r}")
+        if not torch.flagos.is_available():
+            pytest.fail(
+                f"{name} vendor active but no device: " + torch_fl.vendors.active().absent_reason
+            )
+        return torch.flagos
+
+    @pytest.fixture(scope="session", name="emu")
+    def emu(request: Any) -> Any:
+        request.getfixturevalue(name)
+        emulator = importlib.import_module(f"{package}.emulator")
+        if not emulator.available():
+            product = importlib.import_module(f"{package}.sdk").SPEC["product"]
+            pytest.skip(
+                f"{package.replace('_', '-')} was built against a real {product}, not the emulator"
+            )
+        emulator.clear_faults()
+        return emulator
+
+    @pytest.fixture(autouse=True, name="_no_faults_left")
+    def no_faults_left() -> Iterator[None]:
+        yield
+        try:
+            emulator = importlib.import_module(f"{package}.emulator")
+            if emulator.available():
+                emulator.clear_faults()
+        except Exception:  # noqa: BLE001 -- a package that failed to build reports elsewhere
+            pass
+
+    return device, emu, no_faults_left
