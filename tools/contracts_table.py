@@ -27,7 +27,6 @@ BEGIN = (
     "<!-- contracts status: begin (tools/contracts_table.py writes it from docs/data/contracts) -->"
 )
 END = "<!-- contracts status: end -->"
-VENDOR_ORDER = ("sim", "gcu", "ascend", "cuda", "dcu")
 #: pytest's outcome categories, in the order a cell lists them.
 CATEGORIES = ("passed", "skipped", "xfailed", "xpassed", "failed", "error")
 REQUIRED = ("vendor", "machine", "torch", "date", "command", "suites", "totals")
@@ -36,6 +35,17 @@ SUITE_KEYS = {*CATEGORIES, "skip_reasons", "note"}
 
 class DataError(ValueError):
     pass
+
+
+def vendor_order(root: Path = ROOT) -> list[str]:
+    """Columns by vendor: core's sim, then packages/vendors.toml's order (a new vendor needs no
+    edit here)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    table = tomllib.loads((root / "packages" / "vendors.toml").read_text(encoding="utf-8"))
+    return ["sim", *table.get("vendor", {})]
 
 
 def load(data: Path) -> list[dict]:
@@ -53,7 +63,7 @@ def load(data: Path) -> list[dict]:
             if unknown:
                 raise DataError(f"{path}: {suite}: unknown keys {', '.join(sorted(unknown))}")
         runs.append(doc)
-    order = {v: i for i, v in enumerate(VENDOR_ORDER)}
+    order = {v: i for i, v in enumerate(vendor_order())}
     runs.sort(key=lambda d: (order.get(d["vendor"], len(order)), d["vendor"], d["machine"]))
     return runs
 
