@@ -76,7 +76,9 @@ def _vendor() -> tuple[str, str | None]:
         import torch_fl
 
         v = torch_fl.vendor()
-        return str(v.name), v.emulated
+        # The emulator's phrase without this machine's paths.
+        emulated = re.sub(r" at /\S+", "", v.emulated) if v.emulated else None
+        return str(v.name), emulated
     except Exception:  # the record names the vendor asked for, whatever failed to load
         return os.environ.get("FLAGOS_VENDOR", "sim"), None
 

@@ -104,7 +104,8 @@ def _duration(seconds: int | None) -> str:
 
 def provenance(run: dict) -> list[str]:
     """The bullet of one column: the run, its totals, its skip reasons and notes."""
-    emulated = f" on {run['emulated']}" if run.get("emulated") else ""
+    # The emulator's name, not the whole phrase its vendor prints.
+    emulated = f" on {run['emulated'].split(' (', 1)[0]}" if run.get("emulated") else ""
     source = f", source `{run['source']}`" if run.get("source") else ""
     python = f", Python {run['python']}" if run.get("python") else ""
     workers = run.get("workers")
