@@ -504,27 +504,105 @@ def test_generator_is_deterministic():
 
 
 def test_check_reports_a_stale_table(tmp_path):
-    lines = SRC_SIM_CONF.read_text().splitlines(keepends=True)
-    text = "".join(ln for ln in lines if ln != "mm.out = box:cpu\n")
+    text = SRC_SIM_CONF.read_text().replace("derive box:cpu\n", "")
     stale = write(tmp_path, "sim.conf", text + "bogus.out = box:cpu\n")
     proc = _generate("--check", "--output", str(stale))
-    if "not checked" in proc.stdout:
-        pytest.skip(proc.stdout.strip())
     assert proc.returncode == 1
     assert "1 routes to add, 1 to remove" in proc.stderr
-    assert "+ mm.out = box:cpu" in proc.stderr and "- bogus.out = box:cpu" in proc.stderr
+    assert "+ derive box:cpu" in proc.stderr and "- bogus.out = box:cpu" in proc.stderr
+
+
+def _rules(text: str) -> dict[str, str]:
+    return {
+        ln.split(" = ")[0]: ln.split(" = ")[1]
+        for ln in text.splitlines()
+        if ln and not ln.startswith("#") and " = " in ln
+    }
 
 
 def test_sim_table_rules():
     text = generate.generate("sim")
-    rules = {ln.split(" = ")[0] for ln in text.splitlines() if ln and not ln.startswith("#")}
+    # The table is torch-independent: one derive statement, no minor pragma.
+    assert [ln for ln in text.splitlines() if ln and not ln.startswith("#")] == ["derive box:cpu"]
+    assert "generated-for" not in text
+    rules = _rules(generate.expanded_text())
     # Structured operators are routed in every form (functional, in-place, out=).
-    for present in ("mm.out", "add.out", "add.Tensor", "add_.Tensor", "mm"):
-        assert present in rules, present
-    for absent in ("copy_", "_to_copy", "_copy_from", "view", "_to_sparse"):
+    for present in ("mm.out", "add.out", "add.Tensor", "add_.Tensor", "mm", "conj_physical_"):
+        assert rules.get(present) == "box:cpu", present
+    for absent in ("copy_", "_to_copy", "_copy_from", "view", "_to_sparse", "set_.source_Storage"):
         assert absent not in rules, absent
     assert "empty.memory_format" not in rules and "tril_indices" not in rules
-    assert "# generated-for: torch " in text
+
+
+def test_the_loaded_sim_table_is_the_derivation():
+    table = parse_file(SRC_SIM_CONF)
+    derived = {f"{op}{list(d)}": b for op, d, b in generate.derived_rules("box:cpu")}
+    loaded = {f"{r.op}{list(r.dtypes)}": r.backend for r in table.rules}
+    assert loaded == derived
+    assert {r.line for r in table.rules} == {
+        SRC_SIM_CONF.read_text().splitlines().index("derive box:cpu") + 1
+    }
+    # Every overload the dispatcher gives a CPU kernel of its own is either routed or excluded
+    # by a named rule: an overload new in some torch minor gets its route there.
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    routed, left = generate.classify_box_routes(
+        lambda op: has(op, "CPU"), route_composite_implicit=True
+    )
+    own = {
+        n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::") and has(n, "CPU")
+    }
+    assert own <= set(routed) | {op for ops in left.values() for op in ops}
+
+
+def test_derive_overrides_and_errors(tmp_path):
+    table = parse_text("derive box:cpu\nmm = cpu\n")
+    mm = [r for r in table.rules if r.op == "aten::mm"]
+    assert [r.backend for r in mm] == ["box:cpu", "cpu"]  # the later line wins on resolve
+    assert table.resolve()["aten::mm"].backend == "cpu"
+    for bad in ("derive", "derive box:nowhere", "derive box:cpu except views", "derive gcu"):
+        with pytest.raises(RouteTableError, match="cannot parse 'derive"):
+            parse_text(bad + "\n", "t.conf")
+    cuda = parse_text("derive box:cuda except composite-implicit\n")
+    assert all(r.backend == "box:cuda" for r in cuda.rules)  # none on a CPU build of torch
+
+
+def test_derived_rules_cache(tmp_path, monkeypatch):
+    from torch_fl.routing import derived
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    first = derived.derived_rules("box:cpu")
+    (cached,) = (tmp_path / "torch_fl" / "routes").iterdir()
+    assert derived.derived_rules("box:cpu") == first
+    # A damaged cache is recomputed and rewritten, never trusted.
+    cached.write_text('[["aten::bogus", [], "box:cpu"]')
+    assert derived.derived_rules("box:cpu") == first
+    assert "aten::bogus" not in cached.read_text()
+    # Another rule set has another key.
+    derived.derived_rules("box:cpu", except_composite_implicit=True)
+    assert len(list((tmp_path / "torch_fl" / "routes").iterdir())) == 2
+    # An unwritable cache directory: derived anyway.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))
+    (tmp_path / "file").write_text("")
+    assert derived.derived_rules("box:cpu") == first
+
+
+def test_rules_for_some_torch_minors(tmp_path):
+    from torch_fl.routing.route_table import torch_admits
+    from torch_fl.routing.validation import torch_minor
+
+    assert torch_admits(">= 2.10, < 2.14", "2.13") and not torch_admits(">= 2.14", "2.13")
+    assert torch_admits("== 2.9", "2.9") and not torch_admits("!= 2.9", "2.9")
+    assert torch_admits("< 2.10", "2.9")  # minors compare as numbers, not strings
+    here = torch_minor()
+    table = parse_text(
+        f"abs = box:cpu\nabs = cpu when torch == {here}\nmm = cpu when torch < 1.0\n", "t.conf"
+    )
+    assert table.resolve()["aten::abs"].backend == "cpu"
+    assert "aten::mm" not in table.resolve()
+    ((rule, why),) = table.skipped
+    assert rule.op == "aten::mm" and why == f"for torch < 1.0; this is {here}"
+    with pytest.raises(RouteTableError, match=r"t.conf:1: cannot parse the torch range '>> 2.1'"):
+        parse_text("abs = cpu when torch >> 2.1\n", "t.conf")
 
 
 def test_installed_sim_table_is_the_checked_in_one():

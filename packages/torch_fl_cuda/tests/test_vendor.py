@@ -150,8 +150,7 @@ def test_flaggems_rules_per_dtype():
 
 
 def test_generator_check_on_this_machine():
-    # The gap set needs only the survey, so it is checked everywhere; the tables list CUDA kernels,
-    # so a CPU build says it cannot check them, and on a CUDA build they must be current.
+    # Every file depends only on the survey and the derive rules, so all are checked on any torch.
     out = subprocess.run(
         [sys.executable, "-m", "torch_fl_cuda.routing.generate", "--check"],
         capture_output=True,
@@ -159,9 +158,19 @@ def test_generator_check_on_this_machine():
         timeout=300,
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    if torch.version.cuda is None:
-        assert "generated and checked on a CUDA build of torch only" in out.stdout
-        assert "cuda gap set up to date" in out.stdout
+    assert "cuda tables and gap set up to date" in out.stdout
+
+
+def test_box_table_is_derived_from_this_torch():
+    from torch_fl.routing import parse_file
+    from torch_fl_cuda.routing import generate as gen
+
+    table = parse_file(gen.TABLE)
+    routed, _ = gen.generate_box()
+    assert {r.op for r in table.rules} == set(routed)
+    assert all(r.backend == "box:cuda" and not r.dtypes for r in table.rules)
+    if torch.version.cuda is not None:  # a CUDA build: its CUDA kernels are routed
+        assert "aten::mm.out" in set(routed) and "aten::linear" not in set(routed)
 
 
 def test_gap_set_is_what_the_flaggems_rules_leave_on_box():

@@ -5,32 +5,17 @@
     python -m torch_fl.routing.generate --vendor sim              # rewrite the table
     python -m torch_fl.routing.generate --vendor sim --check      # exit 1 if it is not up to date
     python -m torch_fl.routing.generate --vendor sim --output -   # print it
+    python -m torch_fl.routing.generate --vendor sim --expand     # print the rules it stands for
 
-The table routes to ``box:cpu`` every ``aten`` overload that
+sim runs every routed overload on CPU's own kernel (``box:cpu``), so its table is one ``derive
+box:cpu`` statement: the overloads are derived from the installed torch's dispatcher when the table
+is read (:mod:`torch_fl.routing.derived` has the rules), not listed here for one torch minor. The
+text is the same on every torch; ``--expand`` prints what it stands for on this one, with the
+counts of each exclusion rule.
 
-1. has a kernel of its own for the CPU dispatch key (``_dispatch_has_kernel_for_dispatch_key``;
-   CompositeImplicit/Explicit kernels are not the CPU key's own),
-2. core does not serve natively (``torch_fl._C.core_native_ops()``: allocation, copies, views,
-   ``resize_``, ``set_``, ``_local_scalar_dense`` ...),
-3. is not a view (a result aliasing an argument must share the flagos storage; core makes views),
-4. has no ``Device`` argument (factories such as ``empty``, ``tril_indices``, ``from_file``: a
-   boxed kernel would create its result on the CPU; their ``out=`` forms have none and are routed),
-5. is not a sparse-layout operator (flagos tensors are strided; a boxed sparse result would have
-   no storage to alias),
-6. is not in :data:`EXCLUDED` (operators that must never be boxed, with the reason).
-
-The functional and in-place forms of structured operators (``add.Tensor``, ``add_.Tensor``, whose
-CPU kernels come from a ``structured_delegate``) are routed directly too: through PyTorch's
-CompositeExplicitAutogradNonFunctional kernel they would run the structured meta function twice
-(on flagos, then on the CPU aliases of the ``.out`` call); measured on sim, ``a.add_(b)`` on
-8 floats costs 1.46 us routed directly against 2.02 us through the composite.
-
-The output is sorted and byte-identical on every run with the same torch minor and core. The
-banner names the torch minor (``# generated-for: torch X.Y``); ``--check`` regenerates and
-compares, and on another torch minor it reports that the table cannot be checked there and exits
-0 (the table is generated for one minor; the loader skips what another minor lacks, see
-:mod:`torch_fl.routing.validation`). If the checked-in table does not load any more (``import
-torch`` fails on it), regenerate with ``FLAGOS_BACKEND_CONFIG=/dev/null`` set.
+This module also holds what every vendor's table generator shares (:func:`write_or_check`,
+:func:`flaggems_route_classes`); the derivation rules are re-exported from
+:mod:`torch_fl.routing.derived` for them.
 """
 
 from __future__ import annotations
@@ -41,11 +26,20 @@ import functools
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 import torch
 
+from torch_fl.routing.derived import (
+    COMPOSITE,
+    EXCLUDED,
+    STUB_COMPOSITES,
+    classify_box_routes,
+    composite_kernels,
+    composite_rule,
+    derived_rules,
+)
 from torch_fl.routing.route_table import short_op_name
 from torch_fl.routing.validation import torch_minor
 
@@ -54,10 +48,12 @@ __all__ = [
     "EXCLUDED",
     "write_or_check",
     "STUB_COMPOSITES",
-    "Generated",
     "classify_box_routes",
     "composite_kernels",
     "composite_rule",
+    "derived_rules",
+    "expanded_text",
+    "sim_text",
     "default_output",
     "flaggems_route_classes",
     "generate",
@@ -65,178 +61,6 @@ __all__ = [
 ]
 
 BACKEND = "box:cpu"
-
-#: CompositeExplicitAutograd overloads (no CPU kernel of their own) whose composite kernel calls
-#: a DispatchStub for the tensor's device directly, which has no flagos entry: they are routed
-#: so the composite runs on the CPU alias views instead. Found by tests/contract/test_math_bits.py.
-STUB_COMPOSITES: dict[str, str] = {
-    "aten::conj_physical_": "calls conj_physical_stub for the tensor's device",
-}
-
-#: Operator base names never routed (every overload), with the reason; in the banner.
-EXCLUDED: dict[str, str] = {
-    "_to_copy": "device and dtype conversions are core's copies",
-    "copy_": "copies are core's (_copy_from)",
-    "_copy_from": "core's copy kernel",
-    "_copy_from_and_resize": "core's copy kernel",
-    "to": "device and dtype conversions are core's copies",
-    "_local_scalar_dense": ".item() is core's device-to-host read",
-    "record_stream": "stream bookkeeping of the flagos caching allocator",
-    "set_": "storage surgery is core's",
-    "resize_": "storage growth is core's (flagos allocator)",
-    "_pin_memory": "pinned host memory is core's host allocator",
-    "is_pinned": "pinned host memory is core's host allocator",
-}
-
-
-#: Core's backend of kernels written with ATen operators (``csrc/aten/composite_backend.h``), for
-#: the dtypes that CPU's kernel of an overload lacks and CUDA's takes (``histc`` of integers). A
-#: table whose route for such an overload ends on the CPU sends those dtypes there.
-COMPOSITE = "composite"
-
-
-def composite_kernels() -> dict[str, tuple[str, ...]]:
-    """Short overload name -> the dtypes (of its first tensor) core's ``composite`` backend serves."""
-    from torch_fl import _C
-
-    kernels = getattr(_C, "composite_kernels", None)
-    return {short_op_name(op): tuple(dtypes) for op, dtypes in kernels()} if kernels else {}
-
-
-def composite_rule(op: str, dtypes: Iterable[str]) -> str:
-    """The table line sending ``dtypes`` of ``op`` to the composite backend."""
-    return f"{op}[{', '.join(dtypes)}] = {COMPOSITE}  # CPU's kernel lacks these dtypes"
-
-
-def _schema(op: str):
-    name, _, overload = op.partition(".")
-    return torch._C._get_schema(name, overload)
-
-
-def _core_native() -> frozenset[str]:
-    from torch_fl import _C
-
-    native = getattr(_C, "core_native_ops", None)
-    if native is not None:
-        return frozenset(n if "::" in n else f"aten::{n}" for n in native())
-    # A build without the router: no routes exist, so every PrivateUse1 kernel is core's.
-    has = torch._C._dispatch_has_kernel_for_dispatch_key
-    return frozenset(
-        n
-        for n in torch._C._dispatch_get_all_op_names()
-        if n.startswith("aten::") and has(n, "PrivateUse1")
-    )
-
-
-class Generated:
-    """The routed overloads and, per exclusion rule, the overloads it excluded."""
-
-    def __init__(self) -> None:
-        self.total = 0
-        self.with_cpu = 0
-        self.routed: list[str] = []
-        self.excluded: dict[str, list[str]] = {
-            "core-native": [],
-            "view": [],
-            "device argument": [],
-            "sparse layout": [],
-            "excluded by name": [],
-        }
-
-    def text(self, vendor: str) -> str:
-        minor = torch_minor()
-        ex = self.excluded
-        lines = [
-            f"# {vendor}.conf: route table of the built-in {vendor} vendor.",
-            f"# GENERATED by `python -m torch_fl.routing.generate --vendor {vendor}`; do not edit.",
-            f"# `python -m torch_fl.routing.generate --vendor {vendor} --check` verifies it "
-            f"(the test suite runs it).",
-            "#",
-            f"# generated-for: torch {minor}",
-            "#",
-            f"# Of the {self.total} aten overloads in the dispatcher, {self.with_cpu} have a kernel "
-            f"of their own for the CPU key;",
-            f"# {len(self.routed)} of those are routed to {BACKEND} (the CPU kernel runs on alias "
-            f"views of the flagos memory). Left out:",
-            f"#   {len(ex['core-native']):4d} served natively by core (allocation, copies, views, "
-            f"resize_, set_, .item())",
-            f"#   {len(ex['view']):4d} views (their result must share the flagos storage)",
-            f"#   {len(ex['device argument']):4d} with a Device argument (factories would create "
-            f"their result on the CPU)",
-            f"#   {len(ex['sparse layout']):4d} sparse-layout operators (flagos tensors are strided)",
-            f"#   {len(ex['excluded by name']):4d} excluded by name (all overloads of these; the "
-            f"count is those with a CPU kernel):",
-        ]
-        for name, why in sorted(EXCLUDED.items()):
-            lines.append(f"#          {name}: {why}")
-        lines.append(
-            "# Also routed: composite overloads that call a DispatchStub for the device directly:"
-        )
-        for name, why in sorted(STUB_COMPOSITES.items()):
-            lines.append(f"#          {name.removeprefix('aten::')}: {why}")
-        composites = composite_kernels()
-        lines += [
-            "# Everything else (no CPU kernel of its own: composite operators decompose into routed",
-            "# ones; CUDA-only operators) keeps its default: composite kernels, else ATen's CPU "
-            "fallback.",
-            f"# Dtypes CPU's kernel lacks and CUDA's takes go to core's {COMPOSITE} backend (kernels "
-            "written with",
-            f"# ATen operators): {', '.join(sorted(composites)) or 'none'}.",
-            "",
-        ]
-        for op in map(short_op_name, self.routed):
-            lines.append(f"{op} = {BACKEND}")
-            if op in composites:
-                lines.append(composite_rule(op, composites[op]))
-        return "\n".join(lines) + "\n"
-
-
-def classify_box_routes(
-    has_own_kernel: Callable[[str], bool], *, route_composite_implicit: bool
-) -> tuple[list[str], dict[str, list[str]]]:
-    """The ``aten`` overloads a ``box:<key>`` table routes, and per exclusion rule those left out.
-
-    ``has_own_kernel(op)``: whether the target key has a kernel of its own for ``op`` (sim: the
-    dispatcher's CPU key; cuda: its CUDA key; dcu: what ``native_functions.yaml`` declares for CUDA).
-    The rules are the same for every vendor (module docstring); ``route_composite_implicit`` says
-    whether an overload that also has a CompositeImplicitAutograd kernel is routed (sim) or left to
-    its decomposition (the CUDA-ABI vendors, whose tables the loader checks against that rule).
-    Rules are applied in the order listed in the returned dict.
-    """
-    has = torch._C._dispatch_has_kernel_for_dispatch_key
-    native = _core_native()
-    routed: list[str] = []
-    left: dict[str, list[str]] = {
-        "excluded by name": [],
-        "composite": [],
-        "core-native": [],
-        "view": [],
-        "device argument": [],
-        "sparse layout": [],
-    }
-    for op in sorted({n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")}):
-        if op in STUB_COMPOSITES:
-            routed.append(op)
-            continue
-        if not has_own_kernel(op):
-            continue
-        base = op.removeprefix("aten::").partition(".")[0]
-        schema = _schema(op)
-        if base in EXCLUDED:
-            left["excluded by name"].append(op)
-        elif not route_composite_implicit and has(op, "CompositeImplicitAutograd"):
-            left["composite"].append(op)
-        elif op in native:
-            left["core-native"].append(op)
-        elif any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns):
-            left["view"].append(op)
-        elif any("Device" in str(a.type) for a in schema.arguments):
-            left["device argument"].append(op)
-        elif "sparse" in base:
-            left["sparse layout"].append(op)
-        else:
-            routed.append(op)
-    return routed, left
 
 
 @functools.lru_cache(maxsize=1)
@@ -256,28 +80,52 @@ def flaggems_route_classes() -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(cpu_ok), frozenset(short_op_name(op) for op in left["device argument"])
 
 
-def generate_sim() -> Generated:
-    has = torch._C._dispatch_has_kernel_for_dispatch_key
-    gen = Generated()
-    gen.total = sum(1 for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::"))
-    gen.with_cpu = sum(
-        1
-        for n in torch._C._dispatch_get_all_op_names()
-        if n.startswith("aten::") and n not in STUB_COMPOSITES and has(n, "CPU")
+def sim_text() -> str:
+    """sim.conf: the same text on every torch."""
+    return "\n".join(
+        [
+            "# sim.conf: route table of the built-in sim vendor.",
+            "# GENERATED by `python -m torch_fl.routing.generate --vendor sim`; do not edit.",
+            "# `python -m torch_fl.routing.generate --vendor sim --check` verifies it (the test "
+            "suite runs it);",
+            "# `... --expand` prints the rules it stands for on the installed torch.",
+            "#",
+            f"# Every aten overload with a CPU kernel of its own goes to {BACKEND}: the CPU kernel "
+            "runs on alias",
+            "# views of the flagos memory. Derived when the table is read, from the dispatcher of "
+            "the torch in",
+            "# use; left out: what core serves natively (allocation, copies, views, resize_, set_, "
+            ".item()),",
+            "# views, factories with a Device argument, sparse layouts, and by name: "
+            + ", ".join(sorted(EXCLUDED))
+            + ".",
+            f"# Dtypes CPU's kernel lacks and CUDA's takes go to core's {COMPOSITE} backend "
+            "(torch_fl.routing.derived).",
+            "",
+            f"derive {BACKEND}",
+            "",
+        ]
     )
-    routed, left = classify_box_routes(lambda op: has(op, "CPU"), route_composite_implicit=True)
-    gen.routed = routed
-    for rule in gen.excluded:
-        gen.excluded[rule] = left[rule]
-    return gen
 
 
-VENDORS = {"sim": generate_sim}
+def expanded_text() -> str:
+    """The rules ``derive box:cpu`` stands for on this torch, with each exclusion rule's count."""
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    _, left = classify_box_routes(lambda op: has(op, "CPU"), route_composite_implicit=True)
+    lines = [f"# torch {torch.__version__}: derive {BACKEND} leaves out"]
+    lines += [f"#   {len(ops):4d} {rule}" for rule, ops in left.items() if ops]
+    for op, dtypes, backend in derived_rules(BACKEND):
+        short = short_op_name(op)
+        lines.append(composite_rule(short, dtypes) if dtypes else f"{short} = {backend}")
+    return "\n".join(lines) + "\n"
+
+
+VENDORS = {"sim": sim_text}
 
 
 def generate(vendor: str = "sim") -> str:
     """The table text for ``vendor``."""
-    return VENDORS[vendor]().text(vendor)
+    return VENDORS[vendor]()
 
 
 def default_output(vendor: str = "sim") -> Path:
@@ -364,7 +212,15 @@ def main(argv: Iterable[str] | None = None) -> int:
         default=None,
         help="the table file (default: the package's routes/<vendor>.conf; - for stdout)",
     )
+    parser.add_argument(
+        "--expand",
+        action="store_true",
+        help="print the rules the table's derive statement stands for on this torch",
+    )
     args = parser.parse_args(None if argv is None else list(argv))
+    if args.expand:
+        sys.stdout.write(expanded_text())
+        return 0
     return write_or_check(
         generate(args.vendor),
         args.output or default_output(args.vendor),

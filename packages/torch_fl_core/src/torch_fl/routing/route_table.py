@@ -8,6 +8,11 @@ Grammar, one statement per line::
     add.Tensor = flaggems               # op.overload = backend
     mm = flaggems, gcu, cpu             # preference list: the first available backend wins
     mul.out[int64, float64] = cpu       # only when the first tensor argument has these dtypes
+    derive box:cpu                      # op = box:cpu for every overload the installed torch's
+                                        # CPU kernels serve (torch_fl.routing.derived)
+    derive box:cuda except composite-implicit
+    foo.out = flaggems  when torch >= 2.12       # only on these torch minors
+    bar = cpu  when torch >= 2.10, < 2.12
     # generated-for: torch 2.13         # pragma of generated tables (see validation)
     # flaggems-measured: flag_gems git:3c6f7537d on Enflame S60, torch 2.10
                                         # pragma: the file's flaggems choices were measured on
@@ -21,6 +26,12 @@ A preference list ``a, b, c`` is resolved once, when the table is validated: the
 available in this process (registered, with a kernel for the overload) becomes the rule's backend,
 and the choices passed over are recorded with why (``RouteRule.skipped_choices``). After that a
 list rule is an ordinary rule, so "later wins" treats it exactly like a single-backend one.
+
+A ``derive`` statement expands in place, when the table is read, into the rules it stands for
+(each names the statement's file and line), so lines after it override them. A rule qualified
+``when torch <ranges>`` applies on the torch minors the comma-separated ranges (``>= 2.12``,
+``< 2.14``, ``== 2.11``) all admit, and is recorded in ``RouteTable.skipped`` elsewhere: a table
+states where its measured decisions differ between minors instead of holding one table per minor.
 
 Parsing checks syntax, dtype names and include files; :mod:`torch_fl.routing.validation` checks
 operators and backends against the dispatcher and the router. Every error is a
@@ -51,6 +62,7 @@ __all__ = [
     "parse_file",
     "parse_text",
     "short_op_name",
+    "torch_admits",
 ]
 
 GENERATED_PRAGMA = "generated-for"
@@ -351,6 +363,40 @@ def _strip_comment(line: str) -> str:
     return line.split("#", 1)[0].strip()
 
 
+_WHEN_RE = re.compile(r"^(?P<rule>.*?)\s+when\s+torch\s+(?P<ranges>.*)$")
+_RANGE_RE = re.compile(r"^(?P<op>>=|<=|==|!=|>|<)\s*(?P<minor>\d+\.\d+)$")
+
+
+def _minor_tuple(minor: str) -> tuple[int, int]:
+    major, _, rest = minor.partition(".")
+    return int(major), int(rest)
+
+
+def torch_admits(ranges: str, minor: str) -> bool:
+    """Whether torch ``minor`` (``"2.13"``) satisfies every range of ``">= 2.12, < 2.14"``.
+
+    Raises ValueError for a malformed range."""
+    have = _minor_tuple(minor)
+    ok = True
+    for part in ranges.split(","):
+        m = _RANGE_RE.match(part.strip())
+        if not m:
+            raise ValueError(
+                f"cannot parse the torch range {part.strip()!r}: expected '>= 2.12', '< 2.14', "
+                f"'== 2.11' (minor versions)"
+            )
+        want = _minor_tuple(m.group("minor"))
+        ok &= {
+            ">=": have >= want,
+            "<=": have <= want,
+            "==": have == want,
+            "!=": have != want,
+            ">": have > want,
+            "<": have < want,
+        }[m.group("op")]
+    return ok
+
+
 def _parse_rule(text: str, path: str, lineno: int) -> RouteRule:
     m = _RULE_RE.match(text)
     # A space inside one backend ("abs = box cpu") is a malformed statement, not a list.
@@ -454,10 +500,57 @@ def _parse_into(
                 table.included_from.setdefault(str(include), (shown, lineno))
             _parse_into(table, included, include, [*stack, include], errors)
             continue
+        if words[0] == "derive":
+            _derive_into(table, words[1] if len(words) > 1 else "", shown, lineno, errors)
+            continue
+        when = _WHEN_RE.match(line)
+        if when:
+            line = when.group("rule")
         try:
-            table.rules.append(_parse_rule(line, shown, lineno))
+            rule = _parse_rule(line, shown, lineno)
         except RouteTableError as exc:
             errors.append(exc)
+            continue
+        if when:
+            from torch_fl.routing.validation import torch_minor
+
+            try:
+                admitted = torch_admits(when.group("ranges"), torch_minor())
+            except ValueError as exc:
+                errors.append(RouteTableError(shown, lineno, str(exc)))
+                continue
+            if not admitted:
+                table.skipped.append(
+                    (rule, f"for torch {when.group('ranges').strip()}; this is {torch_minor()}")
+                )
+                continue
+        table.rules.append(rule)
+
+
+def _derive_into(
+    table: RouteTable, rest: str, shown: str, lineno: int, errors: list[RouteTableError]
+) -> None:
+    from torch_fl.routing import derived
+
+    backend, _, clause = rest.strip().partition(" ")
+    backend = canonical_backend(backend)
+    clause = " ".join(clause.split())
+    if backend not in derived.DERIVABLE or clause not in ("", derived.EXCEPT_COMPOSITE_IMPLICIT):
+        errors.append(
+            RouteTableError(
+                shown,
+                lineno,
+                f"cannot parse 'derive {rest.strip()}': expected 'derive <backend>' or 'derive "
+                f"<backend> {derived.EXCEPT_COMPOSITE_IMPLICIT}' with a backend of "
+                f"{', '.join(sorted(derived.DERIVABLE))}",
+            )
+        )
+        return
+    rules = derived.derived_rules(backend, except_composite_implicit=bool(clause))
+    table.rules.extend(
+        RouteRule(op=op, backend=b, dtypes=dtypes, file=shown, line=lineno)
+        for op, dtypes, b in rules
+    )
 
 
 def _read_table(path: Path) -> str:
