@@ -67,6 +67,13 @@ class DcuVendor(Vendor):
     #: the CUDA activity. The official CPU wheel of bundle mode has no such tracer (CUDA is not in
     #: its supported activities), so there core's runtime events stay in use (docs/profiler.md).
     profiler_activity = ProfilerActivity.CUDA
+    environment = (
+        "FLAGOS_DCU_PRELOAD",
+        "FLAGOS_DCU_SKIP_RUNTIME_CHECK",
+        "FLAGOS_DCU_BUNDLE",
+        "FLAGOS_DCU_TORCH_LIB",
+        "FLAGOS_DCU_TEST_ON_CUDA_TORCH",
+    )
 
     def platform(self) -> str:
         """ "native" (DTK's hipified torch), "bundle" (official torch + DTK bundle), "cuda-test"

@@ -18,8 +18,9 @@
 ``FLAGOS_FALLBACK_BUDGET=<fraction>``
     At exit, fail the process when more than this share of routed calls ran on the CPU fallback.
 
-:data:`KNOWN_VARIABLES` lists every ``FLAGOS_*`` name torch-fl and its vendors read, in one place:
-an unknown one (a misspelling) warns once at import with the closest known name.
+:data:`KNOWN_VARIABLES` lists every ``FLAGOS_*`` name core reads, and each installed vendor lists
+its own ``FLAGOS_<NAME>_*`` family in ``Vendor.environment`` (:func:`vendor_variables`): any other
+(a misspelling) warns once at import with the closest known name.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import difflib
 import os
 import re
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from torch_fl.routing.route_table import RouteRule, RouteTableError, full_op_name, parse_backends
@@ -50,6 +51,7 @@ __all__ = [
     "op_from_variable",
     "op_overrides",
     "unknown_variables",
+    "vendor_variables",
     "warn_unknown_variables",
 ]
 
@@ -59,8 +61,8 @@ LOG_VAR = "FLAGOS_LOG"
 FORCE_VAR = "FLAGOS_FORCE_BACKEND"
 BUDGET_VAR = "FLAGOS_FALLBACK_BUDGET"
 
-#: Every FLAGOS_* variable read by torch-fl, its vendors, tests and tools (docs/environment.md),
-#: besides the FLAGOS_OP_<op> family.
+#: Every FLAGOS_* variable read by core, tests and tools (docs/environment.md), besides the
+#: FLAGOS_OP_<op> family and the vendors' own (:func:`vendor_variables`).
 KNOWN_VARIABLES = (
     "FLAGOS_VENDOR",
     CONFIG_VAR,
@@ -75,11 +77,6 @@ KNOWN_VARIABLES = (
     "FLAGOS_SIM_DEVICES",
     "FLAGOS_SIM_MEMORY",
     "FLAGOS_SIM_FAULTS",
-    "FLAGOS_DCU_PRELOAD",
-    "FLAGOS_DCU_SKIP_RUNTIME_CHECK",
-    "FLAGOS_DCU_BUNDLE",
-    "FLAGOS_DCU_TORCH_LIB",
-    "FLAGOS_DCU_TEST_ON_CUDA_TORCH",
 )
 #: Prefixes of variable families: FLAGOS_OP_<op>, and FLAGOS_TEST_* of the test suites.
 KNOWN_PREFIXES = (OP_PREFIX, "FLAGOS_TEST_")
@@ -253,15 +250,45 @@ def fallback_budget(environ: Mapping[str, str] | None = None) -> float | None:
     return budget
 
 
-def unknown_variables(environ: Mapping[str, str] | None = None) -> list[tuple[str, str | None]]:
-    """(name, closest known name or None) for every FLAGOS_* variable torch-fl does not read."""
+def vendor_variables() -> tuple[str, ...]:
+    """The ``FLAGOS_*`` variables the installed vendors read (``Vendor.environment``). A vendor
+    package that fails to load contributes none; choosing the vendor reports that failure."""
+    from torch_fl.vendors import discovery
+
+    try:
+        found = discovery.installed()
+    except Exception:  # two packages of one vendor: discovery.select() raises it
+        return ()
+    names: list[str] = []
+    for item in found.values():
+        names.extend(getattr(item.vendor, "environment", None) or ())
+    return tuple(dict.fromkeys(names))
+
+
+def unknown_variables(
+    environ: Mapping[str, str] | None = None, vendor_known: Sequence[str] | None = None
+) -> list[tuple[str, str | None]]:
+    """(name, closest known name or None) for every FLAGOS_* variable torch-fl does not read.
+
+    ``vendor_known``: the vendors' variables (default: :func:`vendor_variables`, read only when
+    some ``FLAGOS_*`` variable is neither core's nor of a family)."""
     out: list[tuple[str, str | None]] = []
-    for name in sorted(_env(environ)):
-        if not name.startswith("FLAGOS_") or name in KNOWN_VARIABLES:
+    candidates = [
+        name
+        for name in sorted(_env(environ))
+        if name.startswith("FLAGOS_")
+        and name not in KNOWN_VARIABLES
+        and not name.startswith(KNOWN_PREFIXES)
+    ]
+    if not candidates:
+        return out
+    if vendor_known is None:
+        vendor_known = vendor_variables()
+    known = [*KNOWN_VARIABLES, *vendor_known]
+    for name in candidates:
+        if name in vendor_known:
             continue
-        if name.startswith(KNOWN_PREFIXES):
-            continue
-        close = difflib.get_close_matches(name, [*KNOWN_VARIABLES, OP_PREFIX], n=1, cutoff=0.6)
+        close = difflib.get_close_matches(name, [*known, OP_PREFIX], n=1, cutoff=0.6)
         out.append((name, close[0] if close else None))
     return out
 

@@ -99,6 +99,12 @@ class Vendor:
     #: out (``.cpu()``), in the sender, at ``put()``. See docs/device.md and
     #: :mod:`torch_fl.multiprocessing`.
     shares_memory_between_processes: bool = False
+    #: The vendor's own ``FLAGOS_<NAME>_*`` environment variables (``("FLAGOS_DCU_PRELOAD",
+    #: ...)``), its family beside core's. Core learns them from here: a ``FLAGOS_*`` variable that
+    #: neither core nor an installed vendor reads warns once at import as a likely misspelling
+    #: (:mod:`torch_fl.routing.environment`). Document each in the vendor package's
+    #: ``environment.md`` rows (tools/vendor_table.py copies them into docs/environment.md).
+    environment: tuple[str, ...] = ()
 
     def is_present(self) -> bool:
         """Whether this machine has at least one device of this vendor (driver loaded, device seen).
