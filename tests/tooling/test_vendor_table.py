@@ -3,6 +3,7 @@ packages/vendors.toml, and every vendor package has the common skeleton."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
 import shutil
 import subprocess
@@ -30,9 +31,14 @@ def run_tool(*args: str, root: Path = ROOT) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    for rel in ("packages/vendors.toml", "docs/index.md", "pyproject.toml"):
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / rel, tmp_path / rel)
+    """The table and the files holding its blocks (with the vendors' environment rows)."""
+    rows = [
+        f"{e['path']}/{vendor_table.ENVIRONMENT_ROWS}" for e in vendor_table.vendors(ROOT).values()
+    ]
+    for rel in ("packages/vendors.toml", *vendor_table.blocks(ROOT), *rows):
+        if (ROOT / rel).is_file():
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, tmp_path / rel)
     return tmp_path
 
 
@@ -57,6 +63,10 @@ def test_a_new_vendor_is_one_table_entry(tree: Path):
         in (tree / "docs" / "index.md").read_text()
     )
     assert '"musa: torch-fl-musa package tests' in (tree / "pyproject.toml").read_text()
+    assert "| `packages/torch_fl_musa/` | Moore Threads GPUs" in (tree / "README.md").read_text()
+    assert "| musa | its package tests, on sim" in (tree / "docs" / "contracts.md").read_text()
+    validation = tree / vendor_table._core_path(ROOT) / vendor_table.VALIDATION
+    assert '"ascend", "musa")' in validation.read_text()
     assert run_tool("--check", root=tree).returncode == 0
 
 
@@ -90,3 +100,36 @@ def test_every_vendor_package_has_the_skeleton(name: str):
     conf = list((src / "routes").glob(f"{name}*.conf"))
     assert conf, f"{src}/routes has no {name}.conf"
     assert re.search(r"\bvendor\b", (src / "vendor.py").read_text())
+
+
+def _vendor_rows(name: str) -> str:
+    entry = vendor_table.vendors(ROOT)[name]
+    rows = ROOT / entry["path"] / vendor_table.ENVIRONMENT_ROWS
+    return rows.read_text(encoding="utf-8") if rows.is_file() else ""
+
+
+@pytest.mark.parametrize("name", sorted(vendor_table.vendors(ROOT)))
+def test_a_vendor_documents_its_variables_and_core_knows_them(name: str):
+    """The ``FLAGOS_*`` variables of a vendor's environment rows are its ``FLAGOS_<NAME>_*`` family
+    and its ``Vendor.environment`` (where the package is installed): so core does not warn about
+    them, and warns about a misspelling of one."""
+    from torch_fl.routing import environment
+    from torch_fl.vendors import discovery
+
+    first_cells = [row.split("|")[1] for row in _vendor_rows(name).splitlines() if row[:1] == "|"]
+    documented = set(re.findall(r"`(FLAGOS_[A-Z0-9_]+?)(?:=[^`]*)?`", " ".join(first_cells)))
+    family = f"FLAGOS_{name.upper()}_"
+    assert all(v.startswith(family) for v in documented), (name, documented)
+    eps = importlib.metadata.entry_points(group=discovery.ENTRY_POINT_GROUP)
+    if not any(ep.name == name for ep in eps):
+        pytest.skip(f"torch-fl-{name} is not installed here: its Vendor.environment is unknown")
+    vendor = discovery.installed()[name].vendor
+    assert vendor is not None
+    assert set(vendor.environment) == documented, name
+    assert all(v.startswith(family) for v in vendor.environment)
+    env = {v: "1" for v in documented}
+    assert environment.unknown_variables(env) == []
+    if documented:
+        one = sorted(documented)[0]
+        misspelled = one[:-1] + ("X" if one[-1] != "X" else "Y")
+        assert environment.unknown_variables({misspelled: "1"}) == [(misspelled, one)]

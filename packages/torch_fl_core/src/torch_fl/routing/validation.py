@@ -11,7 +11,8 @@ Each rule is checked when the table loads, never at the first call:
    them would bypass the autograd of what they decompose into. Route the operators they call;
 4. the backend is registered here (``torch_fl._C.router_backends()``, plus ``none``); one that is
    not is reported as absent, with why, when some vendor or core provides it
-   (:func:`possible_backend`: ``flaggems`` without FlagGems), else as unknown (a misspelling);
+   (:func:`possible_backend`: ``flaggems`` without FlagGems, a vendor that is not the active one),
+   else as unknown (a misspelling);
 5. the backend has a kernel for that overload (``torch_fl._C.backend_has_kernel``).
 
 A preference list (``mm = flaggems, gcu, cpu``) is resolved here, once: checks 1-3 apply to the
@@ -61,11 +62,15 @@ __all__ = [
     "validate_rule",
 ]
 
-#: Backends that a vendor package or core registers somewhere (beyond ``cpu`` and ``box:<key>``):
-#: in a preference list they may be absent from this process without being an error.
-KNOWN_BACKENDS = ("cpu", "composite", "flaggems", "gcu", "dcu", "ascend")
-#: Those of them that are a vendor package's own backend.
-VENDOR_BACKENDS = ("gcu", "dcu", "ascend")
+#: The vendors of torch-fl's package table (packages/vendors.toml), whose name is their own
+#: backend: a table may name one where its package is not installed (absent, not misspelled).
+#: Vendors outside the table are known once installed (:func:`installed_vendor_names`).
+# vendor table: begin (tools/vendor_table.py writes these names from packages/vendors.toml)
+VENDOR_BACKENDS = ("cuda", "gcu", "dcu", "ascend")
+# vendor table: end
+#: Backends that core or a vendor registers somewhere (beyond ``box:<key>``): in a preference
+#: list they may be absent from this process without being an error.
+KNOWN_BACKENDS = ("cpu", "composite", "flaggems", *VENDOR_BACKENDS)
 
 
 @functools.lru_cache(maxsize=256)
@@ -90,8 +95,8 @@ def installed_vendor_names() -> frozenset[str]:
 
 def possible_backend(name: str) -> bool:
     """Whether some vendor or core could provide backend ``name`` (canonical spelling): ``cpu``,
-    ``box:<device type>``, the Python and library backends torch-fl's vendors register, the
-    installed vendors' names."""
+    ``composite``, ``flaggems``, ``box:<device type>``, the names of the package table's vendors
+    and of the installed ones."""
     if name in KNOWN_BACKENDS:
         return True
     if name.startswith("box:"):
