@@ -1,0 +1,18 @@
+# The emulator framework: device-scoped memory, streams, events, live handles, the call ledger
+# (counters, injected faults, contract violations) and the test controls every SDK emulator
+# exports. Source only, never part of a wheel: an emulator's CMake project includes this file by
+# its relative path and links `emu_kit` into its runtime library.
+include_guard(GLOBAL)
+find_package(Threads REQUIRED)
+set(_emu_kit_dir "${CMAKE_CURRENT_LIST_DIR}")
+add_library(emu_kit STATIC
+  "${_emu_kit_dir}/src/ledger.cpp"
+  "${_emu_kit_dir}/src/memory.cpp"
+  "${_emu_kit_dir}/src/stream.cpp"
+  "${_emu_kit_dir}/src/event.cpp")
+target_include_directories(emu_kit PUBLIC "${_emu_kit_dir}/include")
+target_link_libraries(emu_kit PUBLIC Threads::Threads)
+target_compile_features(emu_kit PUBLIC cxx_std_17)
+# Linked into shared libraries whose exports are only their SDK's (and control) functions.
+set_target_properties(emu_kit PROPERTIES POSITION_INDEPENDENT_CODE ON
+  CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
