@@ -12,6 +12,7 @@ installed ones are missing or older than the emulator's sources.
 from __future__ import annotations
 
 import ctypes
+import os
 import re
 import shutil
 import subprocess
@@ -26,6 +27,7 @@ np = pytest.importorskip("numpy")
 pytestmark = pytest.mark.ascend
 
 EMULATOR = Path(__file__).resolve().parents[1] / "emulator"
+EMULATOR_KIT = Path(__file__).resolve().parents[2] / "torch_fl_core" / "emulator_kit"
 PREFIX = EMULATOR / "prefix"
 BUILD = EMULATOR / "build"
 
@@ -41,7 +43,21 @@ ND = 2
 def _sources_mtime() -> float:
     files = [EMULATOR / "CMakeLists.txt", *EMULATOR.glob("*.cmake")]
     files += [p for d in ("src", "include") for p in (EMULATOR / d).rglob("*") if p.is_file()]
+    files += [p for p in EMULATOR_KIT.rglob("*") if p.is_file()]
     return max(p.stat().st_mtime for p in files)
+
+
+def _named_toolkit() -> Path | None:
+    """The emulator toolkit ASCEND_TOOLKIT_HOME (or ASCEND_HOME) names, when it is one other than
+    the in-tree prefix: tested as installed there, the way the package runs on it."""
+    for var in ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME"):
+        value = os.environ.get(var, "").strip()
+        if value:
+            home = Path(value).resolve()
+            if home != PREFIX.resolve() and (home / "include" / "ascend_emulator.h").is_file():
+                return home
+            return None
+    return None
 
 
 def _run(cmd: list[str]) -> subprocess.CompletedProcess:
@@ -51,6 +67,9 @@ def _run(cmd: list[str]) -> subprocess.CompletedProcess:
 def _build() -> Path:
     """The directory holding libopapi.so and the libraries it links: the installed prefix when
     it is newer than the sources, else emulator/build after (re)building the three libraries."""
+    named = _named_toolkit()
+    if named is not None:
+        return named / "lib64"
     installed = PREFIX / "lib64" / "libopapi.so"
     if installed.is_file() and installed.stat().st_mtime >= _sources_mtime():
         return installed.parent
@@ -550,11 +569,11 @@ def test_workspace_freed_before_the_stream_passes_it_is_a_violation(lib, dev):
 
 def test_fault_injection_reaches_the_ops(lib, dev):
     x = dev.from_np(np.ones(2, dtype=np.float32))
-    assert lib.aclEmuInjectFault(b"aclnnAbsGetWorkspaceSize", RUNTIME_ERROR, 1) == 0
+    assert lib.aclEmuInjectFault(b"aclnnAbsGetWorkspaceSize", 1, RUNTIME_ERROR) == 0
     assert phase1(lib, "Abs", x, x)[0] == RUNTIME_ERROR
     st, ws, ex = phase1(lib, "Abs", x, x)
     assert st == SUCCESS
-    assert lib.aclEmuInjectFault(b"aclnnAbs", RUNTIME_ERROR, 1) == 0
+    assert lib.aclEmuInjectFault(b"aclnnAbs", 1, RUNTIME_ERROR) == 0
     assert lib.aclnnAbs(None, ws, ex, None) == RUNTIME_ERROR
     assert lib.aclnnAbs(None, ws, ex, None) == SUCCESS, err(lib)
     assert lib.aclrtSynchronizeStream(None) == SUCCESS

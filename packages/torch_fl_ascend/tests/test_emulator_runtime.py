@@ -22,6 +22,7 @@ import pytest
 pytestmark = pytest.mark.ascend
 
 EMULATOR = Path(__file__).resolve().parents[1] / "emulator"
+EMULATOR_KIT = Path(__file__).resolve().parents[2] / "torch_fl_core" / "emulator_kit"
 PREFIX = EMULATOR / "prefix"
 BUILD = EMULATOR / "build"
 
@@ -42,7 +43,21 @@ CALLBACK_BLOCK = 1
 def _sources_mtime() -> float:
     files = [EMULATOR / "CMakeLists.txt", *EMULATOR.glob("*.cmake")]
     files += [p for d in ("src", "include") for p in (EMULATOR / d).rglob("*") if p.is_file()]
+    files += [p for p in EMULATOR_KIT.rglob("*") if p.is_file()]
     return max(p.stat().st_mtime for p in files)
+
+
+def _named_toolkit() -> Path | None:
+    """The emulator toolkit ASCEND_TOOLKIT_HOME (or ASCEND_HOME) names, when it is one other than
+    the in-tree prefix: tested as installed there, the way the package runs on it."""
+    for var in ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME"):
+        value = os.environ.get(var, "").strip()
+        if value:
+            home = Path(value).resolve()
+            if home != PREFIX.resolve() and (home / "include" / "ascend_emulator.h").is_file():
+                return home
+            return None
+    return None
 
 
 def _run(cmd: list[str]) -> subprocess.CompletedProcess:
@@ -53,6 +68,9 @@ def _build() -> Path:
     """The installed libascendcl.so when it is newer than the emulator's sources, else the one
     built in emulator/build: only the runtime target is (re)built here (the op libraries compile
     against libtorch and are not needed by these tests)."""
+    named = _named_toolkit()
+    if named is not None:
+        return named / "lib64" / "libascendcl.so"
     installed = PREFIX / "lib64" / "libascendcl.so"
     if installed.is_file() and installed.stat().st_mtime >= _sources_mtime():
         return installed
@@ -133,6 +151,7 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.aclEmuViolationCount.restype = ctypes.c_uint64
     lib.aclEmuLastViolation.restype = ctypes.c_char_p
     lib.aclEmuReset.restype = None
+    lib.aclEmuClearFaults.restype = None
     lib.aclEmuLiveAllocations.argtypes = [i32]
     lib.aclEmuLiveAllocations.restype = ctypes.c_uint64
     return lib
@@ -303,7 +322,8 @@ def test_headers_carry_cann_values(libpath, tmp_path):
         int main() { return f == nullptr; }
         """)
     )
-    inc = PREFIX / "include" if libpath.parent.name == "lib64" else EMULATOR / "include"
+    lib64 = libpath.parent.name == "lib64"
+    inc = libpath.parent.parent / "include" if lib64 else EMULATOR / "include"
     proc = _run([cxx, "-std=c++17", "-fsyntax-only", f"-I{inc}", str(src)])
     assert proc.returncode == 0, proc.stderr
 
@@ -727,21 +747,28 @@ def test_work_freed_after_completion_is_no_violation(acl, mem):
 
 
 def test_fault_injection_and_call_counts(acl, mem):
+    """aclEmuInjectFault(name, nth, status): the nth call from now fails; faults add up."""
     p = ctypes.c_void_p()
     n0 = acl.aclEmuCallCount(b"aclrtMalloc")
-    assert acl.aclEmuInjectFault(b"aclrtMalloc", RT_MEMORY_ALLOCATION, 2) == 0
+    assert acl.aclEmuInjectFault(b"aclrtMalloc", 1, RT_MEMORY_ALLOCATION) == 0
+    assert acl.aclEmuInjectFault(b"aclrtMalloc", 2, RT_MEMORY_ALLOCATION) == 0
     assert acl.aclrtMalloc(ctypes.byref(p), 64, 0) == RT_MEMORY_ALLOCATION
     assert "injected fault" in err(acl)
     assert acl.aclrtMalloc(ctypes.byref(p), 64, 0) == RT_MEMORY_ALLOCATION
     mem.malloc(0, 64)  # the third call succeeds
     assert acl.aclEmuCallCount(b"aclrtMalloc") == n0 + 3
-    assert acl.aclEmuInjectFault(b"aclrtSynchronizeStream", 507000, -1) == 0
-    for _ in range(3):
-        assert acl.aclrtSynchronizeStream(None) == 507000
-    acl.aclEmuReset()
+    assert acl.aclEmuInjectFault(b"aclrtSynchronizeStream", 2, 507000) == 0
+    assert [acl.aclrtSynchronizeStream(None) for _ in range(3)] == [SUCCESS, 507000, SUCCESS]
+    # Clearing the faults keeps the counters; aclEmuReset clears both.
+    assert acl.aclEmuInjectFault(b"aclrtSynchronizeStream", 1, 507000) == 0
+    acl.aclEmuClearFaults()
     assert acl.aclrtSynchronizeStream(None) == SUCCESS
+    assert acl.aclEmuCallCount(b"aclrtMalloc") == n0 + 3
+    acl.aclEmuReset()
     assert acl.aclEmuCallCount(b"aclrtMalloc") == 0
-    assert acl.aclEmuInjectFault(b"aclrtMalloc", 1, 0) == -1
+    assert acl.aclEmuInjectFault(b"aclrtMalloc", 0, 1) == -1  # nth < 1
+    assert acl.aclEmuInjectFault(b"aclrtMalloc", 1, 0) == -1  # no status
+    assert acl.aclEmuInjectFault(b"topsMalloc", 1, 1) == -1  # not a toolkit function
 
 
 # ------------------------------------------------------------------ the op libraries' internal API

@@ -128,8 +128,8 @@ class Emulator:
         acl.aclEmuLiveAllocations.restype = ctypes.c_uint64
         acl.aclEmuViolationCount.restype = ctypes.c_uint64
 
-    def fault(self, name: str, status: int, count: int = 1) -> None:
-        assert self.acl.aclEmuInjectFault(name.encode(), status, count) == 0
+    def fault(self, name: str, status: int, nth: int = 1) -> None:
+        assert self.acl.aclEmuInjectFault(name.encode(), nth, status) == 0
 
     def calls(self, name: str) -> int:
         return int(self.acl.aclEmuCallCount(name.encode()))
@@ -793,7 +793,7 @@ def child_initialised_by_someone_else() -> dict:
 
 def child_init_fails() -> dict:
     acl, lib = _load()
-    acl.aclEmuInjectFault(b"aclInit", ACL_ERROR_RT_INTERNAL_ERROR, 1)
+    acl.aclEmuInjectFault(b"aclInit", 1, ACL_ERROR_RT_INTERNAL_ERROR)
     rt = Runtime(lib.tfl_runtime_get(1).contents)
     first = rt.t.init()
     first_error = rt.error()

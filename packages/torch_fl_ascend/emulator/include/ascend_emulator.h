@@ -19,11 +19,13 @@
 extern "C" {
 #endif
 
-/* The next `count` calls of `name` (an acl / aclrt / aclnn / aclCreate* function name such as
- * "aclrtMalloc" or "aclnnAdd"; count < 0: every call) return `status` (an aclError for the
- * runtime, an aclnnStatus for the op libraries) and do nothing else. Returns 0, or -1 for a
- * NULL name or count 0. */
-int aclEmuInjectFault(const char* name, int status, int count);
+/* The nth call (1 = the next one) of `name` (an acl / aclrt / aclnn / aclCreate* function name
+ * such as "aclrtMalloc" or "aclnnAdd") from now returns `status` (an aclError for the runtime, an
+ * aclnnStatus for the op libraries) and does nothing else; faults add up. Returns 0, or -1 for a
+ * name outside the toolkit, nth < 1 or status 0. */
+int aclEmuInjectFault(const char* name, int nth, int status);
+/* Drops every injected fault. */
+void aclEmuClearFaults(void);
 /* Calls of `name` since load (or the last aclEmuReset), failed ones included. */
 uint64_t aclEmuCallCount(const char* name);
 /* Contract violations detected (e.g. aclrtFree of memory that queued work still uses). */

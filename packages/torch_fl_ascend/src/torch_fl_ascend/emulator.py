@@ -61,11 +61,11 @@ live_allocations = _emu.live_allocations
 live_bytes = _emu.live_bytes
 
 
-def inject_fault(call: str, status: str | int, count: int = 1) -> None:
-    """Make the next ``count`` calls of ``call`` (``-1``: every call) return ``status`` (a name
-    from ACL_ERRORS / ACLNN_STATUS, or its value) and do nothing else."""
+def inject_fault(call: str, status: str | int, nth: int = 1) -> None:
+    """Make the ``nth`` call of ``call`` from now return ``status`` (a name from ACL_ERRORS /
+    ACLNN_STATUS, or its value) and do nothing else."""
     _emu.check_fault(
-        _emu.call("InjectFault", call.encode(), _emu.status(status), count), call, status
+        _emu.call("InjectFault", call.encode(), nth, _emu.status(status)), call, status
     )
 
 
@@ -74,8 +74,8 @@ def clear_faults() -> None:
     _emu.call("Reset")
 
 
-def fault(call: str, status: str | int, count: int = 1) -> AbstractContextManager[None]:
-    return _emu.scoped(lambda: inject_fault(call, status, count), clear_faults)
+def fault(call: str, status: str | int, nth: int = 1) -> AbstractContextManager[None]:
+    return _emu.scoped(lambda: inject_fault(call, status, nth), clear_faults)
 
 
 def violation_count() -> int:
