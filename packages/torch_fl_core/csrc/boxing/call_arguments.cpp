@@ -116,19 +116,6 @@ bool has_aliased_write(const c10::FunctionSchema& schema, torch::jit::Stack::con
   return false;
 }
 
-int written_argument(const c10::FunctionSchema& schema, size_t ret) {
-  const auto* info = schema.returns()[ret].alias_info();
-  if (!info || !info->isWrite()) return -1;
-  const auto& args = schema.arguments();
-  for (size_t a = 0; a < args.size(); ++a) {
-    const auto* ainfo = args[a].alias_info();
-    if (ainfo && ainfo->isWrite() && ainfo->beforeSets() == info->beforeSets()) {
-      return static_cast<int>(a);
-    }
-  }
-  return -1;
-}
-
 void check_same_device(const c10::OperatorHandle& op, torch::jit::Stack::const_iterator begin,
                        torch::jit::Stack::const_iterator end) {
   std::optional<c10::Device> flagos_device;

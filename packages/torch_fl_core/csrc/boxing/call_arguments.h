@@ -6,6 +6,7 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
+#include <torch_fl/kit/written_argument.h>
 
 #include <optional>
 #include <utility>
@@ -54,8 +55,9 @@ bool has_aliased_write(const c10::FunctionSchema& schema, torch::jit::Stack::con
                        torch::jit::Stack::const_iterator end);
 
 // The index of the argument return `ret` of `schema` writes (out=, in-place:
-// the argument with the same `(a!)` alias set), or -1.
-int written_argument(const c10::FunctionSchema& schema, size_t ret);
+// the argument with the same `(a!)` alias set), or -1: the one rule, shared
+// with the vendors' kernels.
+using torch_fl::kit::written_argument;
 
 // The device of the first flagos tensor among the arguments.
 std::optional<c10::DeviceIndex> first_flagos_device(torch::jit::Stack::const_iterator begin,

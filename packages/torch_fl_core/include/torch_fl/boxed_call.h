@@ -5,8 +5,8 @@
 // of an aten overload, and they read the arguments BY NAME from aten's schema, so one category
 // routine serves every spelling of an op (functional, out=, in-place, Tensor or Scalar `other`).
 // BoxedCall is that reading, plus the device check CUDA makes: every tensor argument is on one
-// flagos device, or is a CPU 0-dim scalar. A vendor derives its call type from it and adds what
-// its SDK needs (declining a call, writing results back).
+// flagos device, or is a CPU 0-dim scalar. torch_fl/kit/kernel_call.h adds declining a call and
+// writing results back; a vendor derives its call type from that.
 #ifndef TORCH_FL_BOXED_CALL_H_
 #define TORCH_FL_BOXED_CALL_H_
 
@@ -14,6 +14,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 #include <c10/core/Device.h>
+#include <torch_fl/kit/written_argument.h>
 
 #include <optional>
 #include <string>
@@ -95,12 +96,12 @@ class BoxedCall {
     return v.isNone() ? std::nullopt : std::optional<at::ScalarType>(v.toScalarType());
   }
 
-  // The out= / in-place target: the first argument the schema marks as written.
+  // The out= / in-place target: the argument the first written return writes.
   at::Tensor target() const {
-    const auto& args = op_.schema().arguments();
-    for (size_t i = 0; i < args.size(); ++i) {
-      if (args[i].alias_info() && args[i].alias_info()->isWrite())
-        return (*stack_)[base_ + i].toTensor();
+    const auto& schema = op_.schema();
+    for (size_t r = 0; r < schema.returns().size(); ++r) {
+      const int w = kit::written_argument(schema, r);
+      if (w >= 0) return (*stack_)[base_ + static_cast<size_t>(w)].toTensor();
     }
     TORCH_INTERNAL_ASSERT(false, vendor_, " kernel: ", name_, " has no mutable argument");
   }
