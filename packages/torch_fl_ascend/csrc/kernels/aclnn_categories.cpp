@@ -16,52 +16,7 @@ namespace {
 // cubeMathType: compute in the operands' dtype, as PyTorch does on the CPU.
 constexpr int8_t kKeepDtype = 0;
 
-// An operand that may be a Tensor or a Scalar in this overload's schema.
-at::Tensor operand(const Call& c, const char* name) {
-  const c10::IValue& v = c.arg(name);
-  if (v.isTensor()) return v.toTensor();
-  return at::native::wrapped_scalar_tensor(v.toScalar());  // CPU wrapped number
-}
-
 at::ScalarType default_float() { return at::typeMetaToScalarType(at::get_default_dtype()); }
-
-// Reduction dims: normalised, sorted, unique; empty or None -> every dim.
-std::vector<int64_t> reduce_dims(const at::Tensor& self,
-                                 const std::optional<std::vector<int64_t>>& dims) {
-  if (self.dim() == 0) return {};  // a rank-0 reduction reduces nothing but itself
-  const int64_t r = self.dim();
-  std::vector<bool> red(r, false);
-  if (!dims || dims->empty()) {
-    red.assign(r, true);
-  } else {
-    for (int64_t d : *dims) red[at::maybe_wrap_dim(d, r)] = true;
-  }
-  std::vector<int64_t> out;
-  for (int64_t i = 0; i < r; ++i)
-    if (red[i]) out.push_back(i);
-  return out;
-}
-
-std::vector<int64_t> reduced_shape(const at::Tensor& self, const std::vector<int64_t>& dims,
-                                   bool keepdim) {
-  std::vector<int64_t> shape;
-  for (int64_t i = 0; i < self.dim(); ++i) {
-    const bool red = std::find(dims.begin(), dims.end(), i) != dims.end();
-    if (!red)
-      shape.push_back(self.size(i));
-    else if (keepdim)
-      shape.push_back(1);
-  }
-  return shape;
-}
-
-std::optional<std::vector<int64_t>> dims_arg(const Call& c) {
-  if (!c.has("dim")) return std::nullopt;
-  const c10::IValue& v = c.arg("dim");
-  if (v.isNone()) return std::nullopt;
-  if (v.isInt()) return std::vector<int64_t>{v.toInt()};
-  return v.toIntVector();
-}
 
 void need_index(const Call& c, const at::Tensor& index) {
   if (index.scalar_type() != at::kLong && index.scalar_type() != at::kInt)

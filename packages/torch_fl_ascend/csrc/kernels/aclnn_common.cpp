@@ -1,7 +1,5 @@
 #include "aclnn_common.h"
 
-#include <ATen/MemoryOverlap.h>
-#include <ATen/native/Resize.h>
 #include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch_fl/runtime.h>
@@ -29,90 +27,11 @@ std::string DtypeSet::text() const {
   return s;
 }
 
-Call::Call(const c10::OperatorHandle& op, torch::jit::Stack* stack, Form form)
-    : torch_fl::BoxedCall(op, stack, "ascend"), form_(form) {}
-
-std::string Call::str(const char* a) const { return arg(a).toStringRef(); }
-std::vector<bool> Call::bools(const char* a) const {
-  const auto list = arg(a).toBoolList();
-  return std::vector<bool>(list.begin(), list.end());
-}
-
-void Call::decline(const std::string& why) const {
-  TORCH_CHECK_NOT_IMPLEMENTED(false, "ascend (ACLNN) declines ", name_, " on ", device_, ": ", why);
-}
-
 void Call::need(const DtypeSet& dtypes, at::ScalarType t, const char* aclnn) const {
   if (!dtypes.has(t)) {
     decline(std::string("compute dtype ") + c10::toString(t) + " has no " + aclnn +
             " kernel (it serves " + dtypes.text() + ")");
   }
-}
-
-at::Tensor Call::output(at::IntArrayRef shape, at::ScalarType dtype, bool elementwise,
-                        std::initializer_list<at::Tensor> inputs) {
-  if (form_ == Form::Functional) return empty_result(*this, shape, dtype);
-  at::Tensor dst = target();
-  // A target with a lazy conj/neg bit holds the negation (or conjugate) of what it reads as:
-  // ACLNN would write raw values into it, so the result goes through copy_, which honours bits.
-  if (dst.scalar_type() != dtype || !dst.device().is_privateuseone() || dst.is_neg() ||
-      dst.is_conj())
-    return empty_result(*this, shape, dtype);
-  if (form_ == Form::Out) {
-    if (dst.sizes() != shape) {
-      // Resizing an out= that an input shares would change that input first.
-      for (const at::Tensor& in : inputs) {
-        if (in.defined() && at::get_overlap_status(dst, in) != at::MemOverlapStatus::No)
-          return empty_result(*this, shape, dtype);
-      }
-      at::native::resize_output(dst, shape);
-    }
-  } else if (dst.sizes() != shape) {
-    return empty_result(*this, shape, dtype);  // finish() raises PyTorch's shape error
-  }
-  if (at::has_internal_overlap(dst) != at::MemOverlap::No) return empty_result(*this, shape, dtype);
-  for (const at::Tensor& in : inputs) {
-    if (!in.defined()) continue;
-    const auto st = at::get_overlap_status(dst, in);
-    // An elementwise op may read and write the same elements (in-place); nothing else may.
-    if (st == at::MemOverlapStatus::Partial || (!elementwise && st == at::MemOverlapStatus::Full))
-      return empty_result(*this, shape, dtype);
-  }
-  return dst;
-}
-
-void Call::finish(const at::Tensor& result) { finish(std::vector<at::Tensor>{result}); }
-
-void Call::finish(const std::vector<at::Tensor>& results) {
-  const auto& schema = op_.schema();
-  std::vector<c10::IValue> out;
-  if (form_ == Form::Functional) {
-    for (const auto& r : results) out.emplace_back(r);
-  } else {
-    // out= and in-place: write through the caller's tensors, return them.
-    const auto& args = schema.arguments();
-    size_t k = 0;
-    for (size_t i = 0; i < args.size() && k < results.size(); ++i) {
-      if (!(args[i].alias_info() && args[i].alias_info()->isWrite())) continue;
-      at::Tensor dst = (*stack_)[base_ + i].toTensor();
-      const at::Tensor& r = results[k++];
-      if (!r.is_same(dst)) {
-        TORCH_CHECK(at::canCast(r.scalar_type(), dst.scalar_type()), "result type ",
-                    r.scalar_type(), " can't be cast to the desired output type ",
-                    dst.scalar_type(), " (", name_, ")");
-        if (form_ == Form::Out) {
-          at::native::resize_output(dst, r.sizes());
-        } else {
-          TORCH_CHECK(dst.sizes() == r.sizes(), "output with shape ", dst.sizes(),
-                      " doesn't match the broadcast shape ", r.sizes(), " (", name_, ")");
-        }
-        dst.copy_(r);
-      }
-      out.emplace_back(dst);
-    }
-  }
-  torch::jit::drop(*stack_, stack_->size() - base_);
-  for (auto& v : out) stack_->push_back(std::move(v));
 }
 
 aclDataType acl_dtype(at::ScalarType t) {
@@ -150,17 +69,6 @@ aclDataType acl_dtype(at::ScalarType t) {
     default:
       return ACL_DT_UNDEFINED;
   }
-}
-
-at::Tensor on_device(const Call& c, const at::Tensor& t, at::ScalarType dtype) {
-  at::Tensor x = t;
-  if (!x.device().is_privateuseone()) x = x.to(c.device());  // a CPU 0-dim scalar
-  if (x.scalar_type() != dtype) x = x.to(dtype);
-  return x.resolve_conj().resolve_neg();
-}
-
-at::Tensor empty_result(const Call& c, at::IntArrayRef shape, at::ScalarType dtype) {
-  return at::empty(shape, at::TensorOptions().dtype(dtype).device(c.device()));
 }
 
 namespace {

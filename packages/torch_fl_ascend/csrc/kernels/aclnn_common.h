@@ -19,11 +19,11 @@
 #pragma once
 
 #include <ATen/ATen.h>
-#include <ATen/core/dispatch/Dispatcher.h>
-#include <ATen/core/stack.h>
 #include <acl/acl.h>
-#include <torch_fl/boxed_call.h>
 #include <aclnn/aclnn_base.h>
+#include <torch_fl/kit/kernel_call.h>
+#include <torch_fl/kit/operands.h>
+#include <torch_fl/kit/reduction_shape.h>
 
 #include <initializer_list>
 #include <memory>
@@ -33,7 +33,13 @@
 
 namespace tfl_ascend {
 
-enum class Form { Functional, Out, Inplace };
+using torch_fl::kit::dims_arg;
+using torch_fl::kit::empty_result;
+using torch_fl::kit::Form;
+using torch_fl::kit::on_device;
+using torch_fl::kit::operand;
+using torch_fl::kit::reduce_dims;
+using torch_fl::kit::reduced_shape;
 
 // The dtypes an op's ACLNN kernel computes in (from the ops table).
 class DtypeSet {
@@ -46,43 +52,18 @@ class DtypeSet {
   std::vector<at::ScalarType> types_;
 };
 
-// One boxed call: arguments by schema name (torch_fl::BoxedCall), results pushed back.
-class Call : public torch_fl::BoxedCall {
+// One boxed ACLNN call (torch_fl::kit::KernelCall: arguments, decline, output, write-back).
+class Call : public torch_fl::kit::KernelCall {
  public:
-  Call(const c10::OperatorHandle& op, torch::jit::Stack* stack, Form form);
+  Call(const c10::OperatorHandle& op, torch::jit::Stack* stack, Form form)
+      : KernelCall(op, stack, form, "ascend", "ACLNN") {}
 
-  Form form() const { return form_; }
-  std::string str(const char* arg) const;
-  std::vector<bool> bools(const char* arg) const;
-
-  // Refuse the call (a dtype or shape ACLNN does not serve): core serves it on
-  // the CPU. Only before anything has been written.
-  [[noreturn]] void decline(const std::string& why) const;
   // Declines unless `dtypes` has `t`.
   void need(const DtypeSet& dtypes, at::ScalarType t, const char* aclnn) const;
-
-  // Where the result of `shape`/`dtype` is written: the out= / in-place target
-  // itself when ACLNN can write it directly (right sizes and dtype after
-  // out='s resize, no internal overlap, and for a non-elementwise op no
-  // overlap with an input), else a fresh tensor that finish() copies in.
-  at::Tensor output(at::IntArrayRef shape, at::ScalarType dtype, bool elementwise,
-                    std::initializer_list<at::Tensor> inputs = {});
-  // Finish: copy results that are not the target itself into the target for
-  // out=/in-place forms (resizing out= as PyTorch does) and push the returns.
-  void finish(const at::Tensor& result);
-  void finish(const std::vector<at::Tensor>& results);
-
- private:
-  Form form_;
 };
 
 // ACLNN's dtype for a torch dtype; ACL_DT_UNDEFINED when it has none.
 aclDataType acl_dtype(at::ScalarType t);
-
-// A tensor on the call's device in `dtype` (a CPU 0-dim scalar is moved, a
-// cast is a routed copy); views (strides, offset, expanded dims) are kept.
-at::Tensor on_device(const Call& c, const at::Tensor& t, at::ScalarType dtype);
-at::Tensor empty_result(const Call& c, at::IntArrayRef shape, at::ScalarType dtype);
 
 // RAII owners of the ACLNN parameter objects (aclDestroy* on scope exit).
 class Tensor {

@@ -20,49 +20,12 @@ struct Prologue {
   topsStream_t stream = nullptr;
 };
 
-// An operand that may be a Tensor or a Scalar in this overload's schema.
-at::Tensor operand(const Call& c, const char* name) {
-  const c10::IValue& v = c.arg(name);
-  if (v.isTensor()) return v.toTensor();
-  return at::native::wrapped_scalar_tensor(v.toScalar());  // CPU wrapped number
-}
-
 std::string dtype_text(at::ScalarType t) {
   return std::string("compute dtype ") + c10::toString(t);
 }
 
 void need(const Call& c, bool ok, at::ScalarType t) {
   if (!ok) c.decline(dtype_text(t) + " has no topsaten kernel");
-}
-
-// Reduction dims: normalised, sorted, unique; empty or None -> every dim.
-std::vector<int64_t> reduce_dims(const at::Tensor& self,
-                                 const std::optional<std::vector<int64_t>>& dims) {
-  const int64_t r = std::max<int64_t>(self.dim(), 1);
-  std::vector<bool> red(r, false);
-  if (!dims || dims->empty()) {
-    red.assign(r, true);
-  } else {
-    for (int64_t d : *dims) red[at::maybe_wrap_dim(d, r)] = true;
-  }
-  std::vector<int64_t> out;
-  for (int64_t i = 0; i < r; ++i)
-    if (red[i]) out.push_back(i);
-  return out;
-}
-
-std::vector<int64_t> reduced_shape(const at::Tensor& self, const std::vector<int64_t>& dims,
-                                   bool keepdim) {
-  std::vector<int64_t> shape;
-  if (self.dim() == 0) return shape;
-  for (int64_t i = 0; i < self.dim(); ++i) {
-    const bool red = std::find(dims.begin(), dims.end(), i) != dims.end();
-    if (!red)
-      shape.push_back(self.size(i));
-    else if (keepdim)
-      shape.push_back(1);
-  }
-  return shape;
 }
 
 }  // namespace
@@ -173,7 +136,7 @@ void reduce_sum(Call& c, SumFn fn, const char* tops, bool mean) {
   }
   need(c, arithmetic_dtype(rdt) && (!mean || at::isFloatingType(rdt)), rdt);
   need(c, storage_dtype(self.scalar_type()), self.scalar_type());
-  const auto dims = reduce_dims(self, c.has("dim") ? c.opt_ints("dim") : std::nullopt);
+  const auto dims = reduce_dims(self, torch_fl::kit::dims_arg(c));
   const bool keepdim = c.has("keepdim") ? c.bool_("keepdim") : false;
   const auto shape = reduced_shape(self, dims, keepdim);
   Prologue p(c);
@@ -190,7 +153,7 @@ void reduce_extremum(Call& c, ExtremumFn fn, const char* tops) {
   need(c, arithmetic_dtype(dt), dt);
   TORCH_CHECK(self.numel() > 0, c.name(),
               ": Expected reduction dim to be specified for input.numel() == 0.");
-  const auto dims = reduce_dims(self, c.opt_ints("dim"));
+  const auto dims = reduce_dims(self, torch_fl::kit::dims_arg(c));
   const bool keepdim = c.bool_("keepdim");
   const auto shape = reduced_shape(self, dims, keepdim);
   Prologue p(c);
@@ -219,7 +182,7 @@ void vector_norm(Call& c, NormFn fn, const char* tops) {
   const at::ScalarType rdt = dtype ? *dtype : self.scalar_type();
   need(c, at::isFloatingType(rdt) && arithmetic_dtype(rdt), rdt);
   need(c, arithmetic_dtype(self.scalar_type()), self.scalar_type());
-  const auto dims = reduce_dims(self, c.opt_ints("dim"));
+  const auto dims = reduce_dims(self, torch_fl::kit::dims_arg(c));
   const bool keepdim = c.bool_("keepdim");
   const auto shape = reduced_shape(self, dims, keepdim);
   Prologue p(c);

@@ -1,7 +1,6 @@
 #include "topsaten_common.h"
 
 #include <ATen/WrapDimUtils.h>
-#include <ATen/native/Resize.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch_fl/runtime.h>
 
@@ -13,46 +12,8 @@
 // Exported by this package's runtime library (csrc/runtime/topsrt_runtime.cpp).
 extern "C" int tfl_gcu_tops_stream(tfl_stream stream, int device, void** out);
 
+
 namespace tfl_gcu {
-
-Call::Call(const c10::OperatorHandle& op, torch::jit::Stack* stack, Form form)
-    : torch_fl::BoxedCall(op, stack, "gcu"), form_(form) {}
-
-void Call::decline(const std::string& why) const {
-  TORCH_CHECK_NOT_IMPLEMENTED(false, "gcu (topsaten) declines ", name_, " on ", device_, ": ", why);
-}
-
-void Call::finish(const at::Tensor& result) { finish(std::vector<at::Tensor>{result}); }
-
-void Call::finish(const std::vector<at::Tensor>& results) {
-  const auto& schema = op_.schema();
-  std::vector<c10::IValue> out;
-  if (form_ == Form::Functional) {
-    for (const auto& r : results) out.emplace_back(r);
-  } else {
-    // out= and in-place: write through the caller's tensors, return them.
-    const auto& args = schema.arguments();
-    size_t k = 0;
-    for (size_t i = 0; i < args.size() && k < results.size(); ++i) {
-      if (!(args[i].alias_info() && args[i].alias_info()->isWrite())) continue;
-      at::Tensor dst = (*stack_)[base_ + i].toTensor();
-      const at::Tensor& r = results[k++];
-      TORCH_CHECK(at::canCast(r.scalar_type(), dst.scalar_type()), "result type ", r.scalar_type(),
-                  " can't be cast to the desired output type ", dst.scalar_type(), " (", name_,
-                  ")");
-      if (form_ == Form::Out) {
-        at::native::resize_output(dst, r.sizes());
-      } else {
-        TORCH_CHECK(dst.sizes() == r.sizes(), "output with shape ", dst.sizes(),
-                    " doesn't match the broadcast shape ", r.sizes(), " (", name_, ")");
-      }
-      dst.copy_(r);
-      out.emplace_back(dst);
-    }
-  }
-  torch::jit::drop(*stack_, stack_->size() - base_);
-  for (auto& v : out) stack_->push_back(std::move(v));
-}
 
 topsaten::topsatenDataType_t tops_dtype(at::ScalarType t) {
   using namespace topsaten;
@@ -93,16 +54,9 @@ bool storage_dtype(at::ScalarType t) {
 
 at::Tensor prepare(const Call& c, const at::Tensor& t, at::ScalarType dtype,
                    std::optional<at::IntArrayRef> shape) {
-  at::Tensor x = t;
-  if (!x.device().is_privateuseone()) x = x.to(c.device());  // a CPU 0-dim scalar
-  if (x.scalar_type() != dtype) x = x.to(dtype);
-  if (shape && x.sizes() != *shape) x = x.expand(*shape);  // topsaten does not broadcast
-  x = x.resolve_conj().resolve_neg();
-  return x.contiguous();  // topsaten ignores strides
-}
-
-at::Tensor empty_result(const Call& c, at::IntArrayRef shape, at::ScalarType dtype) {
-  return at::empty(shape, at::TensorOptions().dtype(dtype).device(c.device()));
+  at::Tensor x = torch_fl::kit::on_device(c, t, dtype);
+  if (shape && x.sizes() != *shape) x = x.expand(*shape);
+  return x.contiguous();
 }
 
 Desc::Desc(const at::Tensor& t) {

@@ -17,11 +17,11 @@
 #pragma once
 
 #include <ATen/ATen.h>
-#include <ATen/core/dispatch/Dispatcher.h>
-#include <ATen/core/stack.h>
 #include <tops_runtime_api.h>
 #include <topsaten/topsaten.h>
-#include <torch_fl/boxed_call.h>
+#include <torch_fl/kit/kernel_call.h>
+#include <torch_fl/kit/operands.h>
+#include <torch_fl/kit/reduction_shape.h>
 
 #include <optional>
 #include <string>
@@ -29,25 +29,17 @@
 
 namespace tfl_gcu {
 
-enum class Form { Functional, Out, Inplace };
+using torch_fl::kit::empty_result;
+using torch_fl::kit::Form;
+using torch_fl::kit::operand;
+using torch_fl::kit::reduce_dims;
+using torch_fl::kit::reduced_shape;
 
-// One boxed call: arguments by schema name (torch_fl::BoxedCall), results pushed back.
-class Call : public torch_fl::BoxedCall {
+// One boxed topsaten call (torch_fl::kit::KernelCall: arguments, decline, write-back).
+class Call : public torch_fl::kit::KernelCall {
  public:
-  Call(const c10::OperatorHandle& op, torch::jit::Stack* stack, Form form);
-
-  Form form() const { return form_; }
-
-  // Refuse the call (compute dtype without a topsaten kernel): core serves it
-  // on the CPU. Only before anything has been written.
-  [[noreturn]] void decline(const std::string& why) const;
-  // Finish: write `result` into the target for out=/in-place forms (resizing
-  // out= as PyTorch does) and push the return value.
-  void finish(const at::Tensor& result);
-  void finish(const std::vector<at::Tensor>& results);
-
- private:
-  Form form_;
+  Call(const c10::OperatorHandle& op, torch::jit::Stack* stack, Form form)
+      : KernelCall(op, stack, form, "gcu", "topsaten") {}
 };
 
 // topsaten's dtype for a torch dtype; TOPSATEN_DATA_NONE when it has none.
@@ -58,11 +50,10 @@ bool arithmetic_dtype(at::ScalarType t);
 bool storage_dtype(at::ScalarType t);
 
 // A tensor on the call's device, cast to `dtype`, materialised contiguous
-// (conj/neg bits resolved), optionally expanded to `shape` first.
+// (conj/neg bits resolved), optionally expanded to `shape` (topsaten neither
+// broadcasts nor reads strides).
 at::Tensor prepare(const Call& c, const at::Tensor& t, at::ScalarType dtype,
                    std::optional<at::IntArrayRef> shape = std::nullopt);
-// Fresh contiguous result on the call's device.
-at::Tensor empty_result(const Call& c, at::IntArrayRef shape, at::ScalarType dtype);
 
 // Descriptor topsaten reads (rank 0 -> {1}; the tensor must be contiguous).
 class Desc {
