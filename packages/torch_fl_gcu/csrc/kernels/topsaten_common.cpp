@@ -12,7 +12,6 @@
 // Exported by this package's runtime library (csrc/runtime/topsrt_runtime.cpp).
 extern "C" int tfl_gcu_tops_stream(tfl_stream stream, int device, void** out);
 
-
 namespace tfl_gcu {
 
 topsaten::topsatenDataType_t tops_dtype(at::ScalarType t) {

@@ -23,8 +23,8 @@ namespace torch_fl::kit {
 class KernelCall : public BoxedCall {
  public:
   // `vendor` ("gcu") and `sdk` ("topsaten") name the kernel in errors; both must outlive the call.
-  KernelCall(const c10::OperatorHandle& op, torch::jit::Stack* stack, Form form,
-             const char* vendor, const char* sdk)
+  KernelCall(const c10::OperatorHandle& op, torch::jit::Stack* stack, Form form, const char* vendor,
+             const char* sdk)
       : BoxedCall(op, stack, vendor), form_(form), sdk_(sdk) {}
 
   Form form() const { return form_; }

@@ -24,8 +24,8 @@ inline void write_back(const at::Tensor& dst, const at::Tensor& result, bool out
                        const std::string& op) {
   if (result.is_same(dst)) return;
   TORCH_CHECK(at::canCast(result.scalar_type(), dst.scalar_type()), "result type ",
-              result.scalar_type(), " can't be cast to the desired output type ",
-              dst.scalar_type(), " (", op, ")");
+              result.scalar_type(), " can't be cast to the desired output type ", dst.scalar_type(),
+              " (", op, ")");
   if (out) {
     at::native::resize_output(dst, result.sizes());
   } else {
@@ -50,8 +50,7 @@ inline bool direct_target(at::Tensor& dst, at::IntArrayRef shape, at::ScalarType
     if (form != Form::Out) return false;  // write_back raises PyTorch's shape error
     // Resizing an out= that an input shares would change that input first.
     for (const at::Tensor& in : inputs) {
-      if (in.defined() && at::get_overlap_status(dst, in) != at::MemOverlapStatus::No)
-        return false;
+      if (in.defined() && at::get_overlap_status(dst, in) != at::MemOverlapStatus::No) return false;
     }
     at::native::resize_output(dst, shape);
   }
