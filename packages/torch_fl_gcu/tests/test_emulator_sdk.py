@@ -136,3 +136,25 @@ def test_second_producer_is_not_ordered_with_sdk_work(emu, rt, cards):
     assert rt.topsStreamSynchronize(None) == SUCCESS  # draining the stream runs it
     assert emu.pending_foreign(0) == 0
     assert cards.read(0, p, 4) == b"new!"
+
+
+def test_controls_are_the_emulator_frameworks(emu, rt, cards):
+    """The controls every torch-fl emulator shares: faults by SDK function name add up, call
+    counters, a reset, the violation record."""
+    lib = emu.library()
+    lib.topsEmuInjectFault.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
+    lib.topsEmuReset.restype = None
+    lib.topsEmuViolationCount.restype = ctypes.c_uint64
+    lib.topsEmuLastViolation.restype = ctypes.c_char_p
+    p = cards.malloc(0, 8)
+    rt.topsSetDevice(0)
+    assert lib.topsEmuInjectFault(b"topsMemset", 1, 700) == 0
+    assert lib.topsEmuInjectFault(b"topsMemset", 2, INVALID_VALUE) == 0
+    assert [rt.topsMemset(p, 0, 8) for _ in range(3)] == [700, INVALID_VALUE, SUCCESS]
+    assert lib.topsEmuInjectFault(b"aclrtMalloc", 1, 700) == -1  # not a TopsRider function
+    assert lib.topsEmuInjectFault(b"topsMemset", 0, 700) == -1
+    assert lib.topsEmuInjectFault(b"topsMemset", 1, 0) == -1
+    assert emu.call_count("topsMemset") >= 3
+    lib.topsEmuReset()
+    assert emu.call_count("topsMemset") == 0
+    assert lib.topsEmuViolationCount() == 0 and lib.topsEmuLastViolation() == b""

@@ -22,11 +22,18 @@ extern "C" {
 /* The nth call (1 = the next one) of `call` (a topsrt or topsaten function
  * name such as "topsMalloc" or "topsatenAdd") from now returns `status`
  * (a topsError_t for topsrt, a topsatenStatus_t for topsaten) and does
- * nothing else. Returns 0, or -1 for an unknown name or bad arguments. */
+ * nothing else; faults add up. Returns 0, or -1 for a name outside the SDK,
+ * nth < 1 or status 0. */
 int topsEmuInjectFault(const char* call, int nth, int status);
+/* Drops every injected fault. */
 void topsEmuClearFaults(void);
-/* Calls of `call` since load, failed ones included. */
+/* Clears injected faults, call counters and the violation record. */
+void topsEmuReset(void);
+/* Calls of `call` since load (or the last topsEmuReset), failed ones included. */
 uint64_t topsEmuCallCount(const char* call);
+/* Contract violations detected, and the latest one's message ("" when none). */
+uint64_t topsEmuViolationCount(void);
+const char* topsEmuLastViolation(void);
 /* Live device allocations / bytes on a card. */
 uint64_t topsEmuLiveAllocations(int device);
 uint64_t topsEmuLiveBytes(int device);
