@@ -3,11 +3,13 @@ and an emulator built without an op (ASCEND_EMU_OMIT) yields a build without tha
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -24,16 +26,22 @@ def gen():
     try:
         import aclnn_ops
         import gen_kernels
+        import kernel_generator
 
-        yield gen_kernels, aclnn_ops
+        driver = functools.partial(kernel_generator.generate, gen_kernels.SDK, aclnn_ops.OPS)
+        yield types.SimpleNamespace(generate=driver), aclnn_ops
     finally:
         sys.path.remove(str(TOOLS))
+
+
+def _symbol(op) -> str:
+    return op.function("aclnn")
 
 
 def _all_symbols(ops) -> set[str]:
     out = set()
     for op in ops.OPS:
-        out |= {op.symbol, op.symbol + "GetWorkspaceSize"}
+        out |= {_symbol(op), _symbol(op) + "GetWorkspaceSize"}
     for needs, _ in ops.HANDWRITTEN.values():
         for fn in needs:
             out |= {fn, fn + "GetWorkspaceSize"}
@@ -49,9 +57,17 @@ def test_every_table_entry_names_a_real_overload_and_header(gen):
     headers = PACKAGE / "emulator" / "include" / "aclnnop"
     for op in ops.OPS:
         text = (headers / op.header).read_text()
-        assert f"{op.symbol}GetWorkspaceSize(" in text, (op.name, op.header)
+        assert f"{_symbol(op)}GetWorkspaceSize(" in text, (op.name, op.header)
         assert set(op.dtypes) <= set(ops.ALL_DTYPES), op.name
     assert cpp == g.generate(_all_symbols(ops))[0]  # deterministic
+
+
+def test_the_table_is_in_cores_format(gen):
+    import kernel_ops
+
+    _, ops = gen
+    assert all(type(op) is kernel_ops.Op for op in ops.OPS)
+    assert all(op.dtypes is not None and op.header for op in ops.OPS)  # ACLNN needs both
 
 
 def test_either_missing_phase_skips_the_op(gen):

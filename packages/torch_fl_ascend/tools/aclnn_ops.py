@@ -14,7 +14,27 @@ alone: no overload). Adding an op is one line here, if its category exists.
 
 from __future__ import annotations
 
-import dataclasses
+import importlib.util
+import sys
+from pathlib import Path
+
+
+def _kit_dir() -> Path:
+    """Core's ``torch_fl/kit``: the source tree's beside this package, else the installed core's
+    (found without importing ``torch_fl``, which would start the device runtime)."""
+    tree = Path(__file__).resolve().parents[2] / "torch_fl_core" / "src" / "torch_fl" / "kit"
+    if tree.is_dir():
+        return tree
+    spec = importlib.util.find_spec("torch_fl")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        if (Path(root) / "kit" / "kernel_ops.py").is_file():
+            return Path(root) / "kit"
+    raise SystemExit("gen_kernels: torch_fl/kit not found: install torch-fl-core first")
+
+
+if str(_kit_dir()) not in sys.path:
+    sys.path.insert(0, str(_kit_dir()))
+from kernel_ops import Op  # noqa: E402
 
 #: Every dtype a route rule can name for these kernels. ACLNN computes none of them in complex
 #: dtypes here, so those go to the CPU up front too.
@@ -40,28 +60,6 @@ SIGNED = FLOATS + ("int64", "int32", "int8")
 WITH_BOOL = ARITH + ("bool",)
 #: Fills: every real dtype (ACLNN's only float64 and int16 kernels are cast/copy/fill).
 REAL = tuple(d for d in ALL_DTYPES if not d.startswith("complex"))
-
-
-@dataclasses.dataclass(frozen=True)
-class Op:
-    #: aten base name, e.g. "add"
-    name: str
-    #: category routine in aclnn_categories.h
-    category: str
-    #: the aten overloads served ("" = the default overload)
-    overloads: tuple[str, ...]
-    #: the ACLNN function without its "aclnn" prefix, e.g. "Add"
-    fn: str
-    #: the header in include/aclnnop/ that declares it
-    header: str
-    #: dtypes (torch names) of the compute dtype ACLNN serves; others are declined
-    dtypes: tuple[str, ...] = WITH_BOOL
-    #: extra C++ arguments for the category routine (after c, ws, run, name, dtypes)
-    args: str = ""
-
-    @property
-    def symbol(self) -> str:
-        return f"aclnn{self.fn}"
 
 
 def _u(name: str, fn: str, header: str, kind: str, dtypes: tuple[str, ...]) -> Op:
@@ -226,7 +224,14 @@ OPS: list[Op] = [
         FLOATS,
     ),
     # ---- reductions ----
-    Op("sum", "reduce_sum", ("", "dim_IntList", "IntList_out"), "ReduceSum", "aclnn_reduce_sum.h"),
+    Op(
+        "sum",
+        "reduce_sum",
+        ("", "dim_IntList", "IntList_out"),
+        "ReduceSum",
+        "aclnn_reduce_sum.h",
+        WITH_BOOL,
+    ),
     Op("mean", "reduce_mean", ("", "dim", "out"), "Mean", "aclnn_mean.h", FLOATS),
     Op("amax", "reduce_extremum", ("", "out"), "Amax", "aclnn_amax.h", ARITH),
     Op("amin", "reduce_extremum", ("", "out"), "Amin", "aclnn_amin.h", ARITH),
@@ -234,8 +239,8 @@ OPS: list[Op] = [
     Op("min", "reduce_dim_index", ("dim", "dim_min"), "MinDim", "aclnn_min_dim.h", ARITH),
     Op("argmax", "reduce_arg", ("", "out"), "ArgMax", "aclnn_argmax.h", ARITH),
     Op("argmin", "reduce_arg", ("", "out"), "ArgMin", "aclnn_argmin.h", ARITH),
-    Op("all", "reduce_bool", ("", "all_out", "dim", "dims"), "All", "aclnn_all.h"),
-    Op("any", "reduce_bool", ("", "all_out", "dim", "dims"), "Any", "aclnn_any.h"),
+    Op("all", "reduce_bool", ("", "all_out", "dim", "dims"), "All", "aclnn_all.h", WITH_BOOL),
+    Op("any", "reduce_bool", ("", "all_out", "dim", "dims"), "Any", "aclnn_any.h", WITH_BOOL),
     # ---- matmul family (cube unit: float32/16, bfloat16 only) ----
     Op("mm", "mm", ("", "out"), "Mm", "aclnn_mm.h", FLOATS, "2"),
     Op("bmm", "mm", ("", "out"), "BatchMatMul", "aclnn_batch_matmul.h", FLOATS, "3"),
@@ -280,27 +285,36 @@ OPS: list[Op] = [
         "aclnn_embedding_dense_backward.h",
         FLOATS,
     ),
-    Op("index_select", "index_select", ("", "out"), "IndexSelect", "aclnn_index_select.h"),
-    Op("gather", "gather", ("", "out"), "Gather", "aclnn_gather.h"),
+    Op(
+        "index_select",
+        "index_select",
+        ("", "out"),
+        "IndexSelect",
+        "aclnn_index_select.h",
+        WITH_BOOL,
+    ),
+    Op("gather", "gather", ("", "out"), "Gather", "aclnn_gather.h", WITH_BOOL),
     Op(
         "scatter",
         "scatter",
         ("src", "src_out", "_:src", "reduce", "reduce_out", "_:reduce"),
         "Scatter",
         "aclnn_scatter.h",
+        WITH_BOOL,
     ),
     Op("scatter_add", "scatter_add", ("", "out", "_:"), "ScatterAdd", "aclnn_scatter_add.h", ARITH),
     # ---- lists (more than 50 tensors are split: ACLNN lists take at most 50) ----
-    Op("cat", "cat", ("", "out"), "Cat", "aclnn_cat.h"),
-    Op("stack", "stack", ("", "out"), "Stack", "aclnn_stack.h"),
+    Op("cat", "cat", ("", "out"), "Cat", "aclnn_cat.h", WITH_BOOL),
+    Op("stack", "stack", ("", "out"), "Stack", "aclnn_stack.h", WITH_BOOL),
     # ---- selection, fills, factories ----
-    Op("where", "where", ("self", "self_out"), "SWhere", "aclnn_s_where.h"),
+    Op("where", "where", ("self", "self_out"), "SWhere", "aclnn_s_where.h", WITH_BOOL),
     Op(
         "masked_fill",
         "masked_fill",
         ("Scalar", "_:Scalar"),
         "InplaceMaskedFillScalar",
         "aclnn_masked_fill_scalar.h",
+        WITH_BOOL,
     ),
     Op("fill", "fill", ("_:Scalar",), "InplaceFillScalar", "aclnn_fill_scalar.h", REAL),
     Op("zero", "zero", ("_:",), "InplaceZero", "aclnn_zero.h", REAL),
@@ -326,17 +340,6 @@ HANDWRITTEN: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "_amp_update_scale_": (("aclnnAmpUpdateScale",), ("float32",)),
 }
-
-
-def aten_overloads(op: Op) -> list[tuple[str, str]]:
-    """(operator name, overload name) pairs, e.g. ("add_", "Tensor")."""
-    out = []
-    for spelled in op.overloads:
-        if spelled.startswith("_:"):
-            out.append((f"{op.name}_", spelled[2:]))
-        else:
-            out.append((op.name, spelled))
-    return out
 
 
 def declined_dtypes(dtypes: tuple[str, ...]) -> tuple[str, ...]:

@@ -5,28 +5,33 @@ Each entry names an aten operator, the category routine that serves it
 and in-place spellings where torch has them (``add.Tensor``, ``add.out``, ``add_.Tensor``), so the
 in-place forms an optimizer uses reach the kernel too. The topsaten function is derived as
 ``topsaten<PascalName>`` from the aten name (``index_select`` -> ``topsatenIndexSelect``) unless the
-entry overrides it. Adding an op is one line here, if its category exists.
+entry overrides it (``fn``, without the prefix). Adding an op is one line here, if its category
+exists. The format is core's (``torch_fl.kit.kernel_ops``).
 """
 
 from __future__ import annotations
 
-import dataclasses
+import importlib.util
+import sys
+from pathlib import Path
 
 
-@dataclasses.dataclass(frozen=True)
-class Op:
-    #: aten base name, e.g. "add"
-    name: str
-    #: category routine in topsaten_categories.h
-    category: str
-    #: the aten overloads served ("" = the default overload)
-    overloads: tuple[str, ...]
-    #: topsaten function, when not topsaten<PascalName>
-    tops: str | None = None
-    #: extra C++ arguments for the category routine (after c, fn, name)
-    args: str = ""
-    #: a measured defect of the SDK function: the op is skipped even when the symbol exists
-    broken: str | None = None
+def _kit_dir() -> Path:
+    """Core's ``torch_fl/kit``: the source tree's beside this package, else the installed core's
+    (found without importing ``torch_fl``, which would start the device runtime)."""
+    tree = Path(__file__).resolve().parents[2] / "torch_fl_core" / "src" / "torch_fl" / "kit"
+    if tree.is_dir():
+        return tree
+    spec = importlib.util.find_spec("torch_fl")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        if (Path(root) / "kit" / "kernel_ops.py").is_file():
+            return Path(root) / "kit"
+    raise SystemExit("gen_kernels: torch_fl/kit not found: install torch-fl-core first")
+
+
+if str(_kit_dir()) not in sys.path:
+    sys.path.insert(0, str(_kit_dir()))
+from kernel_ops import Op  # noqa: E402
 
 
 def _u(name: str, kind: str, *, inplace: bool = True) -> Op:
@@ -102,14 +107,14 @@ OPS: list[Op] = [
     Op("bmm", "mm", ("", "out"), args="3"),
     Op("addmm", "addmm", ("", "out", "_:")),
     # ---- softmax forward / backward ----
-    Op("_softmax", "softmax", ("", "out"), tops="topsatenSoftmaxForward"),
-    Op("_log_softmax", "softmax", ("", "out"), tops="topsatenLogSoftmaxForward"),
-    Op("_softmax_backward_data", "softmax_backward", ("", "out"), tops="topsatenSoftmaxBackward"),
+    Op("_softmax", "softmax", ("", "out"), fn="SoftmaxForward"),
+    Op("_log_softmax", "softmax", ("", "out"), fn="LogSoftmaxForward"),
+    Op("_softmax_backward_data", "softmax_backward", ("", "out"), fn="SoftmaxBackward"),
     Op(
         "_log_softmax_backward_data",
         "softmax_backward",
         ("", "out"),
-        tops="topsatenLogSoftmaxBackward",
+        fn="LogSoftmaxBackward",
     ),
     # ---- norms ----
     Op("native_layer_norm", "layer_norm", ("",)),
@@ -121,9 +126,9 @@ OPS: list[Op] = [
     ),
     # ---- factories, fills, selection ----
     Op("arange", "arange", ("start_out",)),
-    Op("fill", "fill", ("_:Scalar",), tops="topsatenFill_"),
-    Op("zero", "zero", ("_:",), tops="topsatenZero"),
-    Op("masked_fill", "masked_fill", ("Scalar", "_:Scalar"), tops="topsatenMasked_fill"),
+    Op("fill", "fill", ("_:Scalar",), fn="Fill_"),
+    Op("zero", "zero", ("_:",), fn="Zero"),
+    Op("masked_fill", "masked_fill", ("Scalar", "_:Scalar"), fn="Masked_fill"),
     Op("where", "where", ("self", "self_out")),
     # ---- indexing (int32 indices) ----
     Op("index_select", "index_select", ("", "out")),
@@ -131,33 +136,41 @@ OPS: list[Op] = [
     Op("embedding_dense_backward", "embedding_backward", ("", "out")),
     Op("index", "index_tensor", ("Tensor", "Tensor_out")),
     Op("nonzero", "nonzero", ("", "out")),
-    Op("nonzero_static", "nonzero", ("", "out"), tops="topsatenNonzero"),
+    Op("nonzero_static", "nonzero", ("", "out"), fn="Nonzero"),
     # ---- shape ----
     Op("cat", "cat", ("", "out")),
     Op(
         "_upsample_nearest_exact2d",
         "upsample_nearest_exact2d",
         ("", "out"),
-        tops="topsatenUpsampleNearestExact2d",
+        fn="UpsampleNearestExact2d",
     ),
 ]
 
-
-def pascal(name: str) -> str:
-    """``index_select`` -> ``IndexSelect``, ``_softmax`` -> ``Softmax``."""
-    return "".join(part[:1].upper() + part[1:] for part in name.split("_") if part)
-
-
-def tops_name(op: Op) -> str:
-    return op.tops or f"topsaten{pascal(op.name)}"
-
-
-def aten_overloads(op: Op) -> list[tuple[str, str]]:
-    """(operator name, overload name) pairs, e.g. ("add_", "Tensor")."""
-    out = []
-    for spelled in op.overloads:
-        if spelled.startswith("_:"):
-            out.append((f"{op.name}_", spelled[2:]))
-        else:
-            out.append((op.name, spelled))
-    return out
+#: Kernels written by hand (csrc/kernels/*.cpp) from topsaten-backed operators: aten overload ->
+#: (the topsaten functions they need, None). Their schema is defined only when all exist.
+HANDWRITTEN: dict[str, tuple[tuple[str, ...], None]] = {
+    "_amp_foreach_non_finite_check_and_unscale_": (
+        (
+            "topsatenSub",
+            "topsatenEq",
+            "topsatenAll",
+            "topsatenLogicalNot",
+            "topsatenMaximum",
+            "topsatenMul",
+        ),
+        None,
+    ),
+    "_amp_update_scale_": (
+        (
+            "topsatenNe",
+            "topsatenAdd",
+            "topsatenEq",
+            "topsatenMul",
+            "topsatenSub",
+            "topsatenWhere",
+            "topsatenZero",
+        ),
+        None,
+    ),
+}
