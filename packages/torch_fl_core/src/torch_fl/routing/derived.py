@@ -29,7 +29,8 @@ CompositeExplicitAutogradNonFunctional kernel they would run the structured meta
 costs 1.46 us routed directly against 2.02 us through the composite.
 
 Deriving walks about 3k overloads (0.1-0.2 s), so the result is cached per torch build, core
-build and rules (``$XDG_CACHE_HOME/torch_fl/routes``, else ``~/.cache``); a cache that cannot be
+build, the torch and c10 libraries loaded (a vendor's bundle among them) and rules
+(``$XDG_CACHE_HOME/torch_fl/routes``, else ``~/.cache``); a cache that cannot be
 read or written is recomputed, never trusted blindly (its key names everything it depends on).
 """
 
@@ -204,10 +205,23 @@ def _cache_key(backend: str, except_composite_implicit: bool) -> str:
         backend,
         str(except_composite_implicit),
     ]
-    for path in (Path(_C.__file__), Path(__file__)):
+    for path in (Path(_C.__file__), Path(__file__), *_kernel_libraries()):
         st = path.stat()
         parts += [str(path), str(st.st_size), str(st.st_mtime_ns)]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+
+def _kernel_libraries() -> list[Path]:
+    """The torch and c10 libraries mapped into this process: where the kernels come from (a
+    vendor's bundle of device libraries loaded beside the installed torch included)."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return []
+    fields = (line.split(None, 5) for line in maps.splitlines())
+    found = {f[5].strip() for f in fields if len(f) == 6}
+    paths = (Path(p) for p in found if p.startswith("/"))
+    return sorted(p for p in paths if p.name.startswith(("libtorch", "libc10")) and p.is_file())
 
 
 def derived_rules(
@@ -223,7 +237,7 @@ def derived_rules(
             _cache_dir()
             / f"{backend.replace(':', '-')}-{_cache_key(backend, except_composite_implicit)}.json"
         )
-    except (OSError, AttributeError):
+    except Exception:  # noqa: BLE001 -- the cache is an optimisation: never a reason to fail
         return _derive(backend, except_composite_implicit)
     try:
         cached = json.loads(path.read_text(encoding="utf-8"))
