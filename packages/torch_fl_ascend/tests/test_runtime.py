@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from ctypes import POINTER, byref, c_char_p, c_float, c_int, c_int32, c_size_t, c_uint32, c_void_p
+from ctypes import POINTER, byref, c_char_p, c_float, c_int, c_int32, c_uint32, c_void_p
 from pathlib import Path
 from types import ModuleType
 
@@ -109,10 +109,6 @@ def _load() -> tuple[ctypes.CDLL, ctypes.CDLL]:
     lib = ctypes.CDLL(rt_path)
     lib.tfl_runtime_get.argtypes = [c_uint32]
     lib.tfl_runtime_get.restype = POINTER(RuntimeV1)
-    lib.tfl_ascend_probe.argtypes = [POINTER(c_int), c_char_p, c_size_t]
-    lib.tfl_ascend_probe.restype = c_int
-    lib.tfl_ascend_acl_stream.argtypes = [c_void_p, c_int, POINTER(c_void_p)]
-    lib.tfl_ascend_acl_stream.restype = c_int
     return acl, lib
 
 
@@ -212,9 +208,11 @@ def test_table_header_capabilities_and_ipc_left_out(rt: Runtime, libs) -> None:
 
 def test_probe_counts_npus(libs, rt: Runtime) -> None:
     count, msg = c_int(-1), ctypes.create_string_buffer(256)
-    assert libs[1].tfl_ascend_probe(byref(count), msg, 256) == 0
+    assert rt.t.probe(byref(count), msg, 256) == OK  # the table's (runtime ABI v1.2)
     assert count.value == rt.device_count() >= 1
     assert msg.value == b""
+    for symbol in ("tfl_ascend_probe", "tfl_ascend_acl_stream", "tfl_ascend_last_error"):
+        assert not hasattr(libs[1], symbol), f"{symbol} left the ABI for the table"
 
 
 def test_devices_names_and_per_thread_current_device(two: Runtime, emu: Emulator) -> None:
@@ -619,17 +617,21 @@ def test_device_synchronize_and_stream_destroy_drain(rt: Runtime, emu: Emulator)
     rt.check(rt.t.free(d))
 
 
-def test_stream_priority_is_accepted_and_acl_stream_is_exposed(rt: Runtime, libs) -> None:
+def test_stream_priority_is_accepted_and_acl_stream_is_exposed(rt: Runtime) -> None:
     for priority in (-1, 0, 5):
         s = c_void_p()
         rt.check(rt.t.stream_create(byref(s), priority))
         acl_stream = c_void_p()
-        assert libs[1].tfl_ascend_acl_stream(s, 0, byref(acl_stream)) == OK
+        assert rt.t.native_stream(s, 0, byref(acl_stream)) == OK
         assert acl_stream.value
         rt.check(rt.t.stream_destroy(s))
     default = c_void_p()
-    assert libs[1].tfl_ascend_acl_stream(None, 0, byref(default)) == OK
+    assert rt.t.native_stream(None, 0, byref(default)) == OK
     assert default.value, "the runtime's default stream is a created aclrtStream, not NULL"
+    again = c_void_p()
+    assert rt.t.native_stream(None, 0, byref(again)) == OK and again.value == default.value
+    assert rt.t.native_stream(None, rt.device_count(), byref(again)) == INVALID_DEVICE
+    assert rt.t.native_stream(None, 0, None) == INVALID_VALUE
 
 
 # ---- events -------------------------------------------------------------------------------
@@ -770,12 +772,13 @@ def child_three_small_npus() -> dict:
 def child_no_npu() -> dict:
     acl, lib = _load()
     count, msg = c_int(-1), ctypes.create_string_buffer(256)
-    rc = lib.tfl_ascend_probe(byref(count), msg, 256)
     rt = Runtime(lib.tfl_runtime_get(1).contents)
+    rc = rt.t.probe(byref(count), msg, 256)
     p = c_void_p()
     return {
         "probe": rc,
         "probe_count": count.value,
+        "probe_message": msg.value.decode(),
         "count": rt.device_count(),
         "set_device": rt.t.set_device(0),
         "malloc": rt.t.malloc(byref(p), 16),
@@ -858,6 +861,7 @@ def test_three_small_npus_in_subprocess(emu: Emulator) -> None:
 def test_no_npu_in_subprocess(emu: Emulator) -> None:
     out = _run_child("child_no_npu", ASCEND_EMU_DEVICES="0")
     assert out["probe"] == 0 and out["probe_count"] == 0
+    assert out["probe_message"] == "aclrtGetDeviceCount reports no NPU"
     assert out["count"] == 0
     assert out["set_device"] == INVALID_DEVICE
     assert out["malloc"] != OK and "aclrtSetDevice" in out["malloc_error"]

@@ -137,6 +137,9 @@ class RuntimeV1(Structure):
             CFUNCTYPE(S, POINTER(IPC_HANDLE), POINTER(c_void_p), POINTER(c_size_t), POINTER(c_int)),
         ),
         ("ipc_close_handle", CFUNCTYPE(S, c_void_p)),
+        # v1.2
+        ("native_stream", CFUNCTYPE(S, c_void_p, c_int, POINTER(c_void_p))),
+        ("probe", CFUNCTYPE(S, POINTER(c_int), c_char_p, c_size_t)),
     ]
 
 

@@ -21,7 +21,7 @@ def _triton_like_exp(self):
 
     out = torch.zeros_like(self)  # served by gcu (topsatenZero), before the launch
     host = torch.exp(self.detach().cpu()).contiguous()
-    stream = torch.ops.torch_fl_gcu._current_tops_stream(out.device.index)
+    stream = torch.ops.torch_fl._native_stream(out.device.index)
     emulator.launch_foreign(stream, out.data_ptr(), host.numpy().tobytes())
     return out
 

@@ -21,6 +21,41 @@ def test_runtime_is_topsrt_with_its_capabilities(gcu):
     assert "gcu" in torch_fl._C.router_backends()
 
 
+def _table_function(field: str, restype, *argtypes):
+    """A function of the topsrt runtime's table (the library core loaded), through ctypes."""
+    from torch_fl.runtimes import abi
+    from torch_fl_gcu import library_dir
+
+    lib = ctypes.CDLL(str(library_dir() / "libtorch_fl_gcu_runtime.so"))
+    fn = abi.table_function(lib, field, restype, *argtypes)
+    assert fn is not None, f"the topsrt table has no {field}"
+    return lib, fn
+
+
+def test_probe_and_native_stream_are_in_the_table(gcu):
+    P = ctypes.POINTER
+    lib, probe = _table_function(
+        "probe", ctypes.c_int, P(ctypes.c_int), ctypes.c_char_p, ctypes.c_size_t
+    )
+    for symbol in ("tfl_gcu_probe", "tfl_gcu_tops_stream", "tfl_gcu_last_error"):
+        assert not hasattr(lib, symbol), f"{symbol} left the ABI for the table (runtime ABI v1.2)"
+    count, msg = ctypes.c_int(-1), ctypes.create_string_buffer(256)
+    assert probe(ctypes.byref(count), msg, 256) == 0
+    assert count.value == torch.flagos.device_count() and msg.value == b""
+    _, native = _table_function(
+        "native_stream", ctypes.c_int, ctypes.c_void_p, ctypes.c_int, P(ctypes.c_void_p)
+    )
+    for device in (0, 1):
+        default = ctypes.c_void_p()
+        assert native(None, device, ctypes.byref(default)) == 0 and default.value
+        # What Triton launches and topsaten calls enqueue on: the runtime's default stream.
+        assert torch.ops.torch_fl._native_stream(device) == default.value
+    side = torch.flagos.Stream(device="flagos:1")
+    with torch.flagos.stream(side):
+        handle = torch.ops.torch_fl._native_stream(1)
+    assert handle and handle != torch.ops.torch_fl._native_stream(1)
+
+
 def test_device_0_to_device_1_copy_moves_the_bytes(gcu):
     x = torch.arange(64, dtype=torch.float32).reshape(8, 8)
     a = x.to("flagos:0")

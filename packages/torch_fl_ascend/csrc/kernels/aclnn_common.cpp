@@ -2,13 +2,10 @@
 
 #include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch_fl/kit/runtime_native_stream.h>
 #include <torch_fl/runtime.h>
 
 #include <string>
-
-// Exported by this package's runtime library (csrc/runtime/aclrt_runtime.cpp): the aclrtStream
-// behind a tfl_stream (nullptr: the device's default stream). 0 on success.
-extern "C" int tfl_ascend_acl_stream(tfl_stream stream, int device, void** out);
 
 namespace tfl_ascend {
 
@@ -185,9 +182,11 @@ aclrtStream current_stream(c10::Device device) {
   TORCH_CHECK(s.id() == 0, "ascend kernels need torch >= 2.11 to run on a non-default stream");
 #endif
   void* acl = nullptr;
-  const int st = tfl_ascend_acl_stream(static_cast<tfl_stream>(handle), device.index(), &acl);
-  TORCH_CHECK(st == 0, "ascend: cannot resolve the aclrtStream of ", device, " (status ", st,
-              ", vendor ascend)");
+  const char* why = "";
+  const tfl_status st =
+      torch_fl::kit::native_stream(static_cast<tfl_stream>(handle), device.index(), &acl, &why);
+  TORCH_CHECK(st == TFL_OK, "ascend: cannot resolve the aclrtStream of ", device, ": ", why,
+              " (vendor ascend)");
   return static_cast<aclrtStream>(acl);
 }
 

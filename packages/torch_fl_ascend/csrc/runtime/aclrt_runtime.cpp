@@ -1116,6 +1116,34 @@ tfl_status rt_event_elapsed_ms(float* ms, tfl_event start, tfl_event end) {
   return TFL_OK;
 }
 
+// v1.2: the aclrtStream behind a runtime stream (NULL: `device`'s default stream).
+tfl_status rt_native_stream(tfl_stream stream, int device, void** out) {
+  if (!out) return fail(TFL_ERROR_INVALID_VALUE, "native_stream: NULL out-parameter");
+  if (stream) {
+    *out = stream->stream;
+    return TFL_OK;
+  }
+  READY();
+  tfl_stream_st* st = nullptr;
+  if (tfl_status s = default_stream(device, &st)) return s;
+  *out = st->stream;
+  return TFL_OK;
+}
+
+// v1.2: presence check without torch: aclInit and the number of NPUs, or a message why not.
+tfl_status rt_probe(int* count, char* msg, size_t len) {
+  if (count) *count = 0;
+  if (msg && len) msg[0] = '\0';
+  if (!count) return fail(TFL_ERROR_INVALID_VALUE, "probe: NULL out-parameter");
+  if (tfl_status s = rt_init()) {
+    if (msg && len) std::snprintf(msg, len, "%s", t_error.c_str());
+    return s;
+  }
+  *count = g_count;
+  if (g_count == 0 && msg && len) std::snprintf(msg, len, "aclrtGetDeviceCount reports no NPU");
+  return TFL_OK;
+}
+
 // ---- fork ----
 // A forked child has none of the parent's NPU state (the driver's, the toolkit's) nor its report
 // threads, and CANN starts it uninitialised: the runtime forgets the parent's streams,
@@ -1194,6 +1222,8 @@ const tfl_runtime_v1 kTable = {
     /*ipc_get_handle=*/nullptr,
     /*ipc_open_handle=*/nullptr,
     /*ipc_close_handle=*/nullptr,
+    rt_native_stream,
+    rt_probe,
 };
 
 }  // namespace
@@ -1201,34 +1231,3 @@ const tfl_runtime_v1 kTable = {
 TFL_ASCEND_API const tfl_runtime_v1* tfl_runtime_get(uint32_t abi_version) {
   return abi_version == TFL_RUNTIME_ABI_VERSION ? &kTable : nullptr;
 }
-
-// ---- for the package's kernels and Python (not part of runtime.h) ----
-
-// The aclrtStream behind a runtime stream (NULL: `device`'s default stream), for aclnn calls
-// on the flagos current stream.
-TFL_ASCEND_API int tfl_ascend_acl_stream(tfl_stream stream, int device, void** out) {
-  if (!out) return fail(TFL_ERROR_INVALID_VALUE, "tfl_ascend_acl_stream: NULL out-parameter");
-  if (stream) {
-    *out = stream->stream;
-    return TFL_OK;
-  }
-  if (tfl_status s = rt_init()) return s;
-  tfl_stream_st* st = nullptr;
-  if (tfl_status s = default_stream(device, &st)) return s;
-  *out = st->stream;
-  return TFL_OK;
-}
-
-// Presence check without torch: aclInit and the number of NPUs, or a message saying why not.
-TFL_ASCEND_API int tfl_ascend_probe(int* count, char* msg, size_t len) {
-  if (count) *count = 0;
-  if (msg && len) msg[0] = '\0';
-  if (tfl_status s = rt_init()) {
-    if (msg && len) std::snprintf(msg, len, "%s", t_error.c_str());
-    return static_cast<int>(s);
-  }
-  if (count) *count = g_count;
-  return 0;
-}
-
-TFL_ASCEND_API const char* tfl_ascend_last_error() { return t_error.c_str(); }

@@ -2,15 +2,13 @@
 
 #include <ATen/WrapDimUtils.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch_fl/kit/runtime_native_stream.h>
 #include <torch_fl/runtime.h>
 
 #include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
-
-// Exported by this package's runtime library (csrc/runtime/topsrt_runtime.cpp).
-extern "C" int tfl_gcu_tops_stream(tfl_stream stream, int device, void** out);
 
 namespace tfl_gcu {
 
@@ -106,8 +104,10 @@ topsStream_t current_stream(c10::Device device) {
   TORCH_CHECK(s.id() == 0, "gcu kernels need torch >= 2.11 to run on a non-default stream");
 #endif
   void* tops = nullptr;
-  const int st = tfl_gcu_tops_stream(static_cast<tfl_stream>(handle), device.index(), &tops);
-  TORCH_CHECK(st == 0, "gcu: cannot resolve the topsrt stream of ", device, " (status ", st, ")");
+  const char* why = "";
+  const tfl_status st =
+      torch_fl::kit::native_stream(static_cast<tfl_stream>(handle), device.index(), &tops, &why);
+  TORCH_CHECK(st == TFL_OK, "gcu: cannot resolve the topsrt stream of ", device, ": ", why);
   return static_cast<topsStream_t>(tops);
 }
 

@@ -659,6 +659,36 @@ tfl_status rt_event_elapsed_ms(float* ms, tfl_event start, tfl_event end) {
   return TFL_OK;
 }
 
+// v1.2: the topsStream_t behind a runtime stream (NULL: `device`'s default stream).
+tfl_status rt_native_stream(tfl_stream stream, int device, void** out) {
+  if (!out) return fail(TFL_ERROR_INVALID_VALUE, "native_stream: NULL out-parameter");
+  if (stream) {
+    *out = stream->stream;
+    return TFL_OK;
+  }
+  if (tfl_status s = rt_init()) return s;
+  tfl_stream_st* st = nullptr;
+  if (tfl_status s = default_stream(device, &st)) return s;
+  *out = st->stream;
+  return TFL_OK;
+}
+
+// v1.2: presence check without torch: number of cards, or a message why none.
+tfl_status rt_probe(int* count, char* msg, size_t len) {
+  if (count) *count = 0;
+  if (msg && len) msg[0] = '\0';
+  if (!count) return fail(TFL_ERROR_INVALID_VALUE, "probe: NULL out-parameter");
+  int n = 0;
+  const topsError_t e = topsGetDeviceCount(&n);
+  if (e == topsSuccess) {
+    *count = n;
+    if (n == 0 && msg && len) std::snprintf(msg, len, "topsGetDeviceCount reports no GCU card");
+    return TFL_OK;
+  }
+  if (msg && len) std::snprintf(msg, len, "topsGetDeviceCount failed: %s", topsGetErrorString(e));
+  return to_status(e);
+}
+
 const tfl_runtime_v1 kTable = {
     /*abi_version=*/TFL_RUNTIME_ABI_VERSION,
     /*struct_size=*/sizeof(tfl_runtime_v1),
@@ -701,6 +731,8 @@ const tfl_runtime_v1 kTable = {
     /*ipc_get_handle=*/nullptr,
     /*ipc_open_handle=*/nullptr,
     /*ipc_close_handle=*/nullptr,
+    rt_native_stream,
+    rt_probe,
 };
 
 }  // namespace
@@ -708,35 +740,3 @@ const tfl_runtime_v1 kTable = {
 TFL_GCU_API const tfl_runtime_v1* tfl_runtime_get(uint32_t abi_version) {
   return abi_version == TFL_RUNTIME_ABI_VERSION ? &kTable : nullptr;
 }
-
-// ---- for the package's kernels and Python (not part of runtime.h) ----
-
-// The topsStream_t behind a runtime stream (NULL: `device`'s default stream),
-// for topsaten calls and Triton launches on the flagos current stream.
-TFL_GCU_API int tfl_gcu_tops_stream(tfl_stream stream, int device, void** out) {
-  if (!out) return TFL_ERROR_INVALID_VALUE;
-  if (stream) {
-    *out = stream->stream;
-    return TFL_OK;
-  }
-  if (tfl_status s = rt_init()) return s;
-  tfl_stream_st* st = nullptr;
-  if (tfl_status s = default_stream(device, &st)) return s;
-  *out = st->stream;
-  return TFL_OK;
-}
-
-// Presence check without torch: number of cards, or a message why none.
-TFL_GCU_API int tfl_gcu_probe(int* count, char* msg, size_t len) {
-  int n = 0;
-  const topsError_t e = topsGetDeviceCount(&n);
-  if (e == topsSuccess) {
-    *count = n;
-    return 0;
-  }
-  *count = 0;
-  if (msg && len) std::snprintf(msg, len, "topsGetDeviceCount failed: %s", topsGetErrorString(e));
-  return static_cast<int>(e);
-}
-
-TFL_GCU_API const char* tfl_gcu_last_error() { return t_error.c_str(); }
