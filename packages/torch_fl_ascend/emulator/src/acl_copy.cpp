@@ -116,8 +116,7 @@ aclError check_memset(const char* fn, void* p, size_t maxCount, size_t count, in
 }
 
 // An asynchronous call needs a stream of the current device.
-aclError check_stream_device(const char* fn, const StreamRef& st, aclrtStream stream,
-                             int32_t dev) {
+aclError check_stream_device(const char* fn, const StreamRef& st, aclrtStream stream, int32_t dev) {
   if (st->device() == dev) return ACL_SUCCESS;
   return fail(ACL_ERROR_RT_STREAM_CONTEXT,
               "%s: stream %p belongs to device %d but device %d is current", fn, stream,

@@ -85,8 +85,6 @@ int aclEmuInternalEnter(const char* name) { return S().ledger.enter(name ? name 
 
 void aclEmuInternalSetErrMsg(const char* msg) { set_err(msg ? msg : ""); }
 
-void aclEmuInternalViolation(const char* msg) {
-  S().ledger.violation(msg ? msg : "(no message)");
-}
+void aclEmuInternalViolation(const char* msg) { S().ledger.violation(msg ? msg : "(no message)"); }
 
 }  // extern "C"

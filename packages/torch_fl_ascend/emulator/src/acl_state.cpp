@@ -36,9 +36,9 @@ __attribute__((constructor)) void register_fork_handler() {
 State& S() { return *state_ptr(); }
 
 AclStream::AclStream(int32_t device, bool is_default, int32_t priority_)
-    : emu_kit::Stream(device, is_default, Mode::worker,
-                      emu_kit::FreedWork{ACL_ERROR_RT_AICORE_EXCEPTION, "aclrtFree",
-                                         "aclrtFreeHost"}),
+    : emu_kit::Stream(
+          device, is_default, Mode::worker,
+          emu_kit::FreedWork{ACL_ERROR_RT_AICORE_EXCEPTION, "aclrtFree", "aclrtFreeHost"}),
       priority(priority_) {}
 
 void set_err(const std::string& msg) { t_err = msg; }

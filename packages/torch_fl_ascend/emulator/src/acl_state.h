@@ -93,32 +93,32 @@ aclError sync_stream(const char* fn, const StreamRef& st);
 }  // namespace acl_emu
 
 // Entry of every aclrt function: counts it, applies an injected fault, requires aclInit.
-#define ACL_ENTER(name)                                                                      \
-  do {                                                                                       \
-    if (int injected_ = ::acl_emu::S().ledger.enter(name))                                   \
-      return ::acl_emu::fail(injected_, "%s: injected fault", name);                         \
-    if (!::acl_emu::S().initialized)                                                         \
-      return ::acl_emu::fail(ACL_ERROR_UNINITIALIZE, "%s: called before aclInit", name);     \
+#define ACL_ENTER(name)                                                                  \
+  do {                                                                                   \
+    if (int injected_ = ::acl_emu::S().ledger.enter(name))                               \
+      return ::acl_emu::fail(injected_, "%s: injected fault", name);                     \
+    if (!::acl_emu::S().initialized)                                                     \
+      return ::acl_emu::fail(ACL_ERROR_UNINITIALIZE, "%s: called before aclInit", name); \
   } while (0)
 
 // Requires a current device; `dev` gets it.
-#define ACL_NEED_DEVICE(name, dev)                                                                 \
-  int32_t dev = ::acl_emu::t_device;                                                               \
-  do {                                                                                             \
-    if (dev < 0)                                                                                   \
-      return ::acl_emu::fail(ACL_ERROR_RT_CONTEXT_NULL,                                            \
-                             "%s: no current device (call aclrtSetDevice)", name);                 \
+#define ACL_NEED_DEVICE(name, dev)                                                 \
+  int32_t dev = ::acl_emu::t_device;                                               \
+  do {                                                                             \
+    if (dev < 0)                                                                   \
+      return ::acl_emu::fail(ACL_ERROR_RT_CONTEXT_NULL,                            \
+                             "%s: no current device (call aclrtSetDevice)", name); \
   } while (0)
 
-#define ACL_NEED_STREAM(name, var, handle)                                                       \
-  ::acl_emu::StreamRef var = ::acl_emu::lookup_stream(handle);                                   \
-  do {                                                                                           \
-    if (!var) {                                                                                  \
-      if ((handle) == nullptr)                                                                   \
-        return ::acl_emu::fail(ACL_ERROR_RT_CONTEXT_NULL,                                        \
+#define ACL_NEED_STREAM(name, var, handle)                                                        \
+  ::acl_emu::StreamRef var = ::acl_emu::lookup_stream(handle);                                    \
+  do {                                                                                            \
+    if (!var) {                                                                                   \
+      if ((handle) == nullptr)                                                                    \
+        return ::acl_emu::fail(ACL_ERROR_RT_CONTEXT_NULL,                                         \
                                "%s: default stream needs a current device (call aclrtSetDevice)", \
-                               name);                                                            \
+                               name);                                                             \
       return ::acl_emu::fail(ACL_ERROR_INVALID_PARAM, "%s: stream %p is not a live stream", name, \
-                             handle);                                                            \
-    }                                                                                            \
+                             handle);                                                             \
+    }                                                                                             \
   } while (0)

@@ -14,7 +14,8 @@ aclError aclrtCreateStreamWithConfig(aclrtStream* stream, uint32_t priority, uin
                 "aclrtCreateStreamWithConfig: priority %u outside [0 (greatest), 7]", priority);
   if (flag & ~(ACL_STREAM_FAST_LAUNCH | ACL_STREAM_FAST_SYNC))
     return fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStreamWithConfig: unknown flag 0x%x", flag);
-  *stream = S().streams.add(std::make_shared<AclStream>(dev, false, static_cast<int32_t>(priority)));
+  *stream =
+      S().streams.add(std::make_shared<AclStream>(dev, false, static_cast<int32_t>(priority)));
   return ACL_SUCCESS;
 }
 

@@ -20,14 +20,14 @@
 
 #define EMU_KIT_EXPORT extern "C" __attribute__((visibility("default")))
 
-#define EMU_KIT_CONTROLS(P, ledger, memory)                                                   \
-  EMU_KIT_EXPORT int P##EmuInjectFault(const char* call, int nth, int status) {               \
-    return (ledger).inject(call, nth, status) ? 0 : -1;                                       \
-  }                                                                                           \
-  EMU_KIT_EXPORT void P##EmuClearFaults(void) { (ledger).clear_faults(); }                    \
-  EMU_KIT_EXPORT void P##EmuReset(void) { (ledger).reset(); }                                 \
-  EMU_KIT_EXPORT uint64_t P##EmuCallCount(const char* call) { return (ledger).calls(call); }  \
-  EMU_KIT_EXPORT uint64_t P##EmuViolationCount(void) { return (ledger).violations(); }        \
-  EMU_KIT_EXPORT const char* P##EmuLastViolation(void) { return (ledger).last_violation(); }  \
-  EMU_KIT_EXPORT uint64_t P##EmuLiveAllocations(int device) { return memory(device).live; }   \
+#define EMU_KIT_CONTROLS(P, ledger, memory)                                                  \
+  EMU_KIT_EXPORT int P##EmuInjectFault(const char* call, int nth, int status) {              \
+    return (ledger).inject(call, nth, status) ? 0 : -1;                                      \
+  }                                                                                          \
+  EMU_KIT_EXPORT void P##EmuClearFaults(void) { (ledger).clear_faults(); }                   \
+  EMU_KIT_EXPORT void P##EmuReset(void) { (ledger).reset(); }                                \
+  EMU_KIT_EXPORT uint64_t P##EmuCallCount(const char* call) { return (ledger).calls(call); } \
+  EMU_KIT_EXPORT uint64_t P##EmuViolationCount(void) { return (ledger).violations(); }       \
+  EMU_KIT_EXPORT const char* P##EmuLastViolation(void) { return (ledger).last_violation(); } \
+  EMU_KIT_EXPORT uint64_t P##EmuLiveAllocations(int device) { return memory(device).live; }  \
   EMU_KIT_EXPORT uint64_t P##EmuLiveBytes(int device) { return memory(device).used; }

@@ -40,9 +40,9 @@ class Event : public std::enable_shared_from_this<Event> {
   const bool timing_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool armed_ = false;     // recorded since creation or the last reset
-  uint64_t recorded_ = 0;  // generation of the latest record
-  uint64_t completed_ = 0; // generation the stream has passed
+  bool armed_ = false;      // recorded since creation or the last reset
+  uint64_t recorded_ = 0;   // generation of the latest record
+  uint64_t completed_ = 0;  // generation the stream has passed
   uint64_t stamp_ns_ = 0;
   int error_ = 0;
   std::string error_msg_;
