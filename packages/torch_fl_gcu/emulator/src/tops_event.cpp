@@ -8,9 +8,7 @@ itopsEvent_t::itopsEvent_t(unsigned flags)
     : emu_kit::Event(flags, (flags & topsEventDisableTiming) == 0) {}
 
 namespace {
-itopsEvent_t* live(topsEvent_t event) {
-  return event && S().events.find(event) ? event : nullptr;
-}
+itopsEvent_t* live(topsEvent_t event) { return event && S().events.find(event) ? event : nullptr; }
 // Foreign work recorded before the event has not all run.
 bool behind(const itopsEvent_t* e) { return e->stream && e->stream->done_seq < e->wait_seq; }
 }  // namespace

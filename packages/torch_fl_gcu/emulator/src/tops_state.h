@@ -94,7 +94,7 @@ inline void drain_all(itopsStream_t* s) { drain(s, UINT64_MAX); }
 }  // namespace tops_emu
 
 // Every API function starts with this: lock, count, injected fault.
-#define ENTER(name)                                           \
-  ::tops_emu::Lock _lock(::tops_emu::S().mu);                 \
-  if (int _inj = ::tops_emu::S().ledger.enter(name))          \
+#define ENTER(name)                                  \
+  ::tops_emu::Lock _lock(::tops_emu::S().mu);        \
+  if (int _inj = ::tops_emu::S().ledger.enter(name)) \
   return ::tops_emu::fail(static_cast<topsError_t>(_inj))
