@@ -56,6 +56,26 @@ def test_probe_and_native_stream_are_in_the_table(gcu):
     assert handle and handle != torch.ops.torch_fl._native_stream(1)
 
 
+def test_free_takes_only_what_malloc_and_host_malloc_returned(gcu):
+    """One rule with ascend: free of a pointer inside an allocation, or host_free of memory
+    host_malloc did not return, is INVALID_POINTER (topsFree of an inside pointer used to run,
+    leaving the allocation recorded)."""
+    P = ctypes.POINTER
+    _, malloc = _table_function("malloc", ctypes.c_int, P(ctypes.c_void_p), ctypes.c_size_t)
+    _, free = _table_function("free", ctypes.c_int, ctypes.c_void_p)
+    _, host_free = _table_function("host_free", ctypes.c_int, ctypes.c_void_p)
+    _, last_error = _table_function("last_error", ctypes.c_char_p)
+    invalid_pointer = 4
+    p = ctypes.c_void_p()
+    assert malloc(ctypes.byref(p), 256) == 0
+    assert free(p.value + 16) == invalid_pointer
+    assert b"inside an allocation of GCU card 0 but not its start" in last_error()
+    assert free(p) == 0
+    buf = ctypes.create_string_buffer(64)
+    assert host_free(ctypes.addressof(buf)) == invalid_pointer
+    assert b"which host_malloc did not return" in last_error()
+
+
 def test_device_0_to_device_1_copy_moves_the_bytes(gcu):
     x = torch.arange(64, dtype=torch.float32).reshape(8, 8)
     a = x.to("flagos:0")

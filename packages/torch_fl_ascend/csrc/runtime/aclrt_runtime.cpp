@@ -27,6 +27,12 @@
 //  - aclrtDestroyStream needs the stream drained first: stream_destroy synchronizes it.
 #include <acl/acl.h>
 #include <pthread.h>
+#include <torch_fl/kit/runtime_allocations.h>
+#include <torch_fl/kit/runtime_copies.h>
+#include <torch_fl/kit/runtime_default_streams.h>
+#include <torch_fl/kit/runtime_errors.h>
+#include <torch_fl/kit/runtime_stream_order.h>
+#include <torch_fl/kit/runtime_table.h>
 #include <torch_fl/runtime.h>
 
 #include <algorithm>
@@ -36,16 +42,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <new>
-#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
-
-#define TFL_ASCEND_API extern "C" __attribute__((visibility("default")))
 
 struct tfl_stream_st {
   aclrtStream stream;
@@ -64,7 +66,8 @@ struct tfl_event_st {
 
 namespace {
 
-thread_local std::string t_error;
+using torch_fl::kit::memcpy_kind_name;
+using torch_fl::kit::pointer_text;
 
 // ---- status mapping and messages ----
 
@@ -218,13 +221,11 @@ tfl_status fail_acl(const std::string& call, int device, aclError e,
   msg += " failed: " + acl_error_text(e);
   if (!detail.empty()) msg += "; " + detail;
   if (!recent.empty()) msg += "; CANN: " + recent;
-  t_error = std::move(msg);
-  return to_status(e);
+  return torch_fl::kit::fail(to_status(e), std::move(msg));
 }
 
 tfl_status fail(tfl_status s, const std::string& msg) {
-  t_error = "aclrt runtime: " + msg;
-  return s;
+  return torch_fl::kit::fail(s, "aclrt runtime: " + msg);
 }
 
 #define ACL_CHECK(device, call, ...)                                                       \
@@ -233,20 +234,13 @@ tfl_status fail(tfl_status s, const std::string& msg) {
     if (_e != ACL_SUCCESS) return fail_acl(call_name(#call), (device), _e, ##__VA_ARGS__); \
   } while (0)
 
-std::string ptr_text(const void* p) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%p", p);
-  return buf;
-}
-
 // ---- initialisation ----
 
 std::mutex g_init_mutex;
 std::atomic<bool> g_ready{false};
 int g_count = 0;
 
-std::mutex g_default_mutex;
-std::vector<tfl_stream_st*> g_default;  // per device, created lazily with that device current
+torch_fl::kit::DefaultStreams<tfl_stream_st> g_default;  // made with their device current
 
 tfl_status rt_init() {
   if (g_ready.load(std::memory_order_acquire)) return TFL_OK;
@@ -261,10 +255,7 @@ tfl_status rt_init() {
   } else if (c != ACL_SUCCESS) {
     return fail_acl("aclrtGetDeviceCount", -1, c);
   }
-  {
-    std::lock_guard<std::mutex> l2(g_default_mutex);
-    g_default.assign(n, nullptr);
-  }
+  g_default.reset(static_cast<int>(n));
   g_count = static_cast<int>(n);
   g_ready.store(true, std::memory_order_release);
   return TFL_OK;
@@ -336,56 +327,21 @@ class DeviceScope {
 
 // ---- allocations: every device and pinned allocation goes through this file ----
 
-struct Allocation {
-  uintptr_t start = 0;
-  size_t size = 0;
-  int device = -1;  // -1: pinned host
-};
+torch_fl::kit::AllocationRegistry g_allocations;
 
-std::shared_mutex g_ptr_mutex;
-std::map<uintptr_t, std::pair<size_t, int>> g_device_ptrs;  // start -> (size, device)
-std::map<uintptr_t, size_t> g_host_ptrs;                    // start -> size (aclrtMallocHost)
+int owner_of(const void* p) { return g_allocations.owner_of(p); }
 
-bool find_in(const std::map<uintptr_t, std::pair<size_t, int>>& m, const void* p, Allocation* out) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  auto it = m.upper_bound(a);
-  if (it == m.begin()) return false;
-  --it;
-  if (a >= it->first + std::max<size_t>(it->second.first, 1)) return false;
-  *out = Allocation{it->first, it->second.first, it->second.second};
-  return true;
-}
-
-// The device allocation containing p, if any.
-bool device_allocation(const void* p, Allocation* out) {
-  std::shared_lock<std::shared_mutex> lock(g_ptr_mutex);
-  return find_in(g_device_ptrs, p, out);
-}
-
-int owner_of(const void* p) {
-  Allocation a;
-  return device_allocation(p, &a) ? a.device : -1;
-}
-
-// Whether [p, p + n) lies inside one aclrtMallocHost allocation.
-bool pinned_range(const void* p, size_t n) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  std::shared_lock<std::shared_mutex> lock(g_ptr_mutex);
-  auto it = g_host_ptrs.upper_bound(a);
-  if (it == g_host_ptrs.begin()) return false;
-  --it;
-  return a >= it->first && a + n <= it->first + it->second && a < it->first + it->second;
-}
+bool pinned_range(const void* p, size_t n) { return g_allocations.host_range(p, n); }
 
 // [p, p + n) must stay inside p's device allocation: the toolkit would fault at execution,
 // after the call returned success.
 tfl_status check_range(const char* what, const void* p, size_t n) {
-  Allocation a;
-  if (!device_allocation(p, &a)) return TFL_OK;
-  const uintptr_t off = reinterpret_cast<uintptr_t>(p) - a.start;
+  torch_fl::kit::Allocation a;
+  if (!g_allocations.device_allocation(p, &a)) return TFL_OK;
+  const size_t off = a.offset(p);
   if (off + n > a.size) {
     return fail(TFL_ERROR_INVALID_VALUE,
-                std::string(what) + " " + ptr_text(p) + ": " + std::to_string(n) +
+                std::string(what) + " " + pointer_text(p) + ": " + std::to_string(n) +
                     " bytes at offset " + std::to_string(off) + " overrun its allocation of " +
                     std::to_string(a.size) + " bytes on Ascend NPU " + std::to_string(a.device));
   }
@@ -409,14 +365,11 @@ tfl_status new_stream(int device, tfl_stream_st** out) {
 // The runtime's default stream of `device`: a created stream rather than CANN's NULL stream,
 // so it can be subscribed for host functions and ordered like any other stream.
 tfl_status default_stream(int device, tfl_stream_st** out) {
-  std::lock_guard<std::mutex> lock(g_default_mutex);
   if (tfl_status s = check_device(device)) return s;
-  if (!g_default[device]) {
+  return g_default.get(device, out, [](int device, tfl_stream_st** made) {
     ENTER_DEVICE(device);
-    if (tfl_status s = new_stream(device, &g_default[device])) return s;
-  }
-  *out = g_default[device];
-  return TFL_OK;
+    return new_stream(device, made);
+  });
 }
 
 // NULL -> the current device's default stream.
@@ -433,33 +386,34 @@ tfl_status resolve(tfl_stream s, tfl_stream_st** out) {
   tfl_stream_st* var = nullptr; \
   if (tfl_status _rs = resolve((s), &var)) return _rs
 
-// Makes `waiter` wait for the work queued so far on `signal`.
-tfl_status stream_after(tfl_stream_st* waiter, tfl_stream_st* signal) {
-  if (waiter == signal) return TFL_OK;
-  aclrtEvent ev = nullptr;
-  {
+// The peer event barrier's SDK steps (kit::stream_after).
+struct AclOrder {
+  tfl_status record(tfl_stream_st* signal, aclrtEvent* ev) const {
     ENTER_DEVICE(signal->device);
-    ACL_CHECK(signal->device, aclrtCreateEventWithFlag(&ev, ACL_EVENT_SYNC));
-    const aclError e = aclrtRecordEvent(ev, signal->stream);
+    ACL_CHECK(signal->device, aclrtCreateEventWithFlag(ev, ACL_EVENT_SYNC));
+    const aclError e = aclrtRecordEvent(*ev, signal->stream);
     if (e != ACL_SUCCESS) {
       const tfl_status s = fail_acl("aclrtRecordEvent", signal->device, e);
-      (void)aclrtDestroyEvent(ev);
+      (void)aclrtDestroyEvent(*ev);
       return s;
     }
+    return TFL_OK;
   }
-  aclError e = ACL_SUCCESS;
-  {
-    DeviceScope scope(waiter->device);
-    e = scope.status() != ACL_SUCCESS ? scope.status() : aclrtStreamWaitEvent(waiter->stream, ev);
+  tfl_status wait(tfl_stream_st* waiter, aclrtEvent ev) const {
+    ENTER_DEVICE(waiter->device);
+    ACL_CHECK(waiter->device, aclrtStreamWaitEvent(waiter->stream, ev));
+    return TFL_OK;
   }
-  const tfl_status s =
-      e == ACL_SUCCESS ? TFL_OK : fail_acl("aclrtStreamWaitEvent", waiter->device, e);
-  {
+  void destroy(tfl_stream_st* signal, aclrtEvent ev) const {
     // The runtime keeps the event's resources until the queued wait has used them.
     DeviceScope back(signal->device);
     (void)aclrtDestroyEvent(ev);
   }
-  return s;
+};
+
+// Makes `waiter` wait for the work queued so far on `signal`.
+tfl_status stream_after(tfl_stream_st* waiter, tfl_stream_st* signal) {
+  return torch_fl::kit::stream_after<aclrtEvent>(waiter, signal, AclOrder{});
 }
 
 // ---- host functions: one report thread per device serves aclrtProcessReport ----
@@ -541,20 +495,6 @@ tfl_status subscribe(tfl_stream_st* st) {
 
 // ---- copies ----
 
-const char* kind_name(tfl_memcpy_kind k) {
-  switch (k) {
-    case TFL_MEMCPY_HOST_TO_HOST:
-      return "HostToHost";
-    case TFL_MEMCPY_HOST_TO_DEVICE:
-      return "HostToDevice";
-    case TFL_MEMCPY_DEVICE_TO_HOST:
-      return "DeviceToHost";
-    case TFL_MEMCPY_DEVICE_TO_DEVICE:
-      return "DeviceToDevice";
-  }
-  return "?";
-}
-
 aclrtMemcpyKind acl_kind(tfl_memcpy_kind k) {
   switch (k) {
     case TFL_MEMCPY_HOST_TO_HOST:
@@ -577,43 +517,27 @@ std::string where(int device) {
 // for D2D, the destination's device. A kind that does not fit the pointers is refused.
 tfl_status copy_device(void* dst, const void* src, size_t n, tfl_memcpy_kind kind, int* device,
                        int* other) {
-  const int d = owner_of(dst), s = owner_of(src);
-  *other = -1;
-  bool fits = false;
-  switch (kind) {
-    case TFL_MEMCPY_HOST_TO_HOST:
-      fits = d < 0 && s < 0;
-      *device = -1;
-      break;
-    case TFL_MEMCPY_HOST_TO_DEVICE:
-      fits = d >= 0 && s < 0;
-      *device = d;
-      break;
-    case TFL_MEMCPY_DEVICE_TO_HOST:
-      fits = s >= 0 && d < 0;
-      *device = s;
-      break;
-    case TFL_MEMCPY_DEVICE_TO_DEVICE:
-      fits = d >= 0 && s >= 0;
-      *device = s;
-      *other = d;
-      break;
-    default:
-      return fail(TFL_ERROR_INVALID_VALUE,
-                  "unknown memcpy kind " + std::to_string(static_cast<int>(kind)));
+  if (kind < TFL_MEMCPY_HOST_TO_HOST || kind > TFL_MEMCPY_DEVICE_TO_DEVICE) {
+    return fail(TFL_ERROR_INVALID_VALUE,
+                "unknown memcpy kind " + std::to_string(static_cast<int>(kind)));
   }
+  const int d = owner_of(dst), s = owner_of(src);
+  torch_fl::kit::CopyRoute route;
+  const bool fits = torch_fl::kit::copy_route(kind, d, s, &route);
+  *device = route.device;
+  *other = route.other;
   if (!fits) {
-    return fail(TFL_ERROR_INVALID_MEMCPY_KIND, std::string("memcpy kind ") + kind_name(kind) +
-                                                   " does not match dst " + ptr_text(dst) + " (" +
-                                                   where(d) + ") and src " + ptr_text(src) + " (" +
-                                                   where(s) + ")");
+    return fail(TFL_ERROR_INVALID_MEMCPY_KIND,
+                std::string("memcpy kind ") + memcpy_kind_name(kind) + " does not match dst " +
+                    pointer_text(dst) + " (" + where(d) + ") and src " + pointer_text(src) + " (" +
+                    where(s) + ")");
   }
   if (tfl_status st = check_range("memcpy dst", dst, n)) return st;
   return check_range("memcpy src", src, n);
 }
 
 std::string copy_detail(tfl_memcpy_kind kind, size_t n) {
-  return std::string(kind_name(kind)) + ", " + std::to_string(n) + " bytes";
+  return std::string(memcpy_kind_name(kind)) + ", " + std::to_string(n) + " bytes";
 }
 
 // Peer access between two NPUs, enabled once per pair in both directions (CANN's rule: each
@@ -649,9 +573,8 @@ std::string peer_detail(int src, int dst, size_t n) {
 
 // ======================= the table's functions =======================
 
-const char* rt_status_name(tfl_status s) { return tfl_status_string(s); }
-
-const char* rt_last_error() { return t_error.c_str(); }
+constexpr auto rt_status_name = torch_fl::kit::status_name;
+constexpr auto rt_last_error = torch_fl::kit::last_error;
 
 tfl_status rt_device_count(int* count) {
   if (!count) return fail(TFL_ERROR_INVALID_VALUE, "device_count: NULL out-parameter");
@@ -716,8 +639,7 @@ tfl_status rt_malloc(void** ptr, size_t size) {
   void* p = nullptr;
   ACL_CHECK(device, aclrtMalloc(&p, size, ACL_MEM_MALLOC_HUGE_FIRST),
             std::to_string(size) + " bytes");
-  std::unique_lock<std::shared_mutex> lock(g_ptr_mutex);
-  g_device_ptrs[reinterpret_cast<uintptr_t>(p)] = {size, device};
+  g_allocations.add_device(p, size, device);
   *ptr = p;
   return TFL_OK;
 }
@@ -725,10 +647,10 @@ tfl_status rt_malloc(void** ptr, size_t size) {
 tfl_status rt_free(void* ptr) {
   if (!ptr) return TFL_OK;
   READY();
-  Allocation a;
-  if (!device_allocation(ptr, &a) || a.start != reinterpret_cast<uintptr_t>(ptr)) {
+  torch_fl::kit::Allocation a;
+  if (!g_allocations.device_start(ptr, &a)) {
     return fail(TFL_ERROR_INVALID_POINTER,
-                "free of " + ptr_text(ptr) +
+                "free of " + pointer_text(ptr) +
                     (a.device >= 0 ? ", inside an allocation of Ascend NPU " +
                                          std::to_string(a.device) + " but not its start"
                                    : ", which no Ascend NPU allocated here"));
@@ -737,8 +659,7 @@ tfl_status rt_free(void* ptr) {
     ENTER_DEVICE(a.device);  // device-scoped: freed with its owner current
     ACL_CHECK(a.device, aclrtFree(ptr));
   }
-  std::unique_lock<std::shared_mutex> lock(g_ptr_mutex);
-  g_device_ptrs.erase(a.start);
+  g_allocations.remove_device(ptr);
   return TFL_OK;
 }
 
@@ -752,8 +673,7 @@ tfl_status rt_host_malloc(void** ptr, size_t size) {
   CURRENT(device);  // aclrtMallocHost needs a context
   void* p = nullptr;
   ACL_CHECK(device, aclrtMallocHost(&p, size), std::to_string(size) + " bytes of pinned memory");
-  std::unique_lock<std::shared_mutex> lock(g_ptr_mutex);
-  g_host_ptrs[reinterpret_cast<uintptr_t>(p)] = size;
+  g_allocations.add_host(p, size);
   *ptr = p;
   return TFL_OK;
 }
@@ -761,33 +681,19 @@ tfl_status rt_host_malloc(void** ptr, size_t size) {
 tfl_status rt_host_free(void* ptr) {
   if (!ptr) return TFL_OK;
   READY();
-  {
-    std::shared_lock<std::shared_mutex> lock(g_ptr_mutex);
-    if (!g_host_ptrs.count(reinterpret_cast<uintptr_t>(ptr))) {
-      return fail(TFL_ERROR_INVALID_POINTER,
-                  "host_free of " + ptr_text(ptr) + ", which host_malloc did not return");
-    }
+  if (!g_allocations.host_start(ptr)) {
+    return fail(TFL_ERROR_INVALID_POINTER,
+                "host_free of " + pointer_text(ptr) + ", which host_malloc did not return");
   }
   CURRENT(device);
   ACL_CHECK(device, aclrtFreeHost(ptr));
-  std::unique_lock<std::shared_mutex> lock(g_ptr_mutex);
-  g_host_ptrs.erase(reinterpret_cast<uintptr_t>(ptr));
+  g_allocations.remove_host(ptr);
   return TFL_OK;
 }
 
 tfl_status rt_pointer_info(const void* ptr, tfl_pointer_kind* kind, int* device) {
   if (!kind || !device) return fail(TFL_ERROR_INVALID_VALUE, "pointer_info: NULL out-parameter");
-  const int owner = owner_of(ptr);
-  if (owner >= 0) {
-    *kind = TFL_POINTER_DEVICE;
-    *device = owner;
-  } else if (ptr && pinned_range(ptr, 1)) {
-    *kind = TFL_POINTER_HOST;
-    *device = -1;
-  } else {
-    *kind = TFL_POINTER_UNKNOWN;
-    *device = -1;
-  }
+  g_allocations.pointer_info(ptr, kind, device);
   return TFL_OK;
 }
 
@@ -839,7 +745,7 @@ tfl_status rt_memcpy_async(void* dst, const void* src, size_t n, tfl_memcpy_kind
     return TFL_OK;
   }
   if (st->device != device) {
-    return fail(TFL_ERROR_INVALID_VALUE, std::string("memcpy_async ") + kind_name(kind) +
+    return fail(TFL_ERROR_INVALID_VALUE, std::string("memcpy_async ") + memcpy_kind_name(kind) +
                                              " on Ascend NPU " + std::to_string(device) +
                                              " was given a stream of NPU " +
                                              std::to_string(st->device));
@@ -868,8 +774,8 @@ tfl_status rt_memcpy_peer_async(void* dst, int dst_device, const void* src, int 
   const int d = owner_of(dst), s = owner_of(src);
   if (d != dst_device || s != src_device) {
     return fail(TFL_ERROR_INVALID_POINTER,
-                "memcpy_peer_async dst " + ptr_text(dst) + " is on " + where(d) +
-                    " (expected NPU " + std::to_string(dst_device) + "), src " + ptr_text(src) +
+                "memcpy_peer_async dst " + pointer_text(dst) + " is on " + where(d) +
+                    " (expected NPU " + std::to_string(dst_device) + "), src " + pointer_text(src) +
                     " is on " + where(s) + " (expected NPU " + std::to_string(src_device) + ")");
   }
   if (tfl_status st = check_range("memcpy_peer_async dst", dst, n)) return st;
@@ -897,14 +803,13 @@ tfl_status rt_memcpy_peer_async(void* dst, int dst_device, const void* src, int 
   // `stream`, and `stream` is ordered after it.
   tfl_stream_st* src_default = nullptr;
   if (tfl_status e = default_stream(src_device, &src_default)) return e;
-  if (tfl_status e = stream_after(src_default, st)) return e;
-  {
+  return torch_fl::kit::run_in_order_of(st, src_default, stream_after, [&](tfl_stream_st* runner) {
     ENTER_DEVICE(src_device);
     ACL_CHECK(src_device,
-              aclrtMemcpyAsync(dst, n, src, n, ACL_MEMCPY_DEVICE_TO_DEVICE, src_default->stream),
+              aclrtMemcpyAsync(dst, n, src, n, ACL_MEMCPY_DEVICE_TO_DEVICE, runner->stream),
               peer_detail(src_device, dst_device, n));
-  }
-  return stream_after(st, src_default);
+    return TFL_OK;
+  });
 }
 
 tfl_status rt_memset_async(void* ptr, int value, size_t n, tfl_stream stream) {
@@ -913,7 +818,7 @@ tfl_status rt_memset_async(void* ptr, int value, size_t n, tfl_stream stream) {
   const int device = owner_of(ptr);
   if (device < 0) {
     return fail(TFL_ERROR_INVALID_POINTER,
-                "memset_async of " + ptr_text(ptr) + ", which no Ascend NPU allocated here");
+                "memset_async of " + pointer_text(ptr) + ", which no Ascend NPU allocated here");
   }
   if (tfl_status s = check_range("memset_async", ptr, n)) return s;
   RESOLVE(st, stream);
@@ -1136,7 +1041,7 @@ tfl_status rt_probe(int* count, char* msg, size_t len) {
   if (msg && len) msg[0] = '\0';
   if (!count) return fail(TFL_ERROR_INVALID_VALUE, "probe: NULL out-parameter");
   if (tfl_status s = rt_init()) {
-    if (msg && len) std::snprintf(msg, len, "%s", t_error.c_str());
+    if (msg && len) std::snprintf(msg, len, "%s", torch_fl::kit::last_error());
     return s;
   }
   *count = g_count;
@@ -1158,76 +1063,35 @@ void remake(M& m) {
 
 void after_fork_in_child() {
   remake(g_init_mutex);
-  remake(g_default_mutex);
-  remake(g_ptr_mutex);
+  remake(g_default);
+  remake(g_allocations);
   remake(g_reporter_mutex);
   remake(g_peer_mutex);
   g_ready.store(false);
   g_count = 0;
-  new (&g_default) std::vector<tfl_stream_st*>();
-  new (&g_device_ptrs) std::map<uintptr_t, std::pair<size_t, int>>();
-  new (&g_host_ptrs) std::map<uintptr_t, size_t>();
   new (&g_reporters) std::map<int, Reporter*>();
   new (&g_peer) std::map<std::pair<int, int>, bool>();
   g_stop_reporters.store(false);
-  t_error.clear();
+  torch_fl::kit::thread_error().clear();
 }
 
 __attribute__((constructor)) void register_fork_handler() {
   pthread_atfork(nullptr, nullptr, after_fork_in_child);
 }
 
-const tfl_runtime_v1 kTable = {
-    /*abi_version=*/TFL_RUNTIME_ABI_VERSION,
-    /*struct_size=*/sizeof(tfl_runtime_v1),
-    /*name=*/"aclrt",
-    // NPU memory is device-scoped (no host-addressable memory). aclnn ops and other kernels
-    // queued on one aclrtStream run in stream order, so producers need no barrier.
-    /*capabilities=*/TFL_CAP_PEER_COPY | TFL_CAP_EVENT_TIMING | TFL_CAP_PINNED_HOST_MEMORY,
-    rt_init,
-    rt_status_name,
-    rt_last_error,
-    rt_device_count,
-    rt_get_device,
-    rt_set_device,
-    rt_device_synchronize,
-    rt_mem_get_info,
-    rt_device_name,
-    rt_malloc,
-    rt_free,
-    rt_host_malloc,
-    rt_host_free,
-    rt_pointer_info,
-    rt_memcpy,
-    rt_memcpy_async,
-    rt_memcpy_peer_async,
-    rt_memset_async,
-    rt_stream_create,
-    rt_stream_destroy,
-    rt_stream_synchronize,
-    rt_stream_query,
-    rt_stream_wait_event,
-    rt_launch_host_func,
-    rt_event_create,
-    rt_event_destroy,
-    rt_event_record,
-    rt_event_synchronize,
-    rt_event_query,
-    rt_event_elapsed_ms,
-    // v1.1 IPC left out: CANN's IPC memory (aclrtIpcMemGetExportKey / aclrtIpcMemImportByKey)
-    // exists only in recent toolkits and, by default, opens only in processes the exporter
-    // named in advance (aclrtIpcMemSetImportPid), which the ABI's "any process may open the
-    // handle" does not give. Without it, torch.multiprocessing refuses flagos tensors, naming
-    // the device and .cpu().
-    /*ipc_get_handle=*/nullptr,
-    /*ipc_open_handle=*/nullptr,
-    /*ipc_close_handle=*/nullptr,
-    rt_native_stream,
-    rt_probe,
-};
+// v1.1 IPC left out: CANN's IPC memory (aclrtIpcMemGetExportKey / aclrtIpcMemImportByKey) exists
+// only in recent toolkits and, by default, opens only in processes the exporter named in advance
+// (aclrtIpcMemSetImportPid), which the ABI's "any process may open the handle" does not give.
+// Without it, torch.multiprocessing refuses flagos tensors, naming the device and .cpu().
+constexpr std::nullptr_t rt_ipc_get_handle = nullptr;
+constexpr std::nullptr_t rt_ipc_open_handle = nullptr;
+constexpr std::nullptr_t rt_ipc_close_handle = nullptr;
+
+// NPU memory is device-scoped (no host-addressable memory). aclnn ops and other kernels queued on
+// one aclrtStream run in stream order, so producers need no barrier.
+TFL_KIT_RUNTIME_TABLE(kTable, "aclrt",
+                      TFL_CAP_PEER_COPY | TFL_CAP_EVENT_TIMING | TFL_CAP_PINNED_HOST_MEMORY);
 
 }  // namespace
 
-TFL_ASCEND_API const tfl_runtime_v1* tfl_runtime_get(uint32_t abi_version) {
-  return abi_version == TFL_RUNTIME_ABI_VERSION ? &kTable : nullptr;
-}
+TFL_KIT_RUNTIME_ENTRY(kTable)

@@ -11,22 +11,20 @@
 //    card and the SDK's status string: a copy never reports success while
 //    moving nothing.
 #include <tops_runtime_api.h>
+#include <torch_fl/kit/runtime_allocations.h>
+#include <torch_fl/kit/runtime_copies.h>
+#include <torch_fl/kit/runtime_default_streams.h>
+#include <torch_fl/kit/runtime_errors.h>
+#include <torch_fl/kit/runtime_host_functions.h>
+#include <torch_fl/kit/runtime_stream_order.h>
+#include <torch_fl/kit/runtime_table.h>
 #include <torch_fl/runtime.h>
 
-#include <atomic>
-#include <condition_variable>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
-#include <deque>
-#include <map>
 #include <mutex>
-#include <set>
-#include <shared_mutex>
 #include <string>
-#include <thread>
-#include <vector>
-
-#define TFL_GCU_API extern "C" __attribute__((visibility("default")))
 
 struct tfl_stream_st {
   topsStream_t stream;
@@ -41,7 +39,9 @@ struct tfl_event_st {
 
 namespace {
 
-thread_local std::string t_error;
+using torch_fl::kit::fail;
+using torch_fl::kit::memcpy_kind_name;
+using torch_fl::kit::pointer_text;
 
 tfl_status to_status(topsError_t e) {
   switch (e) {
@@ -79,13 +79,7 @@ tfl_status fail_tops(const char* call, int card, topsError_t e, const std::strin
   std::snprintf(buf, sizeof(buf), "%s on GCU card %d failed: %s (topsError_t %d)%s%s", call, card,
                 topsGetErrorString(e), static_cast<int>(e), detail.empty() ? "" : "; ",
                 detail.c_str());
-  t_error = buf;
-  return to_status(e);
-}
-
-tfl_status fail(tfl_status s, const std::string& msg) {
-  t_error = msg;
-  return s;
+  return fail(to_status(e), buf);
 }
 
 int current_card() {
@@ -121,48 +115,25 @@ class CardScope {
   CardScope _scope(card); \
   if (_scope.status() != topsSuccess) return fail_tops("topsSetDevice", (card), _scope.status())
 
-// ---- pointer ownership: every device allocation goes through malloc() ----
-std::shared_mutex g_ptr_mutex;
-std::map<uintptr_t, std::pair<size_t, int>> g_device_ptrs;  // start -> (size, card)
-std::set<uintptr_t> g_host_ptrs;                            // start -> pinned host
-std::map<uintptr_t, size_t> g_host_sizes;
+// ---- pointer ownership: every device and pinned allocation goes through this file ----
+torch_fl::kit::AllocationRegistry g_allocations;
 
-// Owning card of a device pointer (anywhere inside an allocation), or -1.
-int owner_of(const void* p) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  std::shared_lock<std::shared_mutex> lock(g_ptr_mutex);
-  auto it = g_device_ptrs.upper_bound(a);
-  if (it == g_device_ptrs.begin()) return -1;
-  --it;
-  return a < it->first + std::max<size_t>(it->second.first, 1) ? it->second.second : -1;
-}
-
-bool is_host_pinned(const void* p) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  std::shared_lock<std::shared_mutex> lock(g_ptr_mutex);
-  auto it = g_host_sizes.upper_bound(a);
-  if (it == g_host_sizes.begin()) return false;
-  --it;
-  return a < it->first + it->second;
-}
+int owner_of(const void* p) { return g_allocations.owner_of(p); }
 
 // ---- streams ----
 int g_count = -1;
-std::mutex g_default_mutex;
-std::vector<tfl_stream_st*> g_default;  // per card, created lazily while that card is current
+torch_fl::kit::DefaultStreams<tfl_stream_st> g_default;  // made with their card current
 
 tfl_status default_stream(int card, tfl_stream_st** out) {
-  std::lock_guard<std::mutex> lock(g_default_mutex);
-  if (card < 0 || card >= static_cast<int>(g_default.size()))
+  if (!g_default.has_device(card))
     return fail(TFL_ERROR_INVALID_DEVICE, "topsrt runtime: no GCU card " + std::to_string(card));
-  if (!g_default[card]) {
+  return g_default.get(card, out, [](int card, tfl_stream_st** made) {
     ENTER_CARD(card);
     topsStream_t s = nullptr;
     TOPS_CHECK(card, topsStreamCreateWithFlags(&s, topsStreamDefault));
-    g_default[card] = new tfl_stream_st{s, card};
-  }
-  *out = g_default[card];
-  return TFL_OK;
+    *made = new tfl_stream_st{s, card};
+    return TFL_OK;
+  });
 }
 
 // NULL -> the current card's default stream.
@@ -179,84 +150,24 @@ tfl_status resolve(tfl_stream s, tfl_stream_st** out) {
   if (tfl_status _st = resolve((s), &var)) return _st
 
 // ---- host functions: an event on the stream, watched by one thread ----
-struct HostWork {
-  topsEvent_t event;
-  int card;
-  tfl_host_fn fn;
-  void* data;
-};
-std::mutex g_host_mutex;
-std::condition_variable g_host_cv;
-std::deque<HostWork>* g_host_queue = new std::deque<HostWork>();
-std::once_flag g_host_thread_once;
-
-void host_thread_main() {
-  for (;;) {
-    HostWork w;
-    {
-      std::unique_lock<std::mutex> lock(g_host_mutex);
-      g_host_cv.wait(lock, [] { return !g_host_queue->empty(); });
-      w = g_host_queue->front();
-      g_host_queue->pop_front();
-    }
-    {
-      CardScope scope(w.card);
-      (void)topsEventSynchronize(w.event);
-      (void)topsEventDestroy(w.event);
-    }
-    w.fn(w.data);
-  }
-}
-
-const char* kind_name(tfl_memcpy_kind k) {
-  switch (k) {
-    case TFL_MEMCPY_HOST_TO_HOST:
-      return "HostToHost";
-    case TFL_MEMCPY_HOST_TO_DEVICE:
-      return "HostToDevice";
-    case TFL_MEMCPY_DEVICE_TO_HOST:
-      return "DeviceToHost";
-    case TFL_MEMCPY_DEVICE_TO_DEVICE:
-      return "DeviceToDevice";
-  }
-  return "?";
-}
-
-std::string ptr_text(const void* p) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%p", p);
-  return buf;
-}
+torch_fl::kit::HostFunctionThread* g_host_functions = new torch_fl::kit::HostFunctionThread();
 
 // Which card a copy runs on (the one owning the pointer that decides) and a
 // description of the mismatch when the kind does not fit the pointers.
 tfl_status copy_card(void* dst, const void* src, tfl_memcpy_kind kind, int* card, int* other) {
   const int d = owner_of(dst), s = owner_of(src);
-  *other = -1;
-  switch (kind) {
-    case TFL_MEMCPY_HOST_TO_HOST:
-      if (d >= 0 || s >= 0) break;
-      *card = current_card();
-      return TFL_OK;
-    case TFL_MEMCPY_HOST_TO_DEVICE:
-      if (d < 0 || s >= 0) break;
-      *card = d;
-      return TFL_OK;
-    case TFL_MEMCPY_DEVICE_TO_HOST:
-      if (s < 0 || d >= 0) break;
-      *card = s;
-      return TFL_OK;
-    case TFL_MEMCPY_DEVICE_TO_DEVICE:
-      if (s < 0 || d < 0) break;
-      *card = s;
-      *other = d;
-      return TFL_OK;
+  torch_fl::kit::CopyRoute route;
+  if (torch_fl::kit::copy_route(kind, d, s, &route)) {
+    *card = route.device;
+    *other = route.other;
+    return TFL_OK;
   }
   return fail(TFL_ERROR_INVALID_MEMCPY_KIND,
-              std::string("topsrt runtime: memcpy kind ") + kind_name(kind) +
-                  " does not match dst " + ptr_text(dst) +
+              std::string("topsrt runtime: memcpy kind ") + memcpy_kind_name(kind) +
+                  " does not match dst " + pointer_text(dst) +
                   (d >= 0 ? " (GCU card " + std::to_string(d) + ")" : " (host)") + " and src " +
-                  ptr_text(src) + (s >= 0 ? " (GCU card " + std::to_string(s) + ")" : " (host)"));
+                  pointer_text(src) +
+                  (s >= 0 ? " (GCU card " + std::to_string(s) + ")" : " (host)"));
 }
 
 topsMemcpyKind tops_kind(tfl_memcpy_kind k) {
@@ -276,17 +187,13 @@ tfl_status rt_init() {
   } else if (e != topsSuccess) {
     return fail_tops("topsGetDeviceCount", -1, e);
   }
-  {
-    std::lock_guard<std::mutex> l2(g_default_mutex);
-    g_default.assign(n, nullptr);
-  }
+  g_default.reset(n);
   g_count = n;
   return TFL_OK;
 }
 
-const char* rt_status_name(tfl_status s) { return tfl_status_string(s); }
-
-const char* rt_last_error() { return t_error.c_str(); }
+constexpr auto rt_status_name = torch_fl::kit::status_name;
+constexpr auto rt_last_error = torch_fl::kit::last_error;
 
 tfl_status rt_device_count(int* count) {
   if (!count) return fail(TFL_ERROR_INVALID_VALUE, "device_count: NULL out-parameter");
@@ -335,25 +242,28 @@ tfl_status rt_malloc(void** ptr, size_t size) {
   const int card = current_card();
   void* p = nullptr;
   TOPS_CHECK(card, topsMalloc(&p, size), std::to_string(size) + " bytes");
-  std::unique_lock<std::shared_mutex> lock(g_ptr_mutex);
-  g_device_ptrs[reinterpret_cast<uintptr_t>(p)] = {size, card};
+  g_allocations.add_device(p, size, card);
   *ptr = p;
   return TFL_OK;
 }
 
 tfl_status rt_free(void* ptr) {
   if (!ptr) return TFL_OK;
-  const int card = owner_of(ptr);
-  if (card < 0) {
+  torch_fl::kit::Allocation a;
+  if (!g_allocations.device_start(ptr, &a)) {
+    // Only an allocation's start is freed: topsFree of an inside pointer would leave the
+    // allocation recorded (and the SDK's answer to it is not defined).
     return fail(TFL_ERROR_INVALID_POINTER,
-                "topsrt runtime: free of " + ptr_text(ptr) + ", which no GCU card allocated");
+                "topsrt runtime: free of " + pointer_text(ptr) +
+                    (a.device >= 0 ? ", inside an allocation of GCU card " +
+                                         std::to_string(a.device) + " but not its start"
+                                   : ", which no GCU card allocated"));
   }
   {
-    ENTER_CARD(card);  // device-scoped: free with the owner current
-    TOPS_CHECK(card, topsFree(ptr));
+    ENTER_CARD(a.device);  // device-scoped: free with the owner current
+    TOPS_CHECK(a.device, topsFree(ptr));
   }
-  std::unique_lock<std::shared_mutex> lock(g_ptr_mutex);
-  g_device_ptrs.erase(reinterpret_cast<uintptr_t>(ptr));
+  g_allocations.remove_device(ptr);
   return TFL_OK;
 }
 
@@ -365,33 +275,25 @@ tfl_status rt_host_malloc(void** ptr, size_t size) {
   }
   void* p = nullptr;
   TOPS_CHECK(-1, topsHostMalloc(&p, size, topsHostMallocDefault), std::to_string(size) + " bytes");
-  std::unique_lock<std::shared_mutex> lock(g_ptr_mutex);
-  g_host_sizes[reinterpret_cast<uintptr_t>(p)] = size;
+  g_allocations.add_host(p, size);
   *ptr = p;
   return TFL_OK;
 }
 
 tfl_status rt_host_free(void* ptr) {
   if (!ptr) return TFL_OK;
+  if (!g_allocations.host_start(ptr)) {
+    return fail(TFL_ERROR_INVALID_POINTER, "topsrt runtime: host_free of " + pointer_text(ptr) +
+                                               ", which host_malloc did not return");
+  }
   TOPS_CHECK(-1, topsHostFree(ptr));
-  std::unique_lock<std::shared_mutex> lock(g_ptr_mutex);
-  g_host_sizes.erase(reinterpret_cast<uintptr_t>(ptr));
+  g_allocations.remove_host(ptr);
   return TFL_OK;
 }
 
 tfl_status rt_pointer_info(const void* ptr, tfl_pointer_kind* kind, int* device) {
   if (!kind || !device) return fail(TFL_ERROR_INVALID_VALUE, "pointer_info: NULL out-parameter");
-  const int card = owner_of(ptr);
-  if (card >= 0) {
-    *kind = TFL_POINTER_DEVICE;
-    *device = card;
-  } else if (is_host_pinned(ptr)) {
-    *kind = TFL_POINTER_HOST;
-    *device = -1;
-  } else {
-    *kind = TFL_POINTER_UNKNOWN;
-    *device = -1;
-  }
+  g_allocations.pointer_info(ptr, kind, device);
   return TFL_OK;
 }
 
@@ -420,7 +322,7 @@ tfl_status rt_memcpy(void* dst, const void* src, size_t n, tfl_memcpy_kind kind)
   if (tfl_status s = default_stream(card, &ds)) return s;
   TOPS_CHECK(card, topsStreamSynchronize(ds->stream));
   TOPS_CHECK(card, topsMemcpy(dst, src, n, tops_kind(kind)),
-             std::string(kind_name(kind)) + ", " + std::to_string(n) + " bytes");
+             std::string(memcpy_kind_name(kind)) + ", " + std::to_string(n) + " bytes");
   return TFL_OK;
 }
 
@@ -445,37 +347,42 @@ tfl_status rt_memcpy_async(void* dst, const void* src, size_t n, tfl_memcpy_kind
   RESOLVE(st, stream);
   if (st->device != card) {
     return fail(TFL_ERROR_INVALID_VALUE, std::string("topsrt runtime: memcpy_async ") +
-                                             kind_name(kind) + " on GCU card " +
+                                             memcpy_kind_name(kind) + " on GCU card " +
                                              std::to_string(card) + " was given a stream of card " +
                                              std::to_string(st->device));
   }
   ENTER_CARD(card);
   TOPS_CHECK(card, topsMemcpyAsync(dst, src, n, tops_kind(kind), st->stream),
-             std::string(kind_name(kind)) + ", " + std::to_string(n) + " bytes");
+             std::string(memcpy_kind_name(kind)) + ", " + std::to_string(n) + " bytes");
   return TFL_OK;
 }
 
-// Makes `waiter` wait for the work queued so far on `signal` (both streams).
-tfl_status stream_after(tfl_stream_st* waiter, tfl_stream_st* signal) {
-  if (waiter == signal) return TFL_OK;
-  topsEvent_t ev = nullptr;
-  {
+// The peer event barrier's SDK steps (kit::stream_after).
+struct TopsOrder {
+  tfl_status record(tfl_stream_st* signal, topsEvent_t* ev) const {
     ENTER_CARD(signal->device);
-    TOPS_CHECK(signal->device, topsEventCreateWithFlags(&ev, topsEventDisableTiming));
-    const topsError_t e = topsEventRecord(ev, signal->stream);
+    TOPS_CHECK(signal->device, topsEventCreateWithFlags(ev, topsEventDisableTiming));
+    const topsError_t e = topsEventRecord(*ev, signal->stream);
     if (e != topsSuccess) {
-      (void)topsEventDestroy(ev);
+      (void)topsEventDestroy(*ev);
       return fail_tops("topsEventRecord", signal->device, e);
     }
+    return TFL_OK;
   }
-  ENTER_CARD(waiter->device);
-  const topsError_t e = topsStreamWaitEvent(waiter->stream, ev, 0);
-  {
+  tfl_status wait(tfl_stream_st* waiter, topsEvent_t ev) const {
+    ENTER_CARD(waiter->device);
+    TOPS_CHECK(waiter->device, topsStreamWaitEvent(waiter->stream, ev, 0));
+    return TFL_OK;
+  }
+  void destroy(tfl_stream_st* signal, topsEvent_t ev) const {
     CardScope back(signal->device);
     (void)topsEventDestroy(ev);
   }
-  if (e != topsSuccess) return fail_tops("topsStreamWaitEvent", waiter->device, e);
-  return TFL_OK;
+};
+
+// Makes `waiter` wait for the work queued so far on `signal` (both streams).
+tfl_status stream_after(tfl_stream_st* waiter, tfl_stream_st* signal) {
+  return torch_fl::kit::stream_after<topsEvent_t>(waiter, signal, TopsOrder{});
 }
 
 tfl_status rt_memcpy_peer_async(void* dst, int dst_device, const void* src, int src_device,
@@ -485,9 +392,10 @@ tfl_status rt_memcpy_peer_async(void* dst, int dst_device, const void* src, int 
   if (d != dst_device || s != src_device) {
     return fail(
         TFL_ERROR_INVALID_POINTER,
-        "topsrt runtime: memcpy_peer_async dst " + ptr_text(dst) + " is " +
+        "topsrt runtime: memcpy_peer_async dst " + pointer_text(dst) + " is " +
             (d >= 0 ? "on GCU card " + std::to_string(d) : std::string("not a device pointer")) +
-            " (expected card " + std::to_string(dst_device) + "), src " + ptr_text(src) + " is " +
+            " (expected card " + std::to_string(dst_device) + "), src " + pointer_text(src) +
+            " is " +
             (s >= 0 ? "on GCU card " + std::to_string(s) : std::string("not a device pointer")) +
             " (expected card " + std::to_string(src_device) + ")");
   }
@@ -504,22 +412,20 @@ tfl_status rt_memcpy_peer_async(void* dst, int dst_device, const void* src, int 
   // stream, ordered after `stream` and with `stream` ordered after it.
   tfl_stream_st* src_default = nullptr;
   if (tfl_status e = default_stream(src_device, &src_default)) return e;
-  if (tfl_status e = stream_after(src_default, st)) return e;
-  {
+  return torch_fl::kit::run_in_order_of(st, src_default, stream_after, [&](tfl_stream_st* runner) {
     ENTER_CARD(src_device);
-    TOPS_CHECK(src_device,
-               topsMemcpyPeerAsync(dst, dst_device, src, src_device, n, src_default->stream),
+    TOPS_CHECK(src_device, topsMemcpyPeerAsync(dst, dst_device, src, src_device, n, runner->stream),
                "GCU card " + std::to_string(src_device) + " -> card " + std::to_string(dst_device) +
                    ", " + std::to_string(n) + " bytes");
-  }
-  return stream_after(st, src_default);
+    return TFL_OK;
+  });
 }
 
 tfl_status rt_memset_async(void* ptr, int value, size_t n, tfl_stream stream) {
   if (n == 0) return TFL_OK;
   const int card = owner_of(ptr);
   if (card < 0) {
-    return fail(TFL_ERROR_INVALID_POINTER, "topsrt runtime: memset_async of " + ptr_text(ptr) +
+    return fail(TFL_ERROR_INVALID_POINTER, "topsrt runtime: memset_async of " + pointer_text(ptr) +
                                                ", which no GCU card allocated");
   }
   RESOLVE(st, stream);
@@ -591,12 +497,14 @@ tfl_status rt_launch_host_func(tfl_stream stream, tfl_host_fn fn, void* user_dat
       return fail_tops("topsEventRecord", st->device, e);
     }
   }
-  std::call_once(g_host_thread_once, [] { std::thread(host_thread_main).detach(); });
-  {
-    std::lock_guard<std::mutex> lock(g_host_mutex);
-    g_host_queue->push_back(HostWork{ev, st->device, fn, user_data});
-  }
-  g_host_cv.notify_one();
+  const int card = st->device;
+  g_host_functions->launch(
+      [ev, card] {
+        CardScope scope(card);
+        (void)topsEventSynchronize(ev);
+        (void)topsEventDestroy(ev);
+      },
+      fn, user_data);
   return TFL_OK;
 }
 
@@ -689,54 +597,17 @@ tfl_status rt_probe(int* count, char* msg, size_t len) {
   return to_status(e);
 }
 
-const tfl_runtime_v1 kTable = {
-    /*abi_version=*/TFL_RUNTIME_ABI_VERSION,
-    /*struct_size=*/sizeof(tfl_runtime_v1),
-    /*name=*/"topsrt",
-    // No host-addressable memory (GCU memory is device-scoped); topsaten and
-    // Triton kernels on one stream are not ordered by the hardware.
-    /*capabilities=*/TFL_CAP_PEER_COPY | TFL_CAP_EVENT_TIMING | TFL_CAP_UNORDERED_PRODUCERS |
-        TFL_CAP_PINNED_HOST_MEMORY,
-    rt_init,
-    rt_status_name,
-    rt_last_error,
-    rt_device_count,
-    rt_get_device,
-    rt_set_device,
-    rt_device_synchronize,
-    rt_mem_get_info,
-    rt_device_name,
-    rt_malloc,
-    rt_free,
-    rt_host_malloc,
-    rt_host_free,
-    rt_pointer_info,
-    rt_memcpy,
-    rt_memcpy_async,
-    rt_memcpy_peer_async,
-    rt_memset_async,
-    rt_stream_create,
-    rt_stream_destroy,
-    rt_stream_synchronize,
-    rt_stream_query,
-    rt_stream_wait_event,
-    rt_launch_host_func,
-    rt_event_create,
-    rt_event_destroy,
-    rt_event_record,
-    rt_event_synchronize,
-    rt_event_query,
-    rt_event_elapsed_ms,
-    // v1.1 IPC: not wired to topsrt's IPC yet; flagos tensors cannot be sent to other processes.
-    /*ipc_get_handle=*/nullptr,
-    /*ipc_open_handle=*/nullptr,
-    /*ipc_close_handle=*/nullptr,
-    rt_native_stream,
-    rt_probe,
-};
+// v1.1 IPC: not wired to topsrt's IPC yet; flagos tensors cannot be sent to other processes.
+constexpr std::nullptr_t rt_ipc_get_handle = nullptr;
+constexpr std::nullptr_t rt_ipc_open_handle = nullptr;
+constexpr std::nullptr_t rt_ipc_close_handle = nullptr;
+
+// No host-addressable memory (GCU memory is device-scoped); topsaten and Triton kernels on one
+// stream are not ordered by the hardware.
+TFL_KIT_RUNTIME_TABLE(kTable, "topsrt",
+                      TFL_CAP_PEER_COPY | TFL_CAP_EVENT_TIMING | TFL_CAP_UNORDERED_PRODUCERS |
+                          TFL_CAP_PINNED_HOST_MEMORY);
 
 }  // namespace
 
-TFL_GCU_API const tfl_runtime_v1* tfl_runtime_get(uint32_t abi_version) {
-  return abi_version == TFL_RUNTIME_ABI_VERSION ? &kTable : nullptr;
-}
+TFL_KIT_RUNTIME_ENTRY(kTable)
