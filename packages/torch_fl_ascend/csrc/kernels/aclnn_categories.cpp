@@ -16,8 +16,6 @@ namespace {
 // cubeMathType: compute in the operands' dtype, as PyTorch does on the CPU.
 constexpr int8_t kKeepDtype = 0;
 
-at::ScalarType default_float() { return at::typeMetaToScalarType(at::get_default_dtype()); }
-
 void need_index(const Call& c, const at::Tensor& index) {
   if (index.scalar_type() != at::kLong && index.scalar_type() != at::kInt)
     c.decline(std::string("an index of dtype ") + c10::toString(index.scalar_type()));
@@ -29,11 +27,7 @@ void need_index(const Call& c, const at::Tensor& index) {
 
 void unary(Call& c, UnaryWs ws, RunFn run, const char* fn, const DtypeSet& dtypes, UnaryKind kind) {
   const at::Tensor self = c.tensor("self");
-  at::ScalarType dt = self.scalar_type();
-  at::ScalarType out_dt = dt;
-  if (kind == UnaryKind::ToFloat && at::isIntegralType(dt, /*includeBool=*/true))
-    dt = out_dt = default_float();  // integers compute in the default float dtype, as on CPU
-  if (kind == UnaryKind::Logical) out_dt = at::kBool;
+  const auto [dt, out_dt] = torch_fl::kit::unary_dtypes(self.scalar_type(), kind);
   c.need(dtypes, dt, fn);
   c10::DeviceGuard guard(c.device());
   const at::Tensor x = on_device(c, self, dt);
@@ -57,10 +51,9 @@ void gelu(Call& c, GeluWs ws, RunFn run, const char* fn, const DtypeSet& dtypes)
 // ---- binary -----------------------------------------------------------------
 
 namespace {
-at::ScalarType binary_dtype(const Call& c, at::ScalarType dt, BinaryKind kind,
+at::ScalarType binary_dtype(const Call& c, at::ScalarType promoted, BinaryKind kind,
                             const DtypeSet& dtypes, const char* fn) {
-  if (kind == BinaryKind::TrueDiv && at::isIntegralType(dt, /*includeBool=*/true))
-    dt = default_float();
+  const at::ScalarType dt = torch_fl::kit::binary_dtypes(promoted, kind).compute;
   c.need(dtypes, dt, fn);
   return dt;
 }
@@ -90,20 +83,11 @@ void binary_scalar(Call& c, ScalarWs ws, RunFn run, const char* fn, const DtypeS
   c.finish(r);
 }
 
-namespace {
-at::Scalar checked_alpha(const Call& c, at::ScalarType dt) {
-  const at::Scalar alpha = c.has("alpha") ? c.scalar("alpha") : at::Scalar(1);
-  if (at::isIntegralType(dt, /*includeBool=*/true) && alpha.isFloatingPoint())
-    c.decline("a floating alpha with integral operands is PyTorch's error to raise");
-  return alpha;
-}
-}  // namespace
-
 void binary_alpha(Call& c, AlphaWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
   const at::Tensor a = operand(c, "self"), b = operand(c, "other");
   const at::ScalarType dt = at::result_type(a, b);
   c.need(dtypes, dt, fn);
-  const at::Scalar alpha = checked_alpha(c, dt);
+  const at::Scalar alpha = torch_fl::kit::checked_alpha(c, dt);
   const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
   c10::DeviceGuard guard(c.device());
   const at::Tensor x = on_device(c, a, dt).expand(shape), y = on_device(c, b, dt).expand(shape);
@@ -118,7 +102,7 @@ void binary_alpha_scalar(Call& c, AlphaScalarWs ws, RunFn run, const char* fn,
   const at::Scalar other = c.scalar("other");
   const at::ScalarType dt = at::result_type(self, other);
   c.need(dtypes, dt, fn);
-  const at::Scalar alpha = checked_alpha(c, dt);
+  const at::Scalar alpha = torch_fl::kit::checked_alpha(c, dt);
   c10::DeviceGuard guard(c.device());
   const at::Tensor x = on_device(c, self, dt);
   at::Tensor r = c.output(self.sizes(), dt, true, {x});

@@ -5,6 +5,8 @@
 // dtypes the op's ACLNN kernel computes in.
 #pragma once
 
+#include <torch_fl/kit/type_promotion.h>
+
 #include "aclnn_common.h"
 
 namespace tfl_ascend {
@@ -51,8 +53,8 @@ using ConvWs = aclnnStatus (*)(T, T, T, IA, IA, IA, bool, IA, int64_t, O, int8_t
 using ConvBwdWs = aclnnStatus (*)(T, T, T, IA, IA, IA, IA, bool, IA, int, BA, int8_t, O, O, O, Ws,
                                   Exec);
 
-enum class UnaryKind { KeepsDtype, ToFloat, Logical };
-enum class BinaryKind { Arith, TrueDiv };
+using torch_fl::kit::BinaryKind;
+using torch_fl::kit::UnaryKind;
 
 // The names after `dtypes` are the routine's extra arguments in the ops table.
 void unary(Call& c, UnaryWs ws, RunFn run, const char* fn, const DtypeSet& dtypes, UnaryKind kind);

@@ -9,6 +9,7 @@
 #include <aclnnop/aclnn_foreach_non_finite_check_and_unscale.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
+#include <torch_fl/kit/grad_scaler.h>
 
 #include "aclnn_common.h"
 
@@ -27,10 +28,7 @@ void non_finite_check_and_unscale(const c10::OperatorHandle& op, torch::jit::Sta
   Call c(op, s, Form::Functional);
   const std::vector<at::Tensor> grads = c.tensors("self");
   const at::Tensor found_inf = c.tensor("found_inf"), inv_scale = c.tensor("inv_scale");
-  TORCH_CHECK(inv_scale.numel() == 1, "inv_scale must be a 1-element tensor.");
-  TORCH_CHECK(found_inf.numel() == 1, "found_inf must be a 1-element tensor.");
-  TORCH_CHECK(inv_scale.scalar_type() == at::kFloat, "inv_scale must be a float tensor.");
-  TORCH_CHECK(found_inf.scalar_type() == at::kFloat, "found_inf must be a float tensor.");
+  torch_fl::kit::check_unscale_arguments(found_inf, inv_scale);
   std::vector<at::Tensor> work;
   for (const at::Tensor& g : grads) {
     same_device(c, g, found_inf);
@@ -54,11 +52,7 @@ void update_scale(const c10::OperatorHandle& op, torch::jit::Stack* s) {
   Call c(op, s, Form::Functional);
   at::Tensor scale = c.tensor("self"), tracker = c.tensor("growth_tracker");
   const at::Tensor found_inf = c.tensor("found_inf");
-  TORCH_CHECK(tracker.numel() == 1 && scale.numel() == 1 && found_inf.numel() == 1,
-              "_amp_update_scale_: scale, growth_tracker and found_inf must be 1-element tensors");
-  TORCH_CHECK(scale.scalar_type() == at::kFloat && found_inf.scalar_type() == at::kFloat &&
-                  tracker.scalar_type() == at::kInt,
-              "_amp_update_scale_: scale and found_inf must be float, growth_tracker int32");
+  torch_fl::kit::check_update_scale_arguments(scale, tracker, found_inf);
   same_device(c, scale, tracker);
   same_device(c, scale, found_inf);
   c10::DeviceGuard guard(c.device());

@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
+#include <torch_fl/kit/grad_scaler.h>
 
 namespace {
 
@@ -20,10 +21,7 @@ void same_device(const char* op, const at::Tensor& a, const at::Tensor& b) {
 // found_inf = 1 if any element of any tensor is inf/NaN; every tensor *= inv_scale.
 void non_finite_check_and_unscale(at::TensorList self, at::Tensor& found_inf,
                                   const at::Tensor& inv_scale) {
-  TORCH_CHECK(inv_scale.numel() == 1, "inv_scale must be a 1-element tensor.");
-  TORCH_CHECK(found_inf.numel() == 1, "found_inf must be a 1-element tensor.");
-  TORCH_CHECK(inv_scale.scalar_type() == at::kFloat, "inv_scale must be a float tensor.");
-  TORCH_CHECK(found_inf.scalar_type() == at::kFloat, "found_inf must be a float tensor.");
+  torch_fl::kit::check_unscale_arguments(found_inf, inv_scale);
   for (const at::Tensor& g : self) {
     same_device("_amp_foreach_non_finite_check_and_unscale_", g, found_inf);
     same_device("_amp_foreach_non_finite_check_and_unscale_", g, inv_scale);
@@ -40,11 +38,7 @@ void non_finite_check_and_unscale(at::TensorList self, at::Tensor& found_inf,
 
 at::Tensor& update_scale(at::Tensor& scale, at::Tensor& tracker, const at::Tensor& found_inf,
                          double growth, double backoff, int64_t interval) {
-  TORCH_CHECK(tracker.numel() == 1 && scale.numel() == 1 && found_inf.numel() == 1,
-              "_amp_update_scale_: scale, growth_tracker and found_inf must be 1-element tensors");
-  TORCH_CHECK(scale.scalar_type() == at::kFloat && found_inf.scalar_type() == at::kFloat &&
-                  tracker.scalar_type() == at::kInt,
-              "_amp_update_scale_: scale and found_inf must be float, growth_tracker int32");
+  torch_fl::kit::check_update_scale_arguments(scale, tracker, found_inf);
   same_device("_amp_update_scale_", scale, tracker);
   same_device("_amp_update_scale_", scale, found_inf);
   c10::DeviceGuard guard(scale.device());

@@ -32,21 +32,16 @@ void need(const Call& c, bool ok, at::ScalarType t) {
 
 void unary(Call& c, UnaryFn fn, const char* tops, UnaryKind kind) {
   const at::Tensor self = c.tensor("self");
-  at::ScalarType dt = self.scalar_type();
-  at::ScalarType out_dt = dt;
+  const auto [dt, out_dt] = torch_fl::kit::unary_dtypes(self.scalar_type(), kind);
   switch (kind) {
     case UnaryKind::KeepsDtype:
       need(c, arithmetic_dtype(dt), dt);
       break;
     case UnaryKind::ToFloat:
-      // Integers compute in the default float dtype, as on CPU; complex has no topsaten kernel.
-      if (at::isIntegralType(dt, /*includeBool=*/true))
-        dt = out_dt = at::typeMetaToScalarType(at::get_default_dtype());
-      need(c, arithmetic_dtype(dt) && at::isFloatingType(dt), dt);
+      need(c, arithmetic_dtype(dt) && at::isFloatingType(dt), dt);  // complex has no kernel
       break;
     case UnaryKind::Logical:
       need(c, storage_dtype(dt), dt);
-      out_dt = at::kBool;
       break;
   }
   Prologue p(c);
@@ -60,15 +55,10 @@ void unary(Call& c, UnaryFn fn, const char* tops, UnaryKind kind) {
 void binary(Call& c, BinaryFn fn, const char* tops, BinaryKind kind, const char* an,
             const char* bn) {
   const at::Tensor a = operand(c, an), b = operand(c, bn);
-  at::ScalarType dt = at::result_type(a, b);
-  at::ScalarType out_dt = dt;
+  const auto [dt, out_dt] = torch_fl::kit::binary_dtypes(at::result_type(a, b), kind);
   switch (kind) {
     case BinaryKind::Arith:
-      need(c, arithmetic_dtype(dt), dt);
-      break;
     case BinaryKind::TrueDiv:
-      if (at::isIntegralType(dt, /*includeBool=*/true))
-        dt = out_dt = at::typeMetaToScalarType(at::get_default_dtype());
       need(c, arithmetic_dtype(dt), dt);
       break;
     case BinaryKind::Pow:
@@ -76,7 +66,6 @@ void binary(Call& c, BinaryFn fn, const char* tops, BinaryKind kind, const char*
       break;
     case BinaryKind::Compare:
       need(c, storage_dtype(dt), dt);
-      out_dt = at::kBool;
       break;
   }
   const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
@@ -92,10 +81,7 @@ void binary_alpha(Call& c, AlphaFn fn, const char* tops) {
   const at::Tensor a = operand(c, "self"), b = operand(c, "other");
   const at::ScalarType dt = at::result_type(a, b);
   need(c, arithmetic_dtype(dt), dt);
-  const at::Scalar alpha = c.has("alpha") ? c.scalar("alpha") : at::Scalar(1);
-  if (at::isIntegralType(dt, /*includeBool=*/true) && alpha.isFloatingPoint()) {
-    c.decline("a floating alpha with integral operands is PyTorch's error to raise");
-  }
+  const at::Scalar alpha = torch_fl::kit::checked_alpha(c, dt);
   const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
   Prologue p(c);
   const at::Tensor x = prepare(c, a, dt, shape), y = prepare(c, b, dt, shape);

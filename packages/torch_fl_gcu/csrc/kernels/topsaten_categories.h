@@ -3,6 +3,8 @@
 // the topsaten function the SDK exports for that op.
 #pragma once
 
+#include <torch_fl/kit/type_promotion.h>
+
 #include "topsaten_common.h"
 
 namespace tfl_gcu {
@@ -68,8 +70,8 @@ using NonzeroFn = topsatenStatus_t (*)(topsatenTensor&, int64_t*, const topsaten
 using IndexFn = topsatenStatus_t (*)(topsatenTensor&, const topsatenTensor&,
                                      const std::vector<topsatenTensor>&, topsStream_t);
 
-enum class UnaryKind { KeepsDtype, ToFloat, Logical };
-enum class BinaryKind { Arith, TrueDiv, Pow, Compare };
+using torch_fl::kit::BinaryKind;
+using torch_fl::kit::UnaryKind;
 
 void unary(Call& c, UnaryFn fn, const char* tops, UnaryKind kind);
 // `a`, `b`: schema names of the two operands (Tensor or Scalar).
