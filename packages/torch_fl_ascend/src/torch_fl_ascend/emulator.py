@@ -1,16 +1,15 @@
 """Test controls of the CANN emulator (``ascend_emulator.h``), through ctypes.
 
 Only meaningful when torch-fl-ascend was built against the emulator (``sdk_info()["emulator"]``):
+the emulator framework's controls (core's :class:`torch_fl.vendors.emulator.EmulatorControls`):
 fault injection by toolkit function name (``aclrtMalloc``, ``aclnnAdd``), call counts, contract
 violations the emulator detected (memory freed while queued work still uses it, ...) and live
 allocations. The library is the very ``libascendcl.so`` the runtime uses (:func:`sdk.load` loaded
-it), so state is shared with it (core's :class:`torch_fl.vendors.emulator.EmulatorControls`).
+it), so state is shared with it. :func:`clear_faults` is ``aclEmuReset``: counters and the
+violation record start from zero too.
 """
 
 from __future__ import annotations
-
-import ctypes
-from contextlib import AbstractContextManager
 
 from torch_fl.vendors.emulator import EmulatorControls
 
@@ -26,6 +25,7 @@ __all__ = [
     "library",
     "live_allocations",
     "live_bytes",
+    "reset",
     "violation_count",
 ]
 
@@ -44,43 +44,15 @@ ACLNN_STATUS = {
     "ACLNN_ERR_INNER_NULLPTR": 561103,
 }
 
-_emu = EmulatorControls(
-    "torch_fl_ascend",
-    "aclEmu",
-    {**ACL_ERRORS, **ACLNN_STATUS},
-    {
-        "ViolationCount": ([], ctypes.c_uint64),
-        "LastViolation": ([], ctypes.c_char_p),
-        "Reset": ([], None),
-    },
-)
+_emu = EmulatorControls("torch_fl_ascend", "aclEmu", {**ACL_ERRORS, **ACLNN_STATUS}, clears="Reset")
 available = _emu.available
 library = _emu.library
+inject_fault = _emu.inject_fault
+clear_faults = _emu.clear_faults
+reset = _emu.reset
+fault = _emu.fault
 call_count = _emu.call_count
+violation_count = _emu.violation_count
+last_violation = _emu.last_violation
 live_allocations = _emu.live_allocations
 live_bytes = _emu.live_bytes
-
-
-def inject_fault(call: str, status: str | int, nth: int = 1) -> None:
-    """Make the ``nth`` call of ``call`` from now return ``status`` (a name from ACL_ERRORS /
-    ACLNN_STATUS, or its value) and do nothing else."""
-    _emu.check_fault(
-        _emu.call("InjectFault", call.encode(), nth, _emu.status(status)), call, status
-    )
-
-
-def clear_faults() -> None:
-    """Clears faults, call counters and the violation record (aclEmuReset)."""
-    _emu.call("Reset")
-
-
-def fault(call: str, status: str | int, nth: int = 1) -> AbstractContextManager[None]:
-    return _emu.scoped(lambda: inject_fault(call, status, nth), clear_faults)
-
-
-def violation_count() -> int:
-    return int(_emu.call("ViolationCount"))
-
-
-def last_violation() -> str:
-    return (_emu.call("LastViolation") or b"").decode(errors="replace")

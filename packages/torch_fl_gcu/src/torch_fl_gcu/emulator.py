@@ -1,16 +1,16 @@
 """Test controls of the TopsRider emulator (``tops_emulator.h``), through ctypes.
 
 Only meaningful when torch-fl-gcu was built against the emulator (``sdk_info()["emulator"]``):
-fault injection by SDK function name, call counts, live allocations, and a second producer on a
-stream (``launch_foreign``: a Triton kernel as the S60 sees it, not ordered with topsaten work).
-The library is the very ``libtopsrt.so`` the runtime uses (:func:`torch_fl_gcu.sdk.load` loaded
-it), so state is shared with it (core's :class:`torch_fl.vendors.emulator.EmulatorControls`).
+the emulator framework's controls (fault injection by SDK function name, call counts, the
+violation record, live allocations; core's :class:`torch_fl.vendors.emulator.EmulatorControls`)
+and a second producer on a stream (``launch_foreign``: a Triton kernel as the S60 sees it, not
+ordered with topsaten work). The library is the very ``libtopsrt.so`` the runtime uses
+(:func:`torch_fl_gcu.sdk.load` loaded it), so state is shared with it.
 """
 
 from __future__ import annotations
 
 import ctypes
-from contextlib import AbstractContextManager
 
 from torch_fl.vendors.emulator import EmulatorControls
 
@@ -20,11 +20,14 @@ __all__ = [
     "clear_faults",
     "fault",
     "inject_fault",
+    "last_violation",
     "launch_foreign",
     "library",
     "live_allocations",
     "live_bytes",
     "pending_foreign",
+    "reset",
+    "violation_count",
 ]
 
 #: topsError_t / topsatenStatus_t values tests inject by name.
@@ -48,32 +51,21 @@ _emu = EmulatorControls(
     "topsEmu",
     {**TOPS_ERRORS, **TOPSATEN_STATUS},
     {
-        "ClearFaults": ([], None),
         "LaunchForeign": ([ctypes.c_void_p] * 3 + [ctypes.c_size_t], ctypes.c_int),
         "PendingForeign": ([ctypes.c_int], ctypes.c_uint64),
     },
 )
 available = _emu.available
 library = _emu.library
+inject_fault = _emu.inject_fault
+clear_faults = _emu.clear_faults
+reset = _emu.reset
+fault = _emu.fault
 call_count = _emu.call_count
+violation_count = _emu.violation_count
+last_violation = _emu.last_violation
 live_allocations = _emu.live_allocations
 live_bytes = _emu.live_bytes
-
-
-def inject_fault(call: str, status: str | int, nth: int = 1) -> None:
-    """Make the ``nth`` call of SDK function ``call`` (``"topsMalloc"``, ``"topsatenAdd"``) from
-    now return ``status`` (a name from TOPS_ERRORS / TOPSATEN_STATUS, or its value)."""
-    _emu.check_fault(
-        _emu.call("InjectFault", call.encode(), nth, _emu.status(status)), call, status
-    )
-
-
-def clear_faults() -> None:
-    _emu.call("ClearFaults")
-
-
-def fault(call: str, status: str | int, nth: int = 1) -> AbstractContextManager[None]:
-    return _emu.scoped(lambda: inject_fault(call, status, nth), clear_faults)
 
 
 def pending_foreign(device: int) -> int:
@@ -82,7 +74,7 @@ def pending_foreign(device: int) -> int:
 
 def launch_foreign(stream: int, dst: int, data: bytes) -> None:
     """Queue a second producer's write of ``data`` to device pointer ``dst`` on topsStream_t
-    ``stream`` (``torch.ops.torch_fl._native_stream(device)``)."""
+    ``stream`` (``torch.ops.torch_fl_gcu._current_tops_stream(device)``)."""
     buf = ctypes.create_string_buffer(data, len(data))
     rc = _emu.call("LaunchForeign", ctypes.c_void_p(stream), ctypes.c_void_p(dst), buf, len(data))
     if rc != 0:
