@@ -74,7 +74,7 @@ def pending_foreign(device: int) -> int:
 
 def launch_foreign(stream: int, dst: int, data: bytes) -> None:
     """Queue a second producer's write of ``data`` to device pointer ``dst`` on topsStream_t
-    ``stream`` (``torch.ops.torch_fl_gcu._current_tops_stream(device)``)."""
+    ``stream`` (``torch.ops.torch_fl._native_stream(device)``)."""
     buf = ctypes.create_string_buffer(data, len(data))
     rc = _emu.call("LaunchForeign", ctypes.c_void_p(stream), ctypes.c_void_p(dst), buf, len(data))
     if rc != 0:
