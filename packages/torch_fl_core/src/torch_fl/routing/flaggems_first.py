@@ -71,7 +71,7 @@ def load_flaggems_ops(path: Path) -> list[str]:
 def checked_in_inputs(routing_dir: Path) -> dict:
     """The keyword arguments of a vendor generator that come from ``routing_dir``
     (``flaggems_ops.txt``, ``gaps.json``) and from core (torch minor, composites)."""
-    from torch_fl.routing.generate import STUB_COMPOSITES, composite_kernels
+    from torch_fl.routing.derived import STUB_COMPOSITES, composite_kernels
     from torch_fl.routing.validation import torch_minor
 
     ops = routing_dir / "flaggems_ops.txt"
@@ -165,7 +165,7 @@ class FlagGemsFirst:
         """Core's rules, after the vendor's: composites whose kernel calls a DispatchStub for the
         tensor's device (no flagos entry) are served on the CPU whole; the dtypes CPU's kernel
         lacks go to core's composite backend (after a plain ``cpu`` rule where there is none)."""
-        from torch_fl.routing.generate import COMPOSITE
+        from torch_fl.routing.derived import COMPOSITE
 
         for op, why in sorted((stub_composites or {}).items()):
             self.rules.setdefault(short_op_name(op), [Rule((), "cpu", f"composite {why}")])
