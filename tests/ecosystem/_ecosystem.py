@@ -21,7 +21,6 @@ def run_program(code: str, *args: str, timeout: float = 600, **env: str):
     """python -c code in a fresh process; ``env`` entries set to "" are removed."""
     child = {k: v for k, v in os.environ.items() if k not in env or env[k] != ""}
     child.update({k: v for k, v in env.items() if v != ""})
-    child.setdefault("USE_HUB_KERNELS", "0")  # the documented setting (docs/ecosystem.md)
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code), *args],
         capture_output=True,

@@ -106,7 +106,8 @@ cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidde
                   num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32)
 torch.manual_seed(0)
 LlamaForCausalLM(cfg).save_pretrained(sys.argv[1])
-model = LlamaForCausalLM.from_pretrained(sys.argv[1], device_map="flagos")
+device_map = sys.argv[2] if sys.argv[2] in ("flagos", "auto") else int(sys.argv[2])
+model = LlamaForCausalLM.from_pretrained(sys.argv[1], device_map=device_map)
 ids = torch.arange(8).unsqueeze(0)
 out = model(ids.to("flagos")).logits
 ref = LlamaForCausalLM.from_pretrained(sys.argv[1])(ids).logits
@@ -115,9 +116,20 @@ print("LOADED", next(model.parameters()).device.type)
 """
 
 
-def test_from_pretrained_device_map(tmp_path):
-    """from_pretrained(device_map="flagos") with USE_HUB_KERNELS=0 loads onto flagos, outputs as on the CPU"""
-    proc = run_program(PRETRAINED, str(tmp_path), USE_HUB_KERNELS="0")
+@pytest.mark.parametrize("device_map", ["flagos", "0", "auto"])
+def test_from_pretrained_device_map(tmp_path, device_map):
+    """from_pretrained(device_map="flagos" | 0 | "auto") loads onto flagos out of the box (hub kernels left out there), outputs as on the CPU"""
+    proc = run_program(PRETRAINED, str(tmp_path), device_map, USE_HUB_KERNELS="")  # its default: on
+    assert "LOADED flagos" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-4000:]
+
+
+def test_from_pretrained_without_the_adapter_fails_as_reported(tmp_path):
+    """from_pretrained(device_map="flagos") with the adapter off (FLAGOS_DISABLE_INTEGRATIONS=hub_kernels) fails in kernels; USE_HUB_KERNELS=0 loads"""
+    off = {"FLAGOS_DISABLE_INTEGRATIONS": "hub_kernels"}
+    proc = run_program(PRETRAINED, str(tmp_path), "flagos", USE_HUB_KERNELS="", **off)
+    assert proc.returncode != 0
+    assert "Unsupported device type 'flagos'" in proc.stderr, proc.stderr[-3000:]
+    proc = run_program(PRETRAINED, str(tmp_path), "flagos", USE_HUB_KERNELS="0", **off)
     assert "LOADED flagos" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-4000:]
 
 

@@ -9,7 +9,7 @@ Installed, it changes behaviour only while ``flagos`` is the process's accelerat
 ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` (torch_fl not imported) the library runs unchanged.
 
 ``FLAGOS_DISABLE_INTEGRATIONS=all`` (or a comma-separated list of names: ``transformers``,
-``accelerate``, ``flex_attention``, ``lightning``) installs none (those). docs/ecosystem.md says what each does,
+``hub_kernels``, ``accelerate``, ``flex_attention``, ``lightning``) installs none (those). docs/ecosystem.md says what each does,
 with which versions it was tested, and the upstream change that would make it unnecessary.
 """
 
@@ -37,6 +37,10 @@ DISABLE_VAR = "FLAGOS_DISABLE_INTEGRATIONS"
 #: name -> (module whose import installs it, "package.module:function" of the installer)
 ADAPTERS: dict[str, tuple[str, str]] = {
     "transformers": ("transformers.training_args", "torch_fl.integrations.transformers:install"),
+    "hub_kernels": (
+        "transformers.integrations.hub_kernels",
+        "torch_fl.integrations.hub_kernels:install",
+    ),
     "accelerate": ("accelerate.state", "torch_fl.integrations.accelerate:install"),
     "flex_attention": (
         "torch.nn.attention.flex_attention",
