@@ -124,6 +124,8 @@ class NativeVendor(Vendor):
         return self._absent
 
     def activate(self) -> None:
+        # The vendor's own hook, as in any vendor package: routing is imported here and in the
+        # flaggems methods, at activation, never when torch_fl.vendors is imported.
         import torch
 
         from torch_fl.routing import register_library_backend
