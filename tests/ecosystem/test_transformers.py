@@ -118,7 +118,7 @@ print("LOADED", next(model.parameters()).device.type)
 
 @pytest.mark.parametrize("device_map", ["flagos", "0", "auto"])
 def test_from_pretrained_device_map(tmp_path, device_map):
-    """from_pretrained(device_map="flagos" | 0 | "auto") loads onto flagos out of the box (hub kernels left out there), outputs as on the CPU"""
+    """from_pretrained(device_map="flagos", 0 or "auto") loads onto flagos out of the box (hub kernels left out there), outputs as on the CPU"""
     proc = run_program(PRETRAINED, str(tmp_path), device_map, USE_HUB_KERNELS="")  # its default: on
     assert "LOADED flagos" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-4000:]
 
