@@ -41,7 +41,7 @@ char* AllocationMap::resolve(int device, const void* p, size_t n) const {
 
 size_t env_size(const char* name, size_t dflt) {
   const char* v = std::getenv(name);
-  if (!v || !*v) return dflt;
+  if (!v || !*v || *v == '-') return dflt;  // strtoull would wrap a negative around
   char* end = nullptr;
   const unsigned long long x = std::strtoull(v, &end, 10);
   return (end && *end == '\0') ? static_cast<size_t>(x) : dflt;

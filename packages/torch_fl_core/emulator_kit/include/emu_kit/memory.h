@@ -79,7 +79,7 @@ struct DeviceMemory {
   }
 };
 
-// An unsigned count from the environment (dflt when unset, empty or not a number).
+// An unsigned count from the environment (dflt when unset, empty, negative or not a number).
 size_t env_size(const char* name, size_t dflt);
 
 }  // namespace emu_kit
