@@ -165,6 +165,9 @@ def _key_paths(name: str) -> list[str]:
     paths = [PACKAGES[name]["path"], "shared_cmake", "shared_build"]
     if name != "core":
         paths += [f"{CORE_ENTRY['path']}/include", f"{CORE_ENTRY['path']}/src/torch_fl/kit"]
+    else:
+        # Not in core's wheel: its tests and the emulator framework the SDK emulators build on.
+        paths += [f":(exclude){CORE_ENTRY['path']}/{d}" for d in ("tests", "emulator_kit")]
     return paths
 
 
