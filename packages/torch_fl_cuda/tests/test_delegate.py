@@ -195,3 +195,14 @@ def test_fused_attention_results_land_where_cuda_puts_them(op):
         else:  # None (an undefined tensor), or a SymInt such as max_q
             assert r == n, (op, r, n)
     torch.testing.assert_close(routed[0].cpu(), native[0].cpu(), atol=2e-3, rtol=2e-3)
+
+
+def test_native_stream_is_torchs_cuda_stream():
+    # runtime ABI v1.2: what a Triton launcher (FlagGems) enqueues on is the CUDA stream torch's
+    # kernels use, the current one included.
+    assert torch.ops.torch_fl._native_stream(0) == torch.cuda.current_stream(0).cuda_stream
+    side = torch.cuda.Stream(0)
+    with torch.cuda.stream(side):
+        assert torch.ops.torch_fl._native_stream(0) == side.cuda_stream
+    with pytest.raises(RuntimeError, match="device"):
+        torch.ops.torch_fl._native_stream(torch.cuda.device_count())

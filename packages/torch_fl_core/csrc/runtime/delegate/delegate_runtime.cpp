@@ -317,6 +317,32 @@ tfl_status event_elapsed_ms(float* ms, tfl_event start, tfl_event end) {
   });
 }
 
+// The mirrored backend's own stream handle (cudaStream_t) behind a flagos stream: what FlagGems'
+// launcher enqueues on is then the same stream torch's kernels use.
+tfl_status native_stream(tfl_stream stream, int device, void** out) {
+  if (!out) return TFL_ERROR_INVALID_VALUE;
+  if (device < 0 || device >= static_cast<int>(impl()->deviceCount())) {
+    t_last_error = "native_stream: device " + std::to_string(device) + " out of range";
+    return TFL_ERROR_INVALID_DEVICE;
+  }
+  return guarded("native_stream", [&] {
+    *out = stream_of(stream, static_cast<c10::DeviceIndex>(device)).native_handle();
+  });
+}
+
+// Counting devices needs no initialised context here: torch's backend answers it.
+tfl_status probe(int* count, char* msg, size_t len) {
+  if (msg && len) msg[0] = '\0';
+  if (!count) return TFL_ERROR_INVALID_VALUE;
+  *count = 0;
+  const tfl_status st = guarded("probe", [&] { *count = static_cast<int>(impl()->deviceCount()); });
+  const std::string why = st != TFL_OK ? t_last_error
+                          : *count == 0 ? g_name + ": the backend reports no devices"
+                                        : "";
+  if (msg && len) std::snprintf(msg, len, "%s", why.c_str());
+  return st;
+}
+
 tfl_runtime_v1 g_table = {
     TFL_RUNTIME_ABI_VERSION,
     sizeof(tfl_runtime_v1),
@@ -356,6 +382,8 @@ tfl_runtime_v1 g_table = {
     /*ipc_get_handle=*/nullptr,
     /*ipc_open_handle=*/nullptr,
     /*ipc_close_handle=*/nullptr,
+    native_stream,
+    probe,
 };
 
 }  // namespace
