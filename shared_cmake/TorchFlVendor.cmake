@@ -107,7 +107,10 @@ function(torch_fl_vendor name)
   # ---- the kernels, generated from the ops table and the SDK's symbols ----
   include(TorchFlTorch)
   _torch_fl_vendor_generate(generated "${label}" ${ARG_GENERATOR_ARGS})
-  file(GLOB generator_sources "${CMAKE_CURRENT_SOURCE_DIR}/tools/*.py")
+  # The vendor's ops table and its SDK's emission, and core's generator driver where the tools
+  # find it in the monorepo (a change to either re-runs generation).
+  file(GLOB generator_sources "${CMAKE_CURRENT_SOURCE_DIR}/tools/*.py"
+       "${CMAKE_CURRENT_SOURCE_DIR}/../torch_fl_core/src/torch_fl/kit/*.py")
   set_property(DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
     ${ARG_GENERATOR_DEPENDS} ${generator_sources})
   file(GLOB kernel_sources CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/csrc/kernels/*.cpp")
