@@ -1,5 +1,6 @@
-"""packages/torch_fl_core/csrc/README.md maps every source file of core's C++ and of the kit: a
-file added without a line there, or a line left for a file that is gone, fails here."""
+"""packages/torch_fl_core/csrc/README.md maps every source file of core's C++, the kit and the
+emulator framework: a file added without a line there, or a line left for a file that is gone,
+fails here."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ SOURCES = {
     "csrc": ("*.cpp", "*.h"),
     "include/torch_fl": ("*.h",),
     "src/torch_fl/kit": ("*.py",),
+    "emulator_kit": ("*.cpp", "*.h"),
 }
 SUFFIXES = (".cpp`", ".h`", ".py`", ".*`")
 #: The map also names Python files outside these folders (tests, tools): only C++ names are
@@ -32,13 +34,14 @@ def sources() -> list[Path]:
 
 def named_files(text: str, suffixes: tuple[str, ...] = SUFFIXES) -> set[str]:
     """The stems of the files the map names in code spans: `glue/stream_pool.*`, `views.cpp`,
-    `kernel_ops.py` (placeholders such as `<sdk>_kernels.cpp` left out)."""
+    `kernel_ops.py` (placeholders such as `<sdk>_kernels.cpp` and globs left out)."""
     spans = (w.strip(",;:()") for w in text.split())
-    return {
+    stems = (
         span.strip("`").rsplit("/", 1)[-1].split(".")[0]
         for span in spans
         if span.startswith("`") and span.endswith(suffixes) and "<" not in span
-    }
+    )
+    return {stem for stem in stems if "*" not in stem}
 
 
 def test_every_source_file_is_on_the_map():
