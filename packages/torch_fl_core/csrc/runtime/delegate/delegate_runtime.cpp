@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace torch_fl::delegate {
 namespace {
@@ -317,17 +319,31 @@ tfl_status event_elapsed_ms(float* ms, tfl_event start, tfl_event end) {
   });
 }
 
+// c10::Stream::native_handle() is newer than the oldest torch this builds against (2.10 lacks it).
+template <class S, class = void>
+struct HasNativeHandle : std::false_type {};
+template <class S>
+struct HasNativeHandle<S, std::void_t<decltype(std::declval<const S&>().native_handle())>>
+    : std::true_type {};
+
 // The mirrored backend's own stream handle (cudaStream_t) behind a flagos stream: what FlagGems'
 // launcher enqueues on is then the same stream torch's kernels use.
+template <class S = c10::Stream>
 tfl_status native_stream(tfl_stream stream, int device, void** out) {
   if (!out) return TFL_ERROR_INVALID_VALUE;
   if (device < 0 || device >= static_cast<int>(impl()->deviceCount())) {
     t_last_error = "native_stream: device " + std::to_string(device) + " out of range";
     return TFL_ERROR_INVALID_DEVICE;
   }
-  return guarded("native_stream", [&] {
-    *out = stream_of(stream, static_cast<c10::DeviceIndex>(device)).native_handle();
-  });
+  if constexpr (HasNativeHandle<S>::value) {
+    return guarded("native_stream", [&] {
+      const S s = stream_of(stream, static_cast<c10::DeviceIndex>(device));
+      *out = s.native_handle();
+    });
+  } else {
+    t_last_error = "native_stream: this torch's c10::Stream has no native_handle() (torch >= 2.11)";
+    return TFL_ERROR_NOT_SUPPORTED;
+  }
 }
 
 // Counting devices needs no initialised context here: torch's backend answers it.
@@ -382,7 +398,7 @@ tfl_runtime_v1 g_table = {
     /*ipc_get_handle=*/nullptr,
     /*ipc_open_handle=*/nullptr,
     /*ipc_close_handle=*/nullptr,
-    native_stream,
+    native_stream<>,
     probe,
 };
 
