@@ -459,10 +459,31 @@ def test_convolution_strides_are_the_fake_kernels(flagos, dims, input_cl, weight
 
     with torch.no_grad():
         got = run(x, w)
+        native = run(x.cpu(), w.cpu())
         with FakeTensorMode() as mode:
             predicted = run(mode.from_tensor(x), mode.from_tensor(w))
-    for name, g, p in zip(("output", "grad_input", "grad_weight"), got, predicted, strict=True):
+    names = ("output", "grad_input", "grad_weight")
+    for name, g, p in zip(names, got, predicted, strict=True):
         assert g.stride() == p.stride(), f"{name}: {g.stride()} != predicted {p.stride()}"
+    # The layout CPU (mkldnn) and CUDA (cuDNN) give the same operands: no copy into another one.
+    for name, g, n in zip(names, got, native, strict=True):
+        assert g.stride() == n.stride(), f"{name}: {g.stride()} != CPU's {n.stride()}"
+
+
+def test_compiled_code_cache_names_the_build_and_vendor(dynamo):
+    """Inductor's FX graph cache key holds flagos's device pass uuid: code compiled by another
+    torch-fl build or for another vendor's codegen is never loaded as if it fitted."""
+    from torch._inductor.codegen import common
+    from torch_fl.compile import choice
+
+    if choice.scheduling() is None:
+        pytest.skip(f"vendor {choice.vendor_name()!r} generates no code (routed graphs)")
+    torch.compile(lambda t: t * 3)(torch.ones(2, device="flagos"))
+    device_pass = common.get_custom_backend_pass_for_device("flagos")
+    assert device_pass is not None
+    uuid = device_pass.uuid()
+    assert uuid.startswith(f"{choice.vendor_name()}:{choice.scheduling()}:"), uuid
+    assert len(uuid.rsplit(":", 1)[1]) == 64, uuid
 
 
 def test_dynamic_shapes(dynamo):

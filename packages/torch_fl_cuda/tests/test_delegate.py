@@ -117,7 +117,8 @@ def test_convolution_runs_on_cudnn_route():
         y.sum().backward()
     counts = torch_fl._C.dispatch_counts()
     assert counts.get("aten::convolution_backward") == {"box:cuda": 1}, counts
-    assert "aten::convolution" not in counts, counts  # not through ATen's CPU fallback
+    # convolution_overrideable counts its call on the backend it ran, not ATen's CPU fallback.
+    assert counts.get("aten::convolution") == {"box:cuda": 1}, counts
     ref = torch.nn.functional.conv2d(x.detach().cpu(), conv.weight.detach().cpu(), conv.bias.cpu())
     torch.testing.assert_close(y.detach().cpu(), ref, rtol=1e-3, atol=1e-3)
     assert x.grad.device.type == "flagos"

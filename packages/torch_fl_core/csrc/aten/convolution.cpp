@@ -8,14 +8,16 @@
 // (zero copies), else ATen's CPU fallback. Every call is counted (the census
 // and FLAGOS_FALLBACK_BUDGET see it), as a CPU fallback when it is one.
 //
-// Layout: the answer has the memory format PyTorch's fake kernel predicts for
-// a flagos convolution (its _select_conv_backend says Overrideable, whose
-// format ATen decides), whatever the backend computed in: compiled graphs
-// assert the predicted strides. cuDNN and mkldnn answer channels_last for a
-// channels_last weight, so such a result is restrided, one copy.
+// Layout: the answer has the format native CUDA and CPU give the same
+// operands (conv_memory_format), whatever the backend computed in; flagos's
+// fake kernels predict the same format (torch_fl.compile.conv_layout), since
+// compiled graphs assert the predicted strides. PyTorch's own prediction for
+// an out-of-tree device (ConvBackend::Overrideable) is always contiguous,
+// which would cost every channels_last convolution a copy.
+#include "aten/convolution.h"
+
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <ATen/native/ConvUtils.h>
 #include <torch/library.h>
 
 #include "router/backend.h"
@@ -23,6 +25,23 @@
 #include "router/router.h"
 
 namespace torch_fl {
+
+at::MemoryFormat conv_memory_format(const at::Tensor& input, const at::Tensor& weight) {
+  if (input.scalar_type() == at::kDouble || weight.scalar_type() == at::kDouble) {
+    return at::MemoryFormat::Contiguous;
+  }
+  const auto input_format = input.suggest_memory_format();
+  const auto weight_format = weight.suggest_memory_format();
+  const auto either = [&](at::MemoryFormat f) { return input_format == f || weight_format == f; };
+  if (weight.dim() == 4 && either(at::MemoryFormat::ChannelsLast)) {
+    return at::MemoryFormat::ChannelsLast;
+  }
+  if (weight.dim() == 5 && either(at::MemoryFormat::ChannelsLast3d)) {
+    return at::MemoryFormat::ChannelsLast3d;
+  }
+  return at::MemoryFormat::Contiguous;
+}
+
 namespace {
 
 // Asked on every convolution: the route lookup and the operator handles are
@@ -61,12 +80,9 @@ torch::jit::Stack run_routed(bool backward, c10::ScalarType dtype, torch::jit::S
   return stack;
 }
 
-// The format PyTorch's fake and meta kernels give a flagos convolution's
-// output (and its input and weight gradients).
 at::Tensor as_predicted(at::Tensor result, const at::Tensor& input, const at::Tensor& weight) {
   if (!result.defined()) return result;
-  const at::MemoryFormat format = at::native::_determine_backend_memory_format(
-      input, weight, at::native::ConvBackend::Overrideable);
+  const at::MemoryFormat format = conv_memory_format(input, weight);
   return result.is_contiguous(format) ? result : result.contiguous(format);
 }
 

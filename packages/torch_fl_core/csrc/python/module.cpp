@@ -24,6 +24,7 @@
 #include "glue/runtime_access.h"
 #include "glue/stream_pool.h"
 #include "aten/composite_backend.h"
+#include "aten/convolution.h"
 #include "aten/cpu_fallback.h"
 #include "aten/factories.h"
 #include "profiler/route_scope.h"
@@ -323,6 +324,20 @@ NB_MODULE(_C, m) {
   });
   m.def("core_native_ops", &core_native_ops);
   m.def("composite_kernels", &composite_kernels);
+  // The format a flagos convolution answers in (torch_fl.compile.conv_layout
+  // predicts it for fake tensors): the torch.memory_format's name.
+  m.def("conv_memory_format", [](nb::handle input, nb::handle weight) -> const char* {
+    TORCH_CHECK(THPVariable_Check(input.ptr()) && THPVariable_Check(weight.ptr()),
+                "flagos: conv_memory_format takes two tensors");
+    switch (conv_memory_format(THPVariable_Unpack(input.ptr()), THPVariable_Unpack(weight.ptr()))) {
+      case at::MemoryFormat::ChannelsLast:
+        return "channels_last";
+      case at::MemoryFormat::ChannelsLast3d:
+        return "channels_last_3d";
+      default:
+        return "contiguous_format";
+    }
+  });
   m.def(
       "register_python_backend",
       [](const std::string& name, nb::handle trampoline, nb::handle has_kernel,

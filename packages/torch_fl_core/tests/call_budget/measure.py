@@ -39,6 +39,7 @@ def cases(dev: str) -> dict:
     a, b, o, bias, x, w = t(64, 64), t(64, 64), t(64, 64), t(64), t(8, 64), t(64, 64)
     lists = {n: ([t(256) for _ in range(n)], [t(256) for _ in range(n)]) for n in (10, 150)}
     image, kernel = t(2, 4, 8, 8), t(4, 4, 3, 3)
+    image_cl = image.contiguous(memory_format=torch.channels_last)
     return {
         "add_": lambda: a.add_(b),
         "add_out": lambda: torch.add(a, b, out=o),
@@ -47,6 +48,7 @@ def cases(dev: str) -> dict:
         "foreach_add_10": lambda: torch._foreach_add_(*lists[10]),
         "foreach_add_150": lambda: torch._foreach_add_(*lists[150]),
         "conv2d": lambda: torch.nn.functional.conv2d(image, kernel, padding=1),
+        "conv2d channels_last": lambda: torch.nn.functional.conv2d(image_cl, kernel, padding=1),
     }
 
 

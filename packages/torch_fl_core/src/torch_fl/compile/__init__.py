@@ -49,8 +49,10 @@ def _register_inductor(module: ModuleType) -> None:
 
 def register() -> None:
     """Arm (or, if Dynamo/Inductor are already imported, perform) the registration. Idempotent."""
-    from torch_fl.compile import _import_hooks
+    from torch_fl.compile import _import_hooks, conv_layout
 
+    # Fake tensors (compile, export) predict a flagos convolution's strides as flagos answers.
+    conv_layout.install()
     _import_hooks.when_imported("torch._dynamo.device_interface", _register_dynamo)
     _import_hooks.when_imported("torch._inductor.compile_fx", _register_inductor)
 

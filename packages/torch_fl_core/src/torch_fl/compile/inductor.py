@@ -535,6 +535,40 @@ def _run_without_codegen(compile_fx_module: ModuleType, vendor: str) -> None:
     compile_fx_module.compile_fx = compile_fx
 
 
+def _build_identity_pass(codegen: str) -> Any:
+    """A device pass that changes nothing; its ``uuid`` names this torch-fl build and codegen.
+
+    Inductor puts the uuid of a device's custom pass into its FX graph cache key. Without it, code
+    compiled for ``flagos`` by another torch-fl build (other predicted strides, wrapper calls) or
+    for another vendor (C++ kernels on host memory vs Triton on device memory: the device is
+    ``flagos`` for both) would be loaded from the cache as if it fitted.
+    """
+    from torch._inductor.custom_graph_pass import CustomGraphModulePass
+
+    class BuildIdentity(CustomGraphModulePass):
+        def __call__(self, gm: torch.fx.GraphModule) -> None:
+            return None
+
+        def uuid(self) -> str:
+            return f"{codegen}:{_build_digest()}"
+
+    return BuildIdentity()
+
+
+@functools.cache
+def _build_digest() -> str:
+    import hashlib
+    from pathlib import Path
+
+    from torch_fl import _C
+
+    digest = hashlib.sha256()
+    for path in [Path(_C.__file__), *sorted(Path(__file__).parent.glob("*.py"))]:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def register(_compile_fx: ModuleType) -> None:
     """Register ``flagos`` with Inductor, once ``torch._inductor.compile_fx`` is imported.
 
@@ -553,7 +587,12 @@ def register(_compile_fx: ModuleType) -> None:
         # here: this runs from an import hook, often inside the first compilation.
         _run_without_codegen(_compile_fx, scheduling.vendor_name())
         return
-    common.register_backend_for_device(_DEVICE, _scheduling_class(), _wrapper_classes()[0])
+    common.register_backend_for_device(
+        _DEVICE,
+        _scheduling_class(),
+        _wrapper_classes()[0],
+        device_custom_pass=_build_identity_pass(f"{scheduling.vendor_name()}:{kind}"),
+    )
     _register_device_op_overrides(common)
     _backend_for_flagos(utils, kind)
     if kind == "cpp":
