@@ -5,6 +5,7 @@
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/TypeProperties.h>
 #include <c10/core/DeviceGuard.h>
+#include <torch_fl/kit/conv_layout.h>
 
 #include <algorithm>
 #include <cmath>
@@ -768,7 +769,9 @@ void convolution(Call& c, ConvWs ws, RunFn run, const char* fn, const DtypeSet& 
     shape.push_back(o);
   }
   c10::DeviceGuard guard(c.device());
-  at::Tensor r = empty_result(c, shape, dt);
+  // The layout every flagos convolution answers in (and fake kernels predict).
+  const auto format = torch_fl::kit::conv_memory_format(input, weight);
+  at::Tensor r = empty_result(c, shape, dt, format);
   launch(c, ws, run, fn, Tensor(input), Tensor(weight), bias ? Tensor(*bias) : Tensor(),
          IntArray(stride), IntArray(padding), IntArray(dilation), transposed, IntArray(out_pad),
          groups, Tensor(r), kKeepDtype);
@@ -795,8 +798,9 @@ void convolution_backward(Call& c, ConvBwdWs ws, RunFn run, const char* fn,
   const std::vector<int64_t> bsizes = bias_sizes ? *bias_sizes : std::vector<int64_t>{g.size(1)};
   c10::DeviceGuard guard(c.device());
   at::Tensor gi, gw, gb;
-  if (mask[0]) gi = empty_result(c, input.sizes(), dt);
-  if (mask[1]) gw = empty_result(c, weight.sizes(), dt);
+  const auto format = torch_fl::kit::conv_memory_format(input, weight);
+  if (mask[0]) gi = empty_result(c, input.sizes(), dt, format);
+  if (mask[1]) gw = empty_result(c, weight.sizes(), dt, format);
   if (mask[2]) gb = empty_result(c, bsizes, dt);
   launch(c, ws, run, fn, Tensor(g), Tensor(input), Tensor(weight), IntArray(bsizes),
          IntArray(stride), IntArray(padding), IntArray(dilation), transposed, IntArray(out_pad),

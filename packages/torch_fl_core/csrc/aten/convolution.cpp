@@ -9,38 +9,21 @@
 // and FLAGOS_FALLBACK_BUDGET see it), as a CPU fallback when it is one.
 //
 // Layout: the answer has the format native CUDA and CPU give the same
-// operands (conv_memory_format), whatever the backend computed in; flagos's
+// operands (kit/conv_layout.h), whatever the backend computed in; flagos's
 // fake kernels predict the same format (torch_fl.compile.conv_layout), since
 // compiled graphs assert the predicted strides. PyTorch's own prediction for
 // an out-of-tree device (ConvBackend::Overrideable) is always contiguous,
 // which would cost every channels_last convolution a copy.
-#include "aten/convolution.h"
-
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
+#include <torch_fl/kit/conv_layout.h>
 
 #include "router/backend.h"
 #include "router/fallback_counts.h"
 #include "router/router.h"
 
 namespace torch_fl {
-
-at::MemoryFormat conv_memory_format(const at::Tensor& input, const at::Tensor& weight) {
-  if (input.scalar_type() == at::kDouble || weight.scalar_type() == at::kDouble) {
-    return at::MemoryFormat::Contiguous;
-  }
-  const auto input_format = input.suggest_memory_format();
-  const auto weight_format = weight.suggest_memory_format();
-  const auto either = [&](at::MemoryFormat f) { return input_format == f || weight_format == f; };
-  if (weight.dim() == 4 && either(at::MemoryFormat::ChannelsLast)) {
-    return at::MemoryFormat::ChannelsLast;
-  }
-  if (weight.dim() == 5 && either(at::MemoryFormat::ChannelsLast3d)) {
-    return at::MemoryFormat::ChannelsLast3d;
-  }
-  return at::MemoryFormat::Contiguous;
-}
 
 namespace {
 
@@ -82,7 +65,7 @@ torch::jit::Stack run_routed(bool backward, c10::ScalarType dtype, torch::jit::S
 
 at::Tensor as_predicted(at::Tensor result, const at::Tensor& input, const at::Tensor& weight) {
   if (!result.defined()) return result;
-  const at::MemoryFormat format = conv_memory_format(input, weight);
+  const at::MemoryFormat format = kit::conv_memory_format(input, weight);
   return result.is_contiguous(format) ? result : result.contiguous(format);
 }
 

@@ -222,13 +222,7 @@ void run_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, b
   if (boxing::has_generator_argument(schema)) {
     boxing::bridge_generators(schema, args_begin, stack->end());
   }
-  if (count) count_fallback(full_name(schema.operator_name()));
-  if (g_log.load(std::memory_order_relaxed)) {
-    // One write per line: threads logging at once must not interleave mid-line.
-    std::string line = "[flagos fallback] " + short_name(schema.operator_name()) + " -> cpu" +
-                       (aliased ? " (arguments share memory)" : "") + "\n";
-    std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
-  }
+  note_fallback(schema, count, aliased ? " (arguments share memory)" : "");
   if (aliased) {
     run_storage_exact(op, stack);
     return;
@@ -238,5 +232,15 @@ void run_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, b
 }
 
 void set_fallback_log(bool on) { g_log.store(on); }
+
+void note_fallback(const c10::FunctionSchema& schema, bool count, const char* note) {
+  if (count) count_fallback(full_name(schema.operator_name()));
+  if (g_log.load(std::memory_order_relaxed)) {
+    // One write per line: threads logging at once must not interleave mid-line.
+    std::string line =
+        "[flagos fallback] " + short_name(schema.operator_name()) + " -> cpu" + note + "\n";
+    std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
+  }
+}
 
 }  // namespace torch_fl

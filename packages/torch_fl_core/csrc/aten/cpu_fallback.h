@@ -12,5 +12,8 @@ namespace torch_fl {
 void run_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool count);
 // FLAGOS_LOG=fallback: print "[flagos fallback] <op> -> cpu" for each call.
 void set_fallback_log(bool on);
+// What every path to the CPU does first: count the call (when `count`) and,
+// under FLAGOS_LOG=fallback, log it with `note` (empty, or " (why)").
+void note_fallback(const c10::FunctionSchema& schema, bool count, const char* note);
 
 }  // namespace torch_fl

@@ -15,6 +15,7 @@
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/device_lazy_init.h>
+#include <torch_fl/kit/conv_layout.h>
 
 #include "router/fallback_counts.h"
 #include "glue/caching_allocator.h"
@@ -24,7 +25,6 @@
 #include "glue/runtime_access.h"
 #include "glue/stream_pool.h"
 #include "aten/composite_backend.h"
-#include "aten/convolution.h"
 #include "aten/cpu_fallback.h"
 #include "aten/factories.h"
 #include "profiler/route_scope.h"
@@ -329,7 +329,8 @@ NB_MODULE(_C, m) {
   m.def("conv_memory_format", [](nb::handle input, nb::handle weight) -> const char* {
     TORCH_CHECK(THPVariable_Check(input.ptr()) && THPVariable_Check(weight.ptr()),
                 "flagos: conv_memory_format takes two tensors");
-    switch (conv_memory_format(THPVariable_Unpack(input.ptr()), THPVariable_Unpack(weight.ptr()))) {
+    switch (kit::conv_memory_format(THPVariable_Unpack(input.ptr()),
+                                    THPVariable_Unpack(weight.ptr()))) {
       case at::MemoryFormat::ChannelsLast:
         return "channels_last";
       case at::MemoryFormat::ChannelsLast3d:

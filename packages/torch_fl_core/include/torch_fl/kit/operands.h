@@ -25,9 +25,10 @@ inline at::Tensor on_device(const BoxedCall& c, const at::Tensor& t, at::ScalarT
   return x.resolve_conj().resolve_neg();
 }
 
-// A fresh contiguous result on the call's device.
-inline at::Tensor empty_result(const BoxedCall& c, at::IntArrayRef shape, at::ScalarType dtype) {
-  return at::empty(shape, at::TensorOptions().dtype(dtype).device(c.device()));
+// A fresh result on the call's device (contiguous unless `format` says otherwise).
+inline at::Tensor empty_result(const BoxedCall& c, at::IntArrayRef shape, at::ScalarType dtype,
+                               at::MemoryFormat format = at::MemoryFormat::Contiguous) {
+  return at::empty(shape, at::TensorOptions().dtype(dtype).device(c.device()), format);
 }
 
 }  // namespace torch_fl::kit

@@ -4,7 +4,7 @@ PyTorch's fake kernel for ``aten.convolution`` and ``aten.convolution_backward``
 ``torch._C._conv_determine_backend_memory_format`` which format the device's convolution backend
 answers in. For an out-of-tree device ATen selects ``ConvBackend::Overrideable``, for which it
 always says contiguous; flagos's convolution answers as native CUDA and CPU do (channels_last when
-the input or the weight is, see ``csrc/aten/convolution.h``). Compiled graphs assert the predicted
+the input or the weight is, see ``include/torch_fl/kit/conv_layout.h``). Compiled graphs assert the predicted
 strides, so the prediction for flagos tensors is flagos's own rule, and eager keeps CUDA's layout
 instead of paying a copy per channels_last convolution. Other devices are answered by PyTorch.
 """

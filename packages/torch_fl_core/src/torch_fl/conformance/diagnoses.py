@@ -35,11 +35,6 @@ ITEM = (
     "tensor without reshaping it, so .item() of a flagos tensor of shape [1] (or [1, 1], ...) "
     'raises "output with shape [] doesn\'t match the broadcast shape [1]"'
 )
-SPARSE = (
-    "no sparse layouts on flagos: nothing is registered for SparsePrivateUse1 / "
-    "SparseCsrPrivateUse1 and the CPU fallback covers the dense PrivateUse1 key only "
-    "(a missing feature rather than a wrong result)"
-)
 
 
 LINEAR_CROSS_ENTROPY = (
@@ -64,9 +59,6 @@ DIAGNOSES: dict[str, str] = {
     "nn.functional.conv_transpose3d": CONVOLUTION,
     "nn.functional.linear_cross_entropy.chunked": LINEAR_CROSS_ENTROPY,
     "nn.functional.linear_cross_entropy.chunked_none": LINEAR_CROSS_ENTROPY,
-    "sparse.mm.reduce": SPARSE,
-    "sparse.sampled_addmm": SPARSE,
-    "to_sparse": SPARSE,
 }
 
 
