@@ -108,3 +108,43 @@ def test_floating_histc_still_matches_cpu():
     x = torch.randn(200, generator=torch.Generator().manual_seed(0))
     got = torch.histc(x.to("flagos"), bins=9, min=-2, max=2)
     torch.testing.assert_close(got.cpu(), torch.histc(x, bins=9, min=-2, max=2))
+
+
+def _complex_half() -> tuple[torch.Tensor, torch.Tensor]:
+    base = torch.tensor([1 + 1j, 0.5 - 2j, -1.5 + 0.25j, 2 - 0j], dtype=torch.complex64)
+    return base.to(torch.complex32), torch.tensor([2, 1 + 1j, 0.5, -1], dtype=torch.complex64)
+
+
+def _pow_as_cuda(a, b) -> torch.Tensor:
+    """CUDA's complex32 pow: computed in complex<float>, rounded to complex32."""
+    widen = lambda v: v.to(torch.complex64) if isinstance(v, torch.Tensor) else v  # noqa: E731
+    return torch.pow(widen(a), widen(b)).to(torch.complex32)
+
+
+@pytest.mark.parametrize("form", ["tensor_scalar", "tensor_tensor", "scalar_tensor"])
+def test_complex_half_pow_as_cuda(form):
+    x, e = _complex_half()
+    args = {
+        "tensor_scalar": (x, 3),
+        "tensor_tensor": (x, e.to(torch.complex32)),
+        "scalar_tensor": (2, x),
+    }[form]
+    on_flagos = tuple(a.to("flagos") if isinstance(a, torch.Tensor) else a for a in args)
+    got = torch.pow(*on_flagos)
+    assert got.dtype == torch.complex32 and got.device.type == "flagos"
+    torch.testing.assert_close(
+        got.cpu().to(torch.complex64), _pow_as_cuda(*args).to(torch.complex64)
+    )
+
+
+def test_complex_half_pow_out_and_in_place():
+    x, _ = _complex_half()
+    want = _pow_as_cuda(x, 2).to(torch.complex64)
+    out = torch.empty(0, dtype=torch.complex32, device="flagos")
+    assert torch.pow(x.to("flagos"), 2, out=out) is out
+    torch.testing.assert_close(out.cpu().to(torch.complex64), want)
+    y = x.to("flagos")
+    assert y.pow_(2) is y
+    torch.testing.assert_close(y.cpu().to(torch.complex64), want)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        torch.pow(x.to("flagos"), 2, out=torch.empty(4, dtype=torch.float16, device="flagos"))
