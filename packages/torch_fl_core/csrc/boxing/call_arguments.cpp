@@ -4,6 +4,7 @@
 #include <ATen/MemoryOverlap.h>
 
 #include <algorithm>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_set>
@@ -21,13 +22,25 @@ bool is_generator_type(const c10::TypePtr& type) {
              c10::TypeKind::GeneratorType;
 }
 
-// Ops whose CUDA kernels accept CPU index tensors beside device tensors.
-bool accepts_cpu_tensors(const c10::OperatorName& name) {
-  static const std::unordered_set<std::string> ops = {"aten::index.Tensor", "aten::index_put_",
-                                                      "aten::_index_put_impl_", "aten::index_put"};
+// Overload -> the arguments CUDA's kernel accepts as CPU tensors. Read only
+// on the rare path (a CPU tensor beside flagos ones); replaced whole.
+std::mutex g_rules_mutex;
+std::shared_ptr<const std::map<std::string, std::vector<std::string>>> g_rules =
+    std::make_shared<const std::map<std::string, std::vector<std::string>>>();
+
+bool accepts_cpu_tensor(const c10::FunctionSchema& schema, size_t position) {
+  std::shared_ptr<const std::map<std::string, std::vector<std::string>>> rules;
+  {
+    std::lock_guard<std::mutex> lock(g_rules_mutex);
+    rules = g_rules;
+  }
+  const auto& name = schema.operator_name();
   const std::string full =
       name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
-  return ops.count(full) > 0;
+  const auto it = rules->find(full);
+  if (it == rules->end() || position >= schema.arguments().size()) return false;
+  const std::string& arg = schema.arguments()[position].name();
+  return std::find(it->second.begin(), it->second.end(), arg) != it->second.end();
 }
 
 template <typename F>
@@ -119,7 +132,7 @@ bool has_aliased_write(const c10::FunctionSchema& schema, torch::jit::Stack::con
 void check_same_device(const c10::OperatorHandle& op, torch::jit::Stack::const_iterator begin,
                        torch::jit::Stack::const_iterator end) {
   std::optional<c10::Device> flagos_device;
-  bool cpu_seen = false;
+  uint64_t cpu_positions = 0;
   bool cpu_written = false;
   const auto& args = op.schema().arguments();
   size_t i = 0;
@@ -139,12 +152,14 @@ void check_same_device(const c10::OperatorHandle& op, torch::jit::Stack::const_i
         // A 0-dim CPU tensor is a scalar operand, as on CUDA; written, it is
         // a CPU output of a device computation, which CUDA refuses.
         cpu_written = cpu_written || written;
-        cpu_seen = cpu_seen || t.dim() > 0;
+        if (t.dim() > 0) cpu_positions |= argument_bit(i);
       }
     });
   }
   if (flagos_device && cpu_written) throw_flagos_and_cpu(op, flagos_device->index());
-  if (flagos_device && cpu_seen) check_cpu_tensors_allowed(op, flagos_device->index());
+  if (flagos_device && cpu_positions != 0) {
+    check_cpu_tensors_allowed(op, flagos_device->index(), cpu_positions);
+  }
 }
 
 std::optional<c10::DeviceIndex> first_flagos_device(torch::jit::Stack::const_iterator begin,
@@ -262,8 +277,21 @@ void throw_flagos_and_cpu(const c10::OperatorHandle& op, c10::DeviceIndex device
               op.schema().operator_name(), ")");
 }
 
-void check_cpu_tensors_allowed(const c10::OperatorHandle& op, c10::DeviceIndex device) {
-  if (!accepts_cpu_tensors(op.schema().operator_name())) throw_flagos_and_cpu(op, device);
+void check_cpu_tensors_allowed(const c10::OperatorHandle& op, c10::DeviceIndex device,
+                               uint64_t positions) {
+  const auto& schema = op.schema();
+  for (size_t i = 0; i < 64 && positions != 0; ++i) {
+    if ((positions & argument_bit(i)) == 0) continue;
+    positions &= ~argument_bit(i);
+    if (i == 63 || !accepts_cpu_tensor(schema, i)) throw_flagos_and_cpu(op, device);
+  }
+}
+
+void set_cpu_argument_rules(std::map<std::string, std::vector<std::string>> rules) {
+  auto fresh =
+      std::make_shared<const std::map<std::string, std::vector<std::string>>>(std::move(rules));
+  std::lock_guard<std::mutex> lock(g_rules_mutex);
+  g_rules = std::move(fresh);
 }
 
 }  // namespace torch_fl::boxing

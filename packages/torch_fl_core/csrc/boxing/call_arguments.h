@@ -8,7 +8,11 @@
 #include <ATen/core/stack.h>
 #include <torch_fl/kit/written_argument.h>
 
+#include <cstdint>
+#include <map>
 #include <optional>
+#include <string>
+#include <vector>
 #include <utility>
 
 namespace torch_fl::boxing {
@@ -86,9 +90,17 @@ void mirror_generator_value(c10::IValue& value);
 void bridge_generator_value(const c10::FunctionSchema& schema, c10::IValue& value,
                             std::optional<c10::DeviceIndex> device, int64_t numel);
 
-// The error for a non-scalar CPU tensor beside flagos tensors, unless the op
-// accepts CPU tensors there (index tensors), as CUDA does.
-void check_cpu_tensors_allowed(const c10::OperatorHandle& op, c10::DeviceIndex device);
+// The error for non-scalar CPU tensors beside flagos tensors, unless CUDA's
+// kernel of the op accepts CPU tensors in each of those arguments (bit i of
+// `positions`: argument i holds one; bit 63 also stands for any later one).
+void check_cpu_tensors_allowed(const c10::OperatorHandle& op, c10::DeviceIndex device,
+                               uint64_t positions);
+// The bit of argument `i` in such a `positions` mask.
+inline uint64_t argument_bit(size_t i) { return uint64_t{1} << (i < 63 ? i : 63); }
+// Which arguments of which overloads CUDA's kernels accept as CPU tensors
+// ("aten::index_fill_.int_Scalar" -> {"index"}), measured on CUDA
+// (tools/cpu_arguments_probe.py) and set at import by torch_fl.routing.
+void set_cpu_argument_rules(std::map<std::string, std::vector<std::string>> rules);
 // Whether an operator writes a tensor argument (out=, in-place).
 bool writes_tensor(const c10::FunctionSchema& schema);
 // The same-device error where a written tensor argument is a CPU tensor beside

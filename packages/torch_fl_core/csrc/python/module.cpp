@@ -29,6 +29,7 @@
 #include "aten/factories.h"
 #include "profiler/route_scope.h"
 #include "router/backend.h"
+#include "boxing/call_arguments.h"
 #include "boxing/alias_pool.h"
 #include "boxing/host_results.h"
 #include "router/box_backend.h"
@@ -323,6 +324,7 @@ NB_MODULE(_C, m) {
     return b->has_kernel(*handle);
   });
   m.def("core_native_ops", &core_native_ops);
+  m.def("set_cpu_argument_rules", &boxing::set_cpu_argument_rules);
   m.def("composite_kernels", &composite_kernels);
   // The format a flagos convolution answers in (torch_fl.compile.conv_layout
   // predicts it for fake tensors): the torch.memory_format's name.

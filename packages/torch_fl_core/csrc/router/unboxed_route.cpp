@@ -23,7 +23,7 @@ std::optional<at::Generator> bridge_generator(const std::optional<at::Generator>
 c10::DeviceIndex call_device(const Observer& obs, const c10::OperatorHandle& op) {
   if (obs.other_device) boxing::throw_two_devices(op, *obs.device, *obs.other_device);
   if (!obs.device) return current_device();  // factories: already current
-  if (obs.cpu_nonscalar) boxing::check_cpu_tensors_allowed(op, *obs.device);
+  if (obs.cpu_nonscalar) boxing::check_cpu_tensors_allowed(op, *obs.device, obs.cpu_nonscalar);
   return *obs.device;
 }
 

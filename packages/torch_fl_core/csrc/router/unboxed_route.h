@@ -36,8 +36,9 @@ struct Observer {
   std::optional<c10::ScalarType> first_dtype;
   std::optional<c10::DeviceIndex> device;
   int64_t numel = 0;
-  bool cpu_nonscalar = false;
-  bool cpu_written = false;                      // a CPU out=/in-place tensor
+  size_t position = 0;         // the argument being observed
+  uint64_t cpu_nonscalar = 0;  // boxing::argument_bit of arguments holding CPU tensors
+  bool cpu_written = false;    // a CPU out=/in-place tensor
   std::optional<c10::DeviceIndex> other_device;  // a second flagos device
 
   void see(const at::Tensor& t) {
@@ -52,7 +53,7 @@ struct Observer {
       }
       numel = std::max<int64_t>(numel, t.numel());
     } else if (t.device().is_cpu() && t.dim() > 0) {
-      cpu_nonscalar = true;
+      cpu_nonscalar |= boxing::argument_bit(position);
     }
   }
 };
@@ -294,7 +295,7 @@ struct SignatureRoute<R(Args...)> {
       (checker.see(args), ...);
     }
     Observer obs;
-    (observe(obs, args), ...);
+    ((observe(obs, args), ++obs.position), ...);
     // Before any backend: a written CPU tensor is an error whoever serves the call.
     if (C10_UNLIKELY(obs.cpu_written && obs.device)) {
       boxing::throw_flagos_and_cpu(st->handle(), *obs.device);

@@ -120,6 +120,10 @@ def _setup() -> None:
 
     _register_device_module(device)
     _generate_methods()
+    # Which operands may stay on the CPU beside flagos tensors: CUDA's rule, before any op runs.
+    from torch_fl.routing import cpu_arguments
+
+    cpu_arguments.install()
     vendors.activate(selection)
     if selection.present:
         # The route table: validated now (errors name file:line; a RouteTableError propagates
