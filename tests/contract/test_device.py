@@ -510,3 +510,16 @@ def test_cross_device_stream_wait(flagos, two_devices):
         out = (x1 * 2).cpu()
     s1.synchronize()
     torch.testing.assert_close(out, (src + 1) * 2, rtol=0, atol=0)
+
+
+def test_invalid_ordinal_says_what_sets_the_device_count(flagos):
+    """A tensor on a device the process does not have: the error says what sets the count, where
+    the vendor declares it (sim: FLAGOS_SIM_DEVICES)."""
+    import torch_fl
+
+    bad = flagos.device_count() + 7
+    with pytest.raises(RuntimeError, match=f"invalid device ordinal {bad}") as info:
+        torch.ones(2, device=f"flagos:{bad}")
+    setting = torch_fl.vendor().device_count_setting()
+    if setting:
+        assert setting in str(info.value)

@@ -245,11 +245,27 @@ c10::DeviceIndex device_count() {
   return static_cast<c10::DeviceIndex>(counted_devices());
 }
 
+namespace {
+std::mutex g_setting_mutex;
+std::string g_device_count_setting;
+}  // namespace
+
+void set_device_count_setting(std::string text) {
+  std::lock_guard<std::mutex> lock(g_setting_mutex);
+  g_device_count_setting = std::move(text);
+}
+
 void check_device_index(c10::DeviceIndex index) {
   const auto n = device_count();
-  TORCH_CHECK(index >= 0 && index < n, "flagos: invalid device ordinal ", static_cast<int>(index),
-              " (runtime '", runtime_name(), "' has ", static_cast<int>(n), " device",
-              n == 1 ? "" : "s", ")");
+  if (C10_LIKELY(index >= 0 && index < n)) return;
+  std::string setting;
+  if (index >= n) {
+    std::lock_guard<std::mutex> lock(g_setting_mutex);
+    if (!g_device_count_setting.empty()) setting = "; " + g_device_count_setting;
+  }
+  TORCH_CHECK(false, "flagos: invalid device ordinal ", static_cast<int>(index), " (runtime '",
+              runtime_name(), "' has ", static_cast<int>(n), " device", n == 1 ? "" : "s", ")",
+              setting);
 }
 
 void throw_runtime_error(tfl_status status, const char* call, c10::DeviceIndex device) {

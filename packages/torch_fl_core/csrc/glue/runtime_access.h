@@ -74,6 +74,9 @@ inline c10::Device mirror_device(c10::DeviceIndex index) {
 c10::DeviceIndex device_count_noexcept() noexcept;
 c10::DeviceIndex device_count();  // throws on runtime failure
 void check_device_index(c10::DeviceIndex index);
+// What sets this process's device count ("FLAGOS_SIM_DEVICES (at most 64, ...)"),
+// for check_device_index's error; from the vendor's device_count_setting().
+void set_device_count_setting(std::string text);
 
 // Throws c10::Error (or c10::OutOfMemoryError for TFL_ERROR_OUT_OF_MEMORY)
 // naming the runtime call, the device, the runtime name and its status text.

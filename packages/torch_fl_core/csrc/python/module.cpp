@@ -325,6 +325,7 @@ NB_MODULE(_C, m) {
   });
   m.def("core_native_ops", &core_native_ops);
   m.def("set_cpu_argument_rules", &boxing::set_cpu_argument_rules);
+  m.def("set_device_count_setting", &set_device_count_setting);
   m.def("composite_kernels", &composite_kernels);
   // The format a flagos convolution answers in (torch_fl.compile.conv_layout
   // predicts it for fake tensors): the torch.memory_format's name.

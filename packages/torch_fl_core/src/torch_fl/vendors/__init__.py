@@ -175,6 +175,11 @@ class Vendor:
         this process does not have (``"set FLAGOS_SIM_DEVICES=4 ..."``), or None."""
         return None
 
+    def device_count_setting(self) -> str | None:
+        """What sets how many devices a process has, for core's invalid-ordinal errors (a
+        tensor on ``flagos:99``), or None."""
+        return None
+
     def __repr__(self) -> str:
         return f"<torch_fl vendor {self.name!r}>"
 
@@ -244,6 +249,10 @@ def activate(selection: Selection) -> None:
                 f"torch_fl: {where} could not load its runtime library {path}: {why}. "
                 f"{_load_fix(selection.vendor, why)}{instead}."
             ) from exc
+        setting = getattr(selection.vendor, "device_count_setting", None)
+        text = setting() if setting is not None else None
+        if text:
+            _C.set_device_count_setting(text)
         try:
             selection.vendor.activate()
         except Exception as exc:

@@ -51,6 +51,12 @@ class SimVendor(Vendor):
             f"most {MAX_DEVICES}) before torch is imported gives flagos:{index}"
         )
 
+    def device_count_setting(self) -> str:
+        return (
+            f"FLAGOS_SIM_DEVICES sets how many there are (at most {MAX_DEVICES}), before torch is "
+            "imported"
+        )
+
     def collective_profile(self) -> str:
         # Device memory is host memory: gloo works on zero-copy CPU alias views.
         return "host-memory"
