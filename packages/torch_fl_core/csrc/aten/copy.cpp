@@ -19,6 +19,7 @@
 #include "glue/stream_pool.h"
 #include "boxing/alias_pool.h"
 #include "boxing/result_adoption.h"
+#include "boxing/same_data.h"
 #include "router/producer_order.h"
 
 namespace torch_fl {
@@ -251,13 +252,6 @@ Tensor mirror_view(const Tensor& t, c10::DeviceType type) {
 
 }  // namespace
 
-bool same_data(const Tensor& dst, const Tensor& src) {
-  return dst.is_alias_of(src) && dst.storage_offset() == src.storage_offset() &&
-         dst.strides() == src.strides() && dst.sizes() == src.sizes() &&
-         dst.scalar_type() == src.scalar_type() && dst.is_conj() == src.is_conj() &&
-         dst.is_neg() == src.is_neg();
-}
-
 Tensor copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
   TORCH_CHECK(self.defined() && dst.defined(), "flagos: copy_ of an undefined tensor");
   check_not_in_bad_fork();  // mirror mode copies never pass through the runtime table
@@ -268,7 +262,7 @@ Tensor copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
     TORCH_CHECK(c10::IntArrayRef(shape) == dst.sizes(), "output with shape ", dst.sizes(),
                 " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
   }
-  if (dst.numel() == 0 || same_data(dst, self)) return dst;
+  if (dst.numel() == 0 || boxing::same_data(dst, self)) return dst;
   // ATen's copy_ hands devices it does not know to _copy_from before its
   // TensorIterator, whose checks CPU and CUDA copies get: the written tensor
   // may not overlap itself or the source (copy_ already returned for a source

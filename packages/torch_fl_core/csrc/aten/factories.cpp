@@ -55,11 +55,6 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
 
 }  // namespace
 
-bool& deterministic_fill_active() {
-  static thread_local bool active = false;
-  return active;
-}
-
 at::Tensor empty_strided_on_current_device(c10::IntArrayRef size, c10::IntArrayRef stride,
                                            c10::ScalarType dtype) {
   return at::detail::empty_strided_generic(size, stride, caching_allocator(), kFlagosKeys, dtype);

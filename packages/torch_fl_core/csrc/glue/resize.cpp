@@ -7,7 +7,7 @@
 #include <ATen/native/ResizeCommon.h>
 #include <torch/library.h>
 
-#include "aten/factories.h"
+#include "glue/deterministic_fill.h"
 #include "glue/caching_allocator.h"
 #include "glue/runtime_access.h"
 #include "glue/stream_pool.h"

@@ -23,7 +23,7 @@
 
 #include <optional>
 
-#include "aten/copy.h"
+#include "boxing/same_data.h"
 
 namespace torch_fl::foreach_overlap {
 
@@ -59,7 +59,7 @@ class Checker {
       for (size_t i = 0; i < list.size(); ++i) {
         const at::Tensor& self = self_[i];
         if (copy_) {
-          if (same_data(self, list[i])) continue;
+          if (boxing::same_data(self, list[i])) continue;
           check_internal(self);
         }
         if (may_share_memory(self, list[i])) at::assert_no_partial_overlap(self, list[i]);
