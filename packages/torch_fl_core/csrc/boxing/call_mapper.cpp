@@ -108,8 +108,8 @@ void CallMapper::written(const at::Tensor& original, const at::Tensor& alias) {
   }
 }
 
-BoxedCall::BoxedCall(const c10::FunctionSchema& schema, torch::jit::Stack* stack,
-                     CallMapper& mapper)
+MappedCall::MappedCall(const c10::FunctionSchema& schema, torch::jit::Stack* stack,
+                       CallMapper& mapper)
     : schema_(schema), mapper_(mapper) {
   const size_t n = schema.arguments().size();
   const auto begin = stack->end() - static_cast<std::ptrdiff_t>(n);
@@ -121,7 +121,7 @@ BoxedCall::BoxedCall(const c10::FunctionSchema& schema, torch::jit::Stack* stack
   }
 }
 
-void BoxedCall::adopt_written() {
+void MappedCall::adopt_written() {
   const auto& args = schema_.arguments();
   for (size_t i = 0; i < args.size(); ++i) {
     const auto* info = args[i].alias_info();
@@ -138,9 +138,9 @@ void BoxedCall::adopt_written() {
   }
 }
 
-int BoxedCall::written_argument(size_t i) const { return boxing::written_argument(schema_, i); }
+int MappedCall::written_argument(size_t i) const { return boxing::written_argument(schema_, i); }
 
-c10::IValue BoxedCall::result(size_t i, c10::IValue value) const {
+c10::IValue MappedCall::result(size_t i, c10::IValue value) const {
   const int w = written_argument(i);
   if (w < 0 || !originals_[w].isTensor()) return mapper_.result_value(value);
   const at::Tensor& original = originals_[w].toTensor();

@@ -84,9 +84,9 @@ class CallMapper {
 // A boxed call through a CallMapper: the stack's arguments are mapped in
 // place (the caller's values are kept), and after the kernel ran, written
 // arguments adopt their aliases and results are mapped back.
-class BoxedCall {
+class MappedCall {
  public:
-  BoxedCall(const c10::FunctionSchema& schema, torch::jit::Stack* stack, CallMapper& mapper);
+  MappedCall(const c10::FunctionSchema& schema, torch::jit::Stack* stack, CallMapper& mapper);
 
   // The caller's value of argument i.
   const c10::IValue& original(size_t i) const { return originals_[i]; }

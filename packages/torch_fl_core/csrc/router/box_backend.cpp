@@ -52,7 +52,7 @@ class BoxBackend final : public Backend {
     }
     boxing::CallMapper mapper(device, boxing::target_device(type_, device), key_,
                               boxing::CallMapper::Aliases::kPooled);
-    boxing::BoxedCall call(schema, stack, mapper);
+    boxing::MappedCall call(schema, stack, mapper);
     try {
       op.redispatchBoxed(c10::DispatchKeySet(key_), stack);
     } catch (...) {

@@ -114,7 +114,7 @@ class PythonBackend final : public Backend {
     // mapper box backends use), written ones adopted and results mapped back.
     std::optional<boxing::CallScope> scope;
     std::optional<boxing::CallMapper> mapper;
-    std::optional<boxing::BoxedCall> boxed;
+    std::optional<boxing::MappedCall> boxed;
     if (view_type_) {
       const auto begin = stack->end() - static_cast<std::ptrdiff_t>(num_args);
       const auto found = boxing::first_flagos_device(begin, stack->end());
@@ -154,7 +154,7 @@ class PythonBackend final : public Backend {
       if (boxed) boxed->adopt_written();
       if (returns.size() == 1) {
         // With core views an out=/in-place kernel may return None, meaning the
-        // argument it wrote (BoxedCall::result hands back the caller's tensor).
+        // argument it wrote (MappedCall::result hands back the caller's tensor).
         c10::IValue value;
         if (!boxed || !result.is_none() || boxed->written_argument(0) < 0) {
           value = torch::jit::toIValue(result, returns[0].type());
