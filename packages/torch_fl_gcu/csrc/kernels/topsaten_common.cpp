@@ -2,7 +2,7 @@
 
 #include <ATen/WrapDimUtils.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
-#include <torch_fl/kit/runtime_native_stream.h>
+#include <torch_fl/kit/kernel_stream.h>
 #include <torch_fl/runtime.h>
 
 #include <mutex>
@@ -94,21 +94,8 @@ topsaten::topsatenSize_t tops_size(const std::vector<int64_t>& v) {
 }
 
 topsStream_t current_stream(c10::Device device) {
-  const auto* impl = c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1);
-  const c10::Stream s = impl->getStream(device);
-  void* handle = nullptr;
-#if TORCH_FL_TORCH_MAJOR > 2 || TORCH_FL_TORCH_MINOR >= 11
-  handle = impl->getStreamNativeHandle(s);
-#else
-  // torch 2.10 cannot name the native stream: use the device's default one.
-  TORCH_CHECK(s.id() == 0, "gcu kernels need torch >= 2.11 to run on a non-default stream");
-#endif
-  void* tops = nullptr;
-  const char* why = "";
-  const tfl_status st =
-      torch_fl::kit::native_stream(static_cast<tfl_stream>(handle), device.index(), &tops, &why);
-  TORCH_CHECK(st == TFL_OK, "gcu: cannot resolve the topsrt stream of ", device, ": ", why);
-  return static_cast<topsStream_t>(tops);
+  return static_cast<topsStream_t>(
+      torch_fl::kit::current_native_stream(device, "gcu", "topsrt stream"));
 }
 
 namespace {
