@@ -5,7 +5,9 @@ except a 0-dim CPU tensor (a scalar operand) and, per operator, arguments its ke
 reads itself (indices of ``index``, ``index_put_``, ``index_fill_`` ...). Which ones is a fact of
 ATen's CUDA kernels, not of the schema, so it is measured: every OpInfo sample runs on CUDA once
 per tensor argument other than the input with that argument moved to the CPU, under a dispatch
-mode that records each ATen call that succeeded with a non-scalar CPU tensor beside CUDA tensors.
+mode that records each ATen call that succeeded with a non-scalar CPU tensor beside CUDA tensors;
+so do a few calls OpInfo's samples leave out (tensor indexing, the in-place index ops), each
+with its index, mask or operand on the CPU.
 flagos raises where CUDA raises and accepts what it records (``torch_fl.routing.cpu_arguments``).
 
 Needs a CUDA machine with torch (and expecttest for the OpInfo database); torch-fl need not be
@@ -97,8 +99,79 @@ def probe(max_samples: int, deadline: float) -> tuple[dict[str, list[str]], int,
                         info.op(sample.input, *args, **kwargs)
                 except Exception:
                     pass
+    for _name, call in direct_cases():
+        runs += 1
+        try:
+            with recorder:
+                call("cpu")
+        except Exception:
+            pass
     accepted = {op: sorted(names) for op, names in sorted(recorder.accepted.items())}
     return accepted, runs, complete
+
+
+def direct_cases() -> list[tuple[str, Any]]:
+    """Calls OpInfo samples leave out (indexing with tensors, in-place index ops), each given
+    the device of its one index/mask/operand tensor: run with that tensor on the CPU."""
+    import torch.nn.functional as F
+
+    def x() -> torch.Tensor:
+        return torch.arange(20.0, device="cuda").reshape(5, 4)
+
+    def idx(d: str) -> torch.Tensor:
+        return torch.tensor([0, 2], device=d)
+
+    def idx2(d: str) -> torch.Tensor:
+        return torch.tensor([[0, 1, 2, 3]], device=d)
+
+    def mask(d: str) -> torch.Tensor:
+        return (torch.arange(20, device=d).reshape(5, 4) % 3) == 0
+
+    def src() -> torch.Tensor:
+        return torch.ones(2, 4, device="cuda")
+
+    def setitem(t: torch.Tensor, key: Any, value: Any) -> torch.Tensor:
+        t[key] = value
+        return t
+
+    return [
+        ("getitem", lambda d: x()[idx(d)]),
+        ("getitem mask", lambda d: x()[mask(d)]),
+        ("getitem 2d", lambda d: x()[idx(d), idx(d)]),
+        ("setitem scalar", lambda d: setitem(x(), idx(d), 1.0)),
+        ("setitem tensor", lambda d: setitem(x(), idx(d), src())),
+        ("setitem mask", lambda d: setitem(x(), mask(d), 0.0)),
+        ("setitem values", lambda d: setitem(x(), idx("cuda"), src().to(d))),
+        ("index_put_", lambda d: x().index_put_((idx(d),), src())),
+        ("index_put_ accumulate", lambda d: x().index_put_((idx(d),), src(), accumulate=True)),
+        ("index_fill_", lambda d: x().index_fill_(0, idx(d), -1.0)),
+        (
+            "index_fill_ tensor",
+            lambda d: x().index_fill_(0, idx(d), torch.tensor(-1.0, device="cuda")),
+        ),
+        ("index_select", lambda d: x().index_select(0, idx(d))),
+        ("index_add_", lambda d: x().index_add_(0, idx(d), src())),
+        ("index_copy_", lambda d: x().index_copy_(0, idx(d), src())),
+        ("index_reduce_", lambda d: x().index_reduce_(0, idx(d), src(), "prod")),
+        ("gather", lambda d: x().gather(0, idx2(d))),
+        ("scatter_", lambda d: x().scatter_(0, idx2(d), torch.ones(1, 4, device="cuda"))),
+        ("scatter_add_", lambda d: x().scatter_add_(0, idx2(d), torch.ones(1, 4, device="cuda"))),
+        ("take", lambda d: x().take(idx(d))),
+        ("put_", lambda d: x().put_(idx(d), torch.ones(2, device="cuda"))),
+        ("masked_fill_", lambda d: x().masked_fill_(mask(d), 1.0)),
+        ("masked_select", lambda d: x().masked_select(mask(d))),
+        ("masked_scatter_", lambda d: x().masked_scatter_(mask(d), torch.ones(20, device="cuda"))),
+        ("where", lambda d: torch.where(mask(d), x(), -x())),
+        ("embedding", lambda d: F.embedding(idx(d), x())),
+        (
+            "searchsorted",
+            lambda d: torch.searchsorted(
+                torch.arange(5.0, device="cuda"), torch.tensor([1.5, 3.0], device=d)
+            ),
+        ),
+        ("bucketize", lambda d: torch.bucketize(x(), torch.tensor([1.0, 5.0], device=d))),
+        ("add", lambda d: x() + torch.ones(5, 4, device=d)),
+    ]
 
 
 def _has_tensor(value: Any) -> bool:
