@@ -208,13 +208,7 @@ void run_storage_exact(const c10::OperatorHandle& op, torch::jit::Stack* stack) 
 
 void run_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool count) {
   const auto& schema = op.schema();
-  const size_t num_args = schema.arguments().size();
-  TORCH_INTERNAL_ASSERT(stack->size() >= num_args);
-  const auto args_begin = stack->end() - static_cast<std::ptrdiff_t>(num_args);
-  boxing::check_same_device(op, args_begin, stack->end());
-  if (C10_UNLIKELY(capturing_device() >= 0)) {
-    check_not_capturing(full_name(schema.operator_name()) + " (routed to the CPU fallback)");
-  }
+  const auto args_begin = check_fallback_call(op, stack, "routed to the CPU fallback");
   if (batch_norm_through_legit(op, stack)) return;
   const bool aliased =
       schema.is_mutable() && boxing::has_aliased_write(schema, args_begin, stack->end());
@@ -232,6 +226,18 @@ void run_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, b
 }
 
 void set_fallback_log(bool on) { g_log.store(on); }
+
+torch::jit::Stack::iterator check_fallback_call(const c10::OperatorHandle& op,
+                                                torch::jit::Stack* stack, const char* where) {
+  const size_t num_args = op.schema().arguments().size();
+  TORCH_INTERNAL_ASSERT(stack->size() >= num_args);
+  const auto args_begin = stack->end() - static_cast<std::ptrdiff_t>(num_args);
+  boxing::check_same_device(op, args_begin, stack->end());
+  if (C10_UNLIKELY(capturing_device() >= 0)) {
+    check_not_capturing(full_name(op.schema().operator_name()) + " (" + where + ")");
+  }
+  return args_begin;
+}
 
 void note_fallback(const c10::FunctionSchema& schema, bool count, const char* note) {
   if (count) count_fallback(full_name(schema.operator_name()));

@@ -5,6 +5,8 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 
+#include <string>
+
 namespace torch_fl {
 
 // count: record the call in fallback_counts() (unrouted ops); the router
@@ -12,8 +14,13 @@ namespace torch_fl {
 void run_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool count);
 // FLAGOS_LOG=fallback: print "[flagos fallback] <op> -> cpu" for each call.
 void set_fallback_log(bool on);
-// What every path to the CPU does first: count the call (when `count`) and,
-// under FLAGOS_LOG=fallback, log it with `note` (empty, or " (why)").
+// What every path to the CPU checks first: its arguments' devices, as CUDA
+// does, and that the thread is not capturing a device graph (`where` says
+// which path, for that error). Returns where the arguments begin on the stack.
+torch::jit::Stack::iterator check_fallback_call(const c10::OperatorHandle& op,
+                                                torch::jit::Stack* stack, const char* where);
+// Then: counts the call (when `count`) and, under FLAGOS_LOG=fallback, logs it
+// with `note` (empty, or " (why)").
 void note_fallback(const c10::FunctionSchema& schema, bool count, const char* note);
 
 }  // namespace torch_fl

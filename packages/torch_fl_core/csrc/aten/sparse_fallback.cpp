@@ -13,8 +13,6 @@
 
 #include "aten/cpu_fallback.h"
 #include "boxing/call_arguments.h"
-#include "glue/graph_capture.h"
-#include "glue/op_names.h"
 #include "profiler/route_scope.h"
 
 namespace torch_fl {
@@ -24,13 +22,7 @@ void sparse_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack
   static const std::string kBackend = "cpu";
   profiler::RouteScope scope(kBackend, op);
   const auto& schema = op.schema();
-  const size_t num_args = schema.arguments().size();
-  TORCH_INTERNAL_ASSERT(stack->size() >= num_args);
-  const auto args_begin = stack->end() - static_cast<std::ptrdiff_t>(num_args);
-  boxing::check_same_device(op, args_begin, stack->end());
-  if (C10_UNLIKELY(capturing_device() >= 0)) {
-    check_not_capturing(full_name(schema.operator_name()) + " (sparse, on the CPU fallback)");
-  }
+  const auto args_begin = check_fallback_call(op, stack, "sparse, on the CPU fallback");
   note_fallback(schema, /*count=*/true, " (sparse)");
 
   std::optional<c10::Device> device;
