@@ -65,6 +65,16 @@ CASES: dict[str, tuple[str, str, Callable[[str, str], torch.Tensor]]] = {
         lambda d, c: _x(d).masked_fill_(torch.eye(4, 3, dtype=torch.bool, device=c), 7.0),
     ),
     "add": ("aten::add.Tensor", "other", lambda d, c: _x(d) + torch.ones(4, 3, device=c)),
+    "slice_scatter": (
+        "aten::slice_scatter",
+        "src",
+        lambda d, c: torch.slice_scatter(_x(d), torch.ones(2, 3, device=c), 0, 0, 2),
+    ),
+    "diagonal_scatter": (
+        "aten::diagonal_scatter",
+        "src",
+        lambda d, c: torch.diagonal_scatter(_x(d), torch.ones(3, device=c)),
+    ),
 }
 
 
