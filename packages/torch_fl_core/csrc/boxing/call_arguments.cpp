@@ -7,7 +7,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_set>
 
 #include "glue/generator.h"
 #include "glue/runtime_access.h"
