@@ -73,10 +73,12 @@ OUT_OF_MEMORY = 3
 INVALID_POINTER = 4
 INVALID_MEMCPY_KIND = 5
 NOT_READY = 6
+NOT_SUPPORTED = 7
 INVALID_HANDLE = 8
 NOT_INITIALIZED = 9
 DEVICE_ERROR = 10
 INJECTED = 11
+CAPTURE = 12
 
 H2H, H2D, D2H, D2D = 0, 1, 2, 3
 POINTER_UNKNOWN, POINTER_DEVICE, POINTER_HOST = 0, 1, 2
@@ -86,6 +88,9 @@ CAP_PEER_COPY = 1 << 1
 CAP_EVENT_TIMING = 1 << 2
 CAP_UNORDERED_PRODUCERS = 1 << 3
 CAP_PINNED_HOST_MEMORY = 1 << 4
+CAP_GRAPHS = 1 << 5
+MODE_GLOBAL, MODE_THREAD_LOCAL, MODE_RELAXED = 0, 1, 2
+CAPTURE_NONE, CAPTURE_ACTIVE, CAPTURE_INVALIDATED = 0, 1, 2
 
 HOST_FN = CFUNCTYPE(None, c_void_p)
 IPC_HANDLE = ctypes.c_uint8 * 64  # tfl_ipc_handle
@@ -140,6 +145,13 @@ class RuntimeV1(Structure):
         # v1.2
         ("native_stream", CFUNCTYPE(S, c_void_p, c_int, POINTER(c_void_p))),
         ("probe", CFUNCTYPE(S, POINTER(c_int), c_char_p, c_size_t)),
+        # v1.3
+        ("graph_capture_begin", CFUNCTYPE(S, c_void_p, c_int)),
+        ("graph_capture_end", CFUNCTYPE(S, c_void_p, POINTER(c_void_p))),
+        ("graph_instantiate", CFUNCTYPE(S, c_void_p)),
+        ("graph_launch", CFUNCTYPE(S, c_void_p, c_void_p)),
+        ("graph_destroy", CFUNCTYPE(S, c_void_p)),
+        ("stream_capture_status", CFUNCTYPE(S, c_void_p, POINTER(c_int))),
     ]
 
 
@@ -218,6 +230,17 @@ class Runtime:
         handle, offset, size = IPC_HANDLE(), c_size_t(), c_size_t()
         self.check(self.t.ipc_get_handle(ptr, byref(handle), byref(offset), byref(size)))
         return bytes(handle), offset.value, size.value
+
+    def capture_end(self, stream: int) -> tuple[int, int | None]:
+        """(status, graph) of graph_capture_end; the graph stays unwritten on failure."""
+        g = c_void_p()
+        st = self.t.graph_capture_end(stream, byref(g))
+        return st, g.value
+
+    def capture_status(self, stream: int | None) -> int:
+        status = c_int(-1)
+        self.check(self.t.stream_capture_status(stream, byref(status)))
+        return status.value
 
     def ipc_open(self, handle: bytes) -> tuple[int, int, int, int]:
         """(status, ptr, size, device) of ipc_open_handle."""
@@ -353,7 +376,11 @@ def test_table_header(rt: Runtime) -> None:
     assert t.struct_size == ctypes.sizeof(RuntimeV1)
     assert t.name == b"sim"
     assert t.capabilities == (
-        CAP_HOST_ADDRESSABLE_MEMORY | CAP_PEER_COPY | CAP_EVENT_TIMING | CAP_PINNED_HOST_MEMORY
+        CAP_HOST_ADDRESSABLE_MEMORY
+        | CAP_PEER_COPY
+        | CAP_EVENT_TIMING
+        | CAP_PINNED_HOST_MEMORY
+        | CAP_GRAPHS
     )
     assert not t.capabilities & CAP_UNORDERED_PRODUCERS
     lib = sim.library()
@@ -904,6 +931,471 @@ def test_last_error_is_per_thread(rt: Runtime) -> None:
     t.join()
     assert "tfl_free" in other[0]
     assert rt.error() == mine
+
+
+# ---- device graphs (v1.3) ---------------------------------------------------------
+
+
+class Counter:
+    """A host function counting its calls (from any stream's worker)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self._lock = threading.Lock()
+
+        def _hit(_user_data: object) -> None:
+            with self._lock:
+                self.calls += 1
+
+        self.fn = HOST_FN(_hit)  # keep a reference while a graph may call it
+
+
+@pytest.fixture
+def capturing(rt: Runtime) -> Iterator[tuple[Runtime, int]]:
+    """A created stream; a capture a test leaves open is ended (dropping its recording), so a
+    failing test never leaves a GLOBAL capture forbidding the next test's calls."""
+    s = rt.stream()
+    yield rt, s
+    status = c_int(-1)
+    if rt.t.stream_capture_status(s, byref(status)) == OK and status.value != CAPTURE_NONE:
+        st, g = rt.capture_end(s)
+        if st == OK:
+            rt.t.graph_destroy(g)
+    rt.check(rt.t.stream_destroy(s))
+
+
+def _captured_graph(rt: Runtime, s: int, record, mode: int = MODE_GLOBAL) -> int:
+    """Captures what `record(s)` enqueues on s into a graph."""
+    rt.check(rt.t.graph_capture_begin(s, mode))
+    record(s)
+    st, g = rt.capture_end(s)
+    rt.check(st)
+    assert g
+    return g
+
+
+def test_captured_work_is_recorded_not_run_and_replays_per_launch(capturing) -> None:
+    rt, s = capturing
+    d = rt.malloc(8)
+    rt.write(d, b"\0" * 8)
+    pinned = rt.host_malloc(8)  # before the capture: host_malloc is forbidden during it
+    ctypes.memset(pinned, 0, 8)
+    counter = Counter()
+
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    assert rt.capture_status(s) == CAPTURE_ACTIVE
+    rt.check(rt.t.memset_async(d, 7, 8, s))
+    rt.check(rt.t.memcpy_async(pinned, d, 8, D2H, s))
+    rt.check(rt.t.launch_host_func(s, counter.fn, None))
+    scratch = rt.malloc(16)  # malloc and free stay allowed
+    rt.check(rt.t.free(scratch))
+    st, g = rt.capture_end(s)
+    rt.check(st)
+    assert rt.capture_status(s) == CAPTURE_NONE
+
+    # Had anything been enqueued, synchronizing would have run it.
+    rt.check(rt.t.stream_synchronize(s))
+    assert rt.read(d, 8) == b"\0" * 8 and ctypes.string_at(pinned, 8) == b"\0" * 8
+    assert counter.calls == 0
+
+    rt.check(rt.t.graph_instantiate(g))
+    rt.check(rt.t.graph_instantiate(g))  # idempotent
+    rt.check(rt.t.graph_launch(g, s))
+    rt.check(rt.t.stream_synchronize(s))
+    assert ctypes.string_at(pinned, 8) == b"\x07" * 8 and counter.calls == 1
+
+    # Every launch runs every node again, in order, on any stream of the device.
+    rt.write(d, b"\0" * 8)
+    ctypes.memset(pinned, 0, 8)
+    rt.check(rt.t.graph_launch(g, None))
+    rt.check(rt.t.stream_synchronize(None))
+    assert ctypes.string_at(pinned, 8) == b"\x07" * 8 and counter.calls == 2
+    rt.check(rt.t.graph_destroy(g))
+    rt.check(rt.t.host_free(pinned))
+    rt.check(rt.t.free(d))
+
+
+def test_replay_reads_memory_at_launch_pageable_included(capturing) -> None:
+    rt, s = capturing
+    n = 16
+    src = ctypes.create_string_buffer(b"capture-time....", n)  # pageable: never staged
+    dst = ctypes.create_string_buffer(b"\0" * n, n)
+    a, b = rt.malloc(n), rt.malloc(n)
+
+    def record(stream: int) -> None:
+        rt.check(rt.t.memcpy_async(a, ctypes.addressof(src), n, H2D, stream))
+        rt.check(rt.t.memcpy_async(b, a, n, D2D, stream))
+        rt.check(rt.t.memcpy_async(ctypes.addressof(dst), b, n, D2H, stream))
+
+    g = _captured_graph(rt, s, record)
+    assert dst.raw == b"\0" * n, "a copy into pageable memory did not wait (nor run) in capture"
+    for value in (b"first launch....", b"second launch..."):
+        ctypes.memmove(src, value, n)
+        rt.check(rt.t.graph_launch(g, s))
+        rt.check(rt.t.stream_synchronize(s))
+        assert dst.raw == value
+    rt.check(rt.t.graph_destroy(g))
+    for p in (a, b):
+        rt.check(rt.t.free(p))
+
+
+@pytest.mark.multidevice
+def test_peer_copy_is_recorded(two_devices: Runtime) -> None:
+    rt = two_devices
+    rt.check(rt.t.set_device(1))
+    try:
+        remote = rt.malloc(8)
+        rt.write(remote, b"remote!!")
+    finally:
+        rt.check(rt.t.set_device(0))
+    local = rt.malloc(8)
+    rt.write(local, b"\0" * 8)
+    s = rt.stream()
+    g = _captured_graph(
+        rt, s, lambda st: rt.check(rt.t.memcpy_peer_async(local, 0, remote, 1, 8, st))
+    )
+    rt.check(rt.t.stream_synchronize(s))
+    assert rt.read(local, 8) == b"\0" * 8
+    rt.check(rt.t.graph_launch(g, s))
+    rt.check(rt.t.stream_synchronize(s))
+    assert rt.read(local, 8) == b"remote!!"
+    rt.check(rt.t.graph_destroy(g))
+    rt.check(rt.t.stream_destroy(s))
+    for p in (local, remote):
+        rt.check(rt.t.free(p))
+
+
+FORBIDDEN_WHILE_CAPTURING = [
+    "device_synchronize",
+    "memcpy",
+    "stream_synchronize",
+    "stream_query",
+    "stream_destroy",
+    "event_synchronize",
+    "event_query",
+    "host_malloc",
+]
+
+
+def _forbidden_calls(rt: Runtime, s: int, event: int, d: int) -> dict:
+    buf = ctypes.create_string_buffer(4)
+    return {
+        "device_synchronize": lambda: rt.t.device_synchronize(),
+        "memcpy": lambda: rt.t.memcpy(ctypes.addressof(buf), d, 4, D2H),
+        "stream_synchronize": lambda: rt.t.stream_synchronize(s),
+        "stream_query": lambda: rt.t.stream_query(s),
+        "stream_destroy": lambda: rt.t.stream_destroy(s),
+        "event_synchronize": lambda: rt.t.event_synchronize(event),
+        "event_query": lambda: rt.t.event_query(event),
+        "host_malloc": lambda: rt.t.host_malloc(byref(c_void_p()), 64),
+    }
+
+
+@pytest.mark.parametrize("call", FORBIDDEN_WHILE_CAPTURING)
+def test_forbidden_call_fails_and_invalidates_the_capture(capturing, call: str) -> None:
+    rt, s = capturing
+    d = rt.malloc(4)
+    rt.write(d, b"\0" * 4)
+    e = rt.event()
+    calls = _forbidden_calls(rt, s, e, d)
+    assert list(calls) == FORBIDDEN_WHILE_CAPTURING
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    rt.check(rt.t.memset_async(d, 1, 4, s))
+    rt.check(rt.t.event_record(e, s))  # an event recorded in the capture
+    assert calls[call]() == CAPTURE
+    message = rt.error()
+    assert f"tfl_{call}" in message and hex(s) in message, message
+    assert "the capture is now invalidated" in message, message
+    assert rt.capture_status(s) == CAPTURE_INVALIDATED
+    # Work enqueued on an invalidated capture fails too, saying why.
+    assert rt.t.memset_async(d, 2, 4, s) == CAPTURE
+    assert "invalidated" in rt.error() and f"tfl_{call}" in rt.error()
+    st, g = rt.capture_end(s)
+    assert st == CAPTURE and g is None
+    assert "was invalidated" in rt.error() and f"tfl_{call}" in rt.error(), rt.error()
+    assert rt.capture_status(s) == CAPTURE_NONE, "the capture ended all the same"
+    # Nothing recorded ever ran; the stream works again.
+    rt.check(rt.t.stream_synchronize(s))
+    rt.check(rt.t.event_synchronize(e))
+    assert rt.read(d, 4) == b"\0" * 4
+    rt.check(rt.t.memset_async(d, 3, 4, s))
+    rt.check(rt.t.stream_synchronize(s))
+    assert rt.read(d, 4) == b"\x03" * 4
+    rt.check(rt.t.event_destroy(e))
+    rt.check(rt.t.free(d))
+
+
+def _on_thread(fn) -> list:
+    out: list = []
+    t = threading.Thread(target=lambda: out.append(fn()))
+    t.start()
+    t.join()
+    return out
+
+
+def test_capture_modes_decide_which_threads_are_refused(capturing) -> None:
+    rt, s = capturing
+    # THREAD_LOCAL: another thread may synchronize the device, the capturing one may not.
+    rt.check(rt.t.graph_capture_begin(s, MODE_THREAD_LOCAL))
+    assert _on_thread(rt.t.device_synchronize) == [OK]
+    assert rt.capture_status(s) == CAPTURE_ACTIVE
+    assert rt.t.device_synchronize() == CAPTURE
+    assert "TFL_CAPTURE_MODE_THREAD_LOCAL" in rt.error()
+    assert rt.capture_end(s)[0] == CAPTURE
+
+    # GLOBAL: every thread is refused.
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    assert _on_thread(lambda: rt.t.host_malloc(byref(c_void_p()), 8)) == [CAPTURE]
+    assert rt.capture_status(s) == CAPTURE_INVALIDATED
+    assert rt.capture_end(s)[0] == CAPTURE
+
+    # RELAXED: unsafe calls are allowed anywhere, the capturing stream itself still cannot be
+    # synchronized (its work is recorded, not run).
+    rt.check(rt.t.graph_capture_begin(s, MODE_RELAXED))
+    rt.check(rt.t.device_synchronize())
+    p = rt.host_malloc(8)
+    rt.check(rt.t.host_free(p))
+    assert rt.capture_status(s) == CAPTURE_ACTIVE
+    assert rt.t.stream_synchronize(s) == CAPTURE
+    assert rt.capture_end(s)[0] == CAPTURE
+
+
+def test_capture_must_end_in_its_thread_unless_relaxed(capturing) -> None:
+    rt, s = capturing
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    assert _on_thread(lambda: rt.capture_end(s)[0]) == [CAPTURE]
+    assert rt.capture_status(s) == CAPTURE_NONE, "the capture ended, refused"
+    rt.check(rt.t.graph_capture_begin(s, MODE_RELAXED))
+    st, g = _on_thread(lambda: rt.capture_end(s))[0]
+    rt.check(st)
+    rt.check(rt.t.graph_destroy(g))
+
+
+def test_capture_begin_and_end_misuse(capturing) -> None:
+    rt, s = capturing
+    assert rt.t.graph_capture_begin(None, MODE_GLOBAL) == INVALID_VALUE
+    assert "default stream" in rt.error()
+    assert rt.t.graph_capture_begin(s, 3) == INVALID_VALUE and "mode 3" in rt.error()
+    assert rt.t.graph_capture_begin(0x10, MODE_GLOBAL) == INVALID_HANDLE
+    assert rt.capture_end(s)[0] == INVALID_VALUE and "not capturing" in rt.error()
+    assert rt.capture_end(None)[0] == INVALID_VALUE
+    assert rt.capture_status(s) == CAPTURE_NONE
+
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    assert rt.t.graph_capture_begin(s, MODE_GLOBAL) == CAPTURE
+    assert "already captures" in rt.error()
+    st, g = rt.capture_end(s)
+    assert st == CAPTURE and "already captures" in rt.error() and g is None
+
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    assert rt.t.graph_capture_end(s, None) == INVALID_VALUE
+    assert rt.capture_status(s) == CAPTURE_NONE, "a NULL out-parameter ends it too"
+    status = c_int()
+    assert rt.t.stream_capture_status(s, None) == INVALID_VALUE
+    assert rt.t.stream_capture_status(0x10, byref(status)) == INVALID_HANDLE
+    assert rt.capture_status(None) == CAPTURE_NONE, "the default stream never captures"
+
+
+def test_stream_capture_status_through_the_states(capturing) -> None:
+    rt, s = capturing
+    other = rt.stream()
+    assert rt.capture_status(s) == CAPTURE_NONE
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    assert rt.capture_status(s) == CAPTURE_ACTIVE
+    assert rt.capture_status(other) == CAPTURE_NONE
+    assert rt.t.stream_query(s) == CAPTURE
+    assert rt.capture_status(s) == CAPTURE_INVALIDATED
+    assert rt.capture_end(s)[0] == CAPTURE
+    assert rt.capture_status(s) == CAPTURE_NONE
+    # A fresh capture on the same stream starts clean.
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    assert rt.capture_status(s) == CAPTURE_ACTIVE
+    st, g = rt.capture_end(s)
+    rt.check(st)
+    rt.check(rt.t.graph_launch(g, s))  # an empty graph launches, doing nothing
+    rt.check(rt.t.graph_destroy(g))
+    rt.check(rt.t.stream_destroy(other))
+
+
+def test_event_waits_across_the_capture_boundary(capturing) -> None:
+    rt, s = capturing
+    other = rt.stream()
+    inside, outside, never = rt.event(), rt.event(), rt.event()
+    rt.check(rt.t.event_record(outside, other))
+    rt.check(rt.t.event_synchronize(outside))
+
+    # Another stream waiting on an event of the capture would join it: sim does not.
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    rt.check(rt.t.event_record(inside, s))
+    assert rt.t.stream_wait_event(other, inside) == NOT_SUPPORTED
+    assert "captures one stream only" in rt.error() and hex(other) in rt.error()
+    assert rt.capture_status(s) == CAPTURE_INVALIDATED
+    assert rt.capture_end(s)[0] == CAPTURE
+
+    # The capturing stream waiting on an event recorded outside it: refused, as CUDA does.
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    assert rt.t.stream_wait_event(s, outside) == CAPTURE
+    assert "recorded outside the capture" in rt.error()
+    assert rt.capture_end(s)[0] == CAPTURE
+
+    # Its own events and never-recorded ones need no wait; the events replay with the graph.
+    gate = Gate()
+    counter = Counter()
+
+    def record(stream: int) -> None:
+        rt.check(rt.t.event_record(inside, stream))
+        rt.check(rt.t.stream_wait_event(stream, inside))
+        rt.check(rt.t.stream_wait_event(stream, never))
+        rt.check(rt.t.launch_host_func(stream, counter.fn, None))
+
+    g = _captured_graph(rt, s, record)
+    assert rt.t.event_query(inside) == OK, "after the capture the event is as it was"
+    gate.launch(rt, s)
+    rt.check(rt.t.graph_launch(g, s))
+    assert rt.t.event_query(inside) == NOT_READY, "recorded by the launch, pending behind the gate"
+    rt.check(rt.t.stream_wait_event(other, inside))  # an ordinary wait on the replayed record
+    rt.check(rt.t.launch_host_func(other, counter.fn, None))
+    assert gate.started.wait(5)
+    assert counter.calls == 0
+    gate.opened.set()
+    for stream in (other, s):
+        rt.check(rt.t.stream_synchronize(stream))
+    assert rt.t.event_query(inside) == OK and counter.calls == 2
+    rt.check(rt.t.graph_destroy(g))
+    for e in (inside, outside, never):
+        rt.check(rt.t.event_destroy(e))
+    rt.check(rt.t.stream_destroy(other))
+
+
+def test_a_capture_waiting_on_another_captures_event_breaks_both(capturing) -> None:
+    rt, s = capturing
+    other = rt.stream()
+    e = rt.event()
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    rt.check(rt.t.graph_capture_begin(other, MODE_GLOBAL))
+    rt.check(rt.t.event_record(e, s))
+    assert rt.t.stream_wait_event(other, e) == CAPTURE
+    assert hex(other) in rt.error() and hex(s) in rt.error()
+    assert rt.capture_status(s) == rt.capture_status(other) == CAPTURE_INVALIDATED
+    for stream in (s, other):
+        assert rt.capture_end(stream)[0] == CAPTURE
+    rt.check(rt.t.event_destroy(e))
+    rt.check(rt.t.stream_destroy(other))
+
+
+def test_graph_launched_into_a_capture_is_recorded(capturing) -> None:
+    rt, s = capturing
+    d = rt.malloc(4)
+    rt.write(d, b"\0" * 4)
+    counter = Counter()
+    inner = _captured_graph(rt, s, lambda st: rt.check(rt.t.memset_async(d, 5, 4, st)))
+
+    def record(stream: int) -> None:
+        rt.check(rt.t.graph_launch(inner, stream))
+        rt.check(rt.t.launch_host_func(stream, counter.fn, None))
+
+    outer = _captured_graph(rt, s, record)
+    rt.check(rt.t.graph_destroy(inner))  # the outer graph keeps its own copy of the nodes
+    rt.check(rt.t.stream_synchronize(s))
+    assert rt.read(d, 4) == b"\0" * 4 and counter.calls == 0
+    rt.check(rt.t.graph_launch(outer, s))
+    rt.check(rt.t.stream_synchronize(s))
+    assert rt.read(d, 4) == b"\x05" * 4 and counter.calls == 1
+    rt.check(rt.t.graph_destroy(outer))
+    rt.check(rt.t.free(d))
+
+
+@pytest.mark.multidevice
+def test_graph_launches_only_on_its_device(two_devices: Runtime) -> None:
+    rt = two_devices
+    s = rt.stream()
+    d = rt.malloc(4)
+    g = _captured_graph(rt, s, lambda st: rt.check(rt.t.memset_async(d, 9, 4, st)))
+    rt.check(rt.t.set_device(1))
+    try:
+        s1 = rt.stream()
+        assert rt.t.graph_launch(g, s1) == INVALID_HANDLE
+        assert "flagos sim device 1" in rt.error() and "device 0" in rt.error()
+        assert rt.t.graph_launch(g, None) == INVALID_HANDLE, "NULL: device 1's default stream"
+        rt.check(rt.t.stream_destroy(s1))
+    finally:
+        rt.check(rt.t.set_device(0))
+    rt.check(rt.t.graph_launch(g, None))
+    assert rt.read(d, 4) == b"\x09" * 4  # the synchronous read follows the default stream
+    rt.check(rt.t.graph_destroy(g))
+    rt.check(rt.t.stream_destroy(s))
+    rt.check(rt.t.free(d))
+
+
+def test_destroyed_graph_is_unknown_and_queued_launches_complete(capturing) -> None:
+    rt, s = capturing
+    d = rt.malloc(4)
+    rt.write(d, b"\0" * 4)
+    counter = Counter()
+
+    def record(stream: int) -> None:
+        rt.check(rt.t.memset_async(d, 4, 4, stream))
+        rt.check(rt.t.launch_host_func(stream, counter.fn, None))
+
+    g = _captured_graph(rt, s, record)
+    gate = Gate()
+    gate.launch(rt, s)
+    rt.check(rt.t.graph_launch(g, s))
+    rt.check(rt.t.graph_destroy(g))  # while the launch waits behind the gate
+    assert rt.t.graph_destroy(g) == INVALID_HANDLE and "unknown or destroyed graph" in rt.error()
+    assert rt.t.graph_launch(g, s) == INVALID_HANDLE
+    assert rt.t.graph_instantiate(g) == INVALID_HANDLE
+    assert rt.t.graph_destroy(None) == INVALID_HANDLE
+    gate.opened.set()
+    rt.check(rt.t.stream_synchronize(s))
+    assert rt.read(d, 4) == b"\x04" * 4 and counter.calls == 1
+    rt.check(rt.t.free(d))
+
+
+def test_graph_calls_are_counted_and_can_be_failed(capturing) -> None:
+    rt, s = capturing
+    calls = sim.call_count("graph_capture_begin")
+    with sim.fault("graph_capture_begin"):
+        assert rt.t.graph_capture_begin(s, MODE_GLOBAL) == INJECTED
+    assert rt.capture_status(s) == CAPTURE_NONE, "an injected failure began nothing"
+    assert sim.call_count("graph_capture_begin") == calls + 1
+    g = _captured_graph(rt, s, lambda st: None)
+    with sim.fault("graph_launch", status="TFL_ERROR_CAPTURE"):
+        assert rt.t.graph_launch(g, s) == CAPTURE
+    rt.check(rt.t.graph_destroy(g))
+
+
+def test_concurrent_captures_and_launches_are_thread_safe(rt: Runtime) -> None:
+    n, launches = 64, 40
+    errors: list[str] = []
+
+    def worker(k: int) -> None:
+        try:
+            s, d = rt.stream(), rt.malloc(n)
+            counter = Counter()
+
+            def record(stream: int) -> None:
+                rt.check(rt.t.memset_async(d, k, n, stream))
+                rt.check(rt.t.launch_host_func(stream, counter.fn, None))
+
+            g = _captured_graph(rt, s, record, MODE_RELAXED)
+            for _ in range(launches):
+                rt.check(rt.t.graph_launch(g, s))
+            rt.check(rt.t.stream_synchronize(s))
+            if counter.calls != launches or rt.read(d, n) != bytes([k]) * n:
+                errors.append(f"worker {k}: {counter.calls} calls")
+            rt.check(rt.t.graph_destroy(g))
+            rt.check(rt.t.stream_destroy(s))
+            rt.check(rt.t.free(d))
+        except AssertionError as exc:
+            errors.append(f"worker {k}: {exc}")
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(1, 5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
 
 
 if __name__ == "__main__":

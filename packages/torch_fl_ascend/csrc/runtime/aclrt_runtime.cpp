@@ -51,6 +51,15 @@ constexpr std::nullptr_t rt_ipc_get_handle = nullptr;
 constexpr std::nullptr_t rt_ipc_open_handle = nullptr;
 constexpr std::nullptr_t rt_ipc_close_handle = nullptr;
 
+// v1.3 device graphs: not wired to aclrt's graph capture yet; torch.flagos graphs raise naming the
+// runtime.
+constexpr std::nullptr_t rt_graph_capture_begin = nullptr;
+constexpr std::nullptr_t rt_graph_capture_end = nullptr;
+constexpr std::nullptr_t rt_graph_instantiate = nullptr;
+constexpr std::nullptr_t rt_graph_launch = nullptr;
+constexpr std::nullptr_t rt_graph_destroy = nullptr;
+constexpr std::nullptr_t rt_stream_capture_status = nullptr;
+
 // NPU memory is device-scoped (no host-addressable memory). aclnn ops and other kernels queued on
 // one aclrtStream run in stream order, so producers need no barrier.
 TFL_KIT_RUNTIME_TABLE(kTable, "aclrt",

@@ -1,5 +1,5 @@
 /*
- * torch-fl runtime ABI, version 1.2.
+ * torch-fl runtime ABI, version 1.3.
  *
  * The seam between torch-fl core (which speaks PyTorch) and a vendor runtime
  * (which speaks only its SDK). A runtime is a shared library exporting
@@ -46,8 +46,8 @@ extern "C" {
 
 #define TFL_RUNTIME_ABI_VERSION 1u
 /* The minor version this header describes: the fields of v1.0 plus those
- * marked "v1.1" and "v1.2". */
-#define TFL_RUNTIME_ABI_MINOR 2u
+ * marked "v1.1", "v1.2" and "v1.3". */
+#define TFL_RUNTIME_ABI_MINOR 3u
 #define TFL_RUNTIME_ENTRY_SYMBOL "tfl_runtime_get"
 
 typedef enum tfl_status {
@@ -63,6 +63,9 @@ typedef enum tfl_status {
   TFL_ERROR_NOT_INITIALIZED = 9,     /* init() not called or failed */
   TFL_ERROR_DEVICE = 10,             /* the device/SDK reported a failure (see last_error) */
   TFL_ERROR_INJECTED = 11,           /* a test-only fault injected on purpose */
+  /* v1.3: not allowed while a stream captures a graph (the capture is then
+   * invalidated), or the capture was invalidated earlier (see last_error) */
+  TFL_ERROR_CAPTURE = 12,
 } tfl_status;
 
 /* The enum's own spelling of a status ("TFL_ERROR_OUT_OF_MEMORY"): what a
@@ -93,6 +96,8 @@ static inline const char* tfl_status_string(tfl_status status) {
       return "TFL_ERROR_DEVICE";
     case TFL_ERROR_INJECTED:
       return "TFL_ERROR_INJECTED";
+    case TFL_ERROR_CAPTURE:
+      return "TFL_ERROR_CAPTURE";
   }
   return "TFL_ERROR_UNKNOWN";
 }
@@ -120,7 +125,26 @@ enum {
   TFL_CAP_UNORDERED_PRODUCERS = 1u << 3,
   /* host_malloc returns page-locked memory usable for async copies. */
   TFL_CAP_PINNED_HOST_MEMORY = 1u << 4,
+  /* v1.3: the graph_* functions capture stream work and replay it. Without
+   * the bit (or the functions) torch.flagos graphs raise naming the runtime. */
+  TFL_CAP_GRAPHS = 1u << 5,
 };
+
+/* v1.3: how far a capture reaches (graph_capture_begin), as CUDA's modes:
+ * GLOBAL forbids the unsafe calls below in every thread of the process,
+ * THREAD_LOCAL only in the thread that began the capture, RELAXED nowhere. */
+typedef enum tfl_capture_mode {
+  TFL_CAPTURE_MODE_GLOBAL = 0,
+  TFL_CAPTURE_MODE_THREAD_LOCAL = 1,
+  TFL_CAPTURE_MODE_RELAXED = 2,
+} tfl_capture_mode;
+
+/* v1.3: a stream's capture state (stream_capture_status). */
+typedef enum tfl_capture_status {
+  TFL_CAPTURE_NONE = 0,        /* not capturing: work runs */
+  TFL_CAPTURE_ACTIVE = 1,      /* capturing: work is recorded, not run */
+  TFL_CAPTURE_INVALIDATED = 2, /* capturing, but a forbidden call broke it */
+} tfl_capture_status;
 
 /* Event flags (event_create). */
 enum {
@@ -146,6 +170,7 @@ typedef struct tfl_ipc_handle {
 typedef struct tfl_stream_st* tfl_stream;
 typedef struct tfl_event_st* tfl_event;
 typedef void (*tfl_host_fn)(void* user_data);
+typedef struct tfl_graph_st* tfl_graph; /* v1.3: recorded stream work */
 
 typedef struct tfl_runtime_v1 {
   uint32_t abi_version;  /* TFL_RUNTIME_ABI_VERSION the table was built for */
@@ -242,6 +267,44 @@ typedef struct tfl_runtime_v1 {
    * torch_fl.vendors.sdk.probe_runtime calls the probe symbol the vendor names
    * (older runtimes exported one off the table), else reports no device. */
   tfl_status (*probe)(int* count, char* msg, size_t len);
+
+  /* ---- v1.3: device graphs (declared by TFL_CAP_GRAPHS) ----
+   * While `stream` captures, the work enqueued on it (copies, memsets, host
+   * functions, event records and waits, SDK kernels on its native stream) is
+   * recorded instead of run; graph_launch runs the recording again, reading
+   * and writing the same addresses, so the caller keeps the memory alive and
+   * in place (core's allocator gives captures a private pool); a captured
+   * copy from pageable host memory reads it at replay. Unsafe while capturing,
+   * in the threads the mode reaches: device_synchronize of the capturing
+   * device, memcpy on it, host_malloc. Unsafe in every mode (the work is
+   * recorded, not run): synchronize, query or destroy of the capturing
+   * stream, synchronize or query of an event recorded in the capture. Such a
+   * call fails with TFL_ERROR_CAPTURE and invalidates the capture; so does
+   * later work on it. malloc and free stay allowed. Work on other streams is
+   * not captured; a stream that waits on an event recorded in the capture
+   * joins it where the runtime can (else TFL_ERROR_NOT_SUPPORTED, invalidating
+   * it); the capturing stream waiting on an event recorded outside it is
+   * TFL_ERROR_CAPTURE (as CUDA). Without these fields, torch.flagos graphs
+   * raise naming the runtime. */
+  /* Begin capturing on `stream` (not the NULL/default stream): tfl_capture_mode. */
+  tfl_status (*graph_capture_begin)(tfl_stream stream, int mode);
+  /* End the capture begun on `stream`, in the thread that began it unless the
+   * mode is RELAXED: *graph is the recording. When the capture was
+   * invalidated, TFL_ERROR_CAPTURE with the reason (and no graph); either way
+   * the stream no longer captures. */
+  tfl_status (*graph_capture_end)(tfl_stream stream, tfl_graph* graph);
+  /* Prepare `graph` for launching; a launch of a graph not instantiated does
+   * it first. Idempotent. */
+  tfl_status (*graph_instantiate)(tfl_graph graph);
+  /* Enqueue the recorded work on `stream`, a stream of the capture's device
+   * (NULL: the current device's default stream), ordered as any other work on
+   * it. On a capturing stream the graph's work is recorded into that capture
+   * (else TFL_ERROR_NOT_SUPPORTED). */
+  tfl_status (*graph_launch)(tfl_graph graph, tfl_stream stream);
+  /* Destroy `graph`; launches already queued still complete. */
+  tfl_status (*graph_destroy)(tfl_graph graph);
+  /* *status is the tfl_capture_status of `stream`. */
+  tfl_status (*stream_capture_status)(tfl_stream stream, int* status);
 } tfl_runtime_v1;
 
 /* Every field of the table after the header fields, in order:
@@ -283,7 +346,13 @@ typedef struct tfl_runtime_v1 {
   X(ipc_open_handle, 1, 1)          \
   X(ipc_close_handle, 1, 1)         \
   X(native_stream, 2, 1)            \
-  X(probe, 2, 1)
+  X(probe, 2, 1)                    \
+  X(graph_capture_begin, 3, 1)      \
+  X(graph_capture_end, 3, 1)        \
+  X(graph_instantiate, 3, 1)        \
+  X(graph_launch, 3, 1)             \
+  X(graph_destroy, 3, 1)            \
+  X(stream_capture_status, 3, 1)
 
 /* The size of the v1.0 table: the smallest struct_size core accepts. */
 #define TFL_RUNTIME_V1_0_SIZE \

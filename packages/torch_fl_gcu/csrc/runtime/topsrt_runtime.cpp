@@ -602,6 +602,15 @@ constexpr std::nullptr_t rt_ipc_get_handle = nullptr;
 constexpr std::nullptr_t rt_ipc_open_handle = nullptr;
 constexpr std::nullptr_t rt_ipc_close_handle = nullptr;
 
+// v1.3 device graphs: not wired to topsrt's graph capture yet; torch.flagos graphs raise naming the
+// runtime.
+constexpr std::nullptr_t rt_graph_capture_begin = nullptr;
+constexpr std::nullptr_t rt_graph_capture_end = nullptr;
+constexpr std::nullptr_t rt_graph_instantiate = nullptr;
+constexpr std::nullptr_t rt_graph_launch = nullptr;
+constexpr std::nullptr_t rt_graph_destroy = nullptr;
+constexpr std::nullptr_t rt_stream_capture_status = nullptr;
+
 // No host-addressable memory (GCU memory is device-scoped); topsaten and Triton kernels on one
 // stream are not ordered by the hardware.
 TFL_KIT_RUNTIME_TABLE(kTable, "topsrt",

@@ -16,6 +16,10 @@
 // copies, so callers may reuse or free it as soon as the call returns: a
 // pageable source is staged into a private buffer at enqueue time, and a copy
 // into a pageable destination waits for completion before returning.
+//
+// On a capturing stream (sim_graph) copies and memsets are recorded, not run:
+// they read and write their memory, pageable memory included, when the graph
+// runs, and a copy into pageable memory does not wait.
 #include "sim_copy.h"
 
 #include <cstdint>
@@ -27,6 +31,7 @@
 #include "sim_device.h"
 #include "sim_entry.h"
 #include "sim_errors.h"
+#include "sim_graph.h"
 #include "sim_memory.h"
 #include "sim_stream.h"
 
@@ -123,6 +128,8 @@ tfl_status copy(Call call, void* dst, const void* src, size_t n, tfl_memcpy_kind
   int device;
   tfl_status st = checked_current_device(fn, &device);
   if (st != TFL_OK) return st;
+  // A synchronous copy waits for the device's work, which a capture forbids.
+  if (synchronous && (st = check_unsafe_call(fn, device)) != TFL_OK) return st;
   StreamPtr s;
   // The synchronous copy is ordered after the default stream's earlier work.
   st = resolve_stream_on(fn, synchronous ? nullptr : stream, device, &s);
@@ -149,17 +156,19 @@ tfl_status copy(Call call, void* dst, const void* src, size_t n, tfl_memcpy_kind
   if ((st = check_in_bounds(fn, d, n)) != TFL_OK) return st;
   if ((st = check_in_bounds(fn, sr, n)) != TFL_OK) return st;
 
+  // memmove: a D2D or H2H copy may overlap within one allocation.
+  const auto move = [dst, src, n] { std::memmove(dst, src, n); };
+  if (record_if_capturing(fn, *s, move, &st)) return st;
   const bool pageable_dst = d.alloc.kind == TFL_POINTER_UNKNOWN;
   const bool pageable_src = sr.alloc.kind == TFL_POINTER_UNKNOWN;
   if (synchronous || pageable_dst) {
-    // memmove: a D2D or H2H copy may overlap within one allocation.
-    s->wait(s->enqueue([dst, src, n] { std::memmove(dst, src, n); }));
+    s->wait(s->enqueue(move));
   } else if (pageable_src) {
     auto staged = std::make_shared<std::vector<unsigned char>>(
         static_cast<const unsigned char*>(src), static_cast<const unsigned char*>(src) + n);
     s->enqueue([dst, staged] { std::memcpy(dst, staged->data(), staged->size()); });
   } else {
-    s->enqueue([dst, src, n] { std::memmove(dst, src, n); });
+    s->enqueue(move);
   }
   return TFL_OK;
 }
@@ -197,7 +206,9 @@ tfl_status sim_memcpy_peer_async(void* dst, int dst_device, const void* src, int
       return st;
     if ((st = check_in_bounds(fn, d, n)) != TFL_OK) return st;
     if ((st = check_in_bounds(fn, sr, n)) != TFL_OK) return st;
-    s->enqueue([dst, src, n] { std::memmove(dst, src, n); });
+    const auto move = [dst, src, n] { std::memmove(dst, src, n); };
+    if (record_if_capturing(fn, *s, move, &st)) return st;
+    s->enqueue(move);
     return TFL_OK;
   });
 }
@@ -215,7 +226,9 @@ tfl_status sim_memset_async(void* ptr, int value, size_t n, tfl_stream stream) {
     if ((st = check_device_operand(fn, op, device, "memset", TFL_ERROR_INVALID_POINTER)) != TFL_OK)
       return st;
     if ((st = check_in_bounds(fn, op, n)) != TFL_OK) return st;
-    s->enqueue([ptr, value, n] { std::memset(ptr, value, n); });
+    const auto set = [ptr, value, n] { std::memset(ptr, value, n); };
+    if (record_if_capturing(fn, *s, set, &st)) return st;
+    s->enqueue(set);
     return TFL_OK;
   });
 }

@@ -6,6 +6,7 @@
 #include "sim_config.h"
 #include "sim_entry.h"
 #include "sim_errors.h"
+#include "sim_graph.h"
 #include "sim_stream.h"
 
 namespace torch_fl::sim {
@@ -62,8 +63,9 @@ tfl_status sim_set_device(int device) {
 tfl_status sim_device_synchronize() {
   return entry(Call::device_synchronize, [&] {
     int device;
-    const tfl_status st = checked_current_device("tfl_device_synchronize", &device);
+    tfl_status st = checked_current_device("tfl_device_synchronize", &device);
     if (st != TFL_OK) return st;
+    if ((st = check_unsafe_call("tfl_device_synchronize", device)) != TFL_OK) return st;
     synchronize_device_streams(device);
     return TFL_OK;
   });

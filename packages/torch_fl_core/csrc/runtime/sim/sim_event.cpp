@@ -6,6 +6,7 @@
 
 #include "sim_entry.h"
 #include "sim_errors.h"
+#include "sim_graph.h"
 #include "sim_stream.h"
 
 namespace torch_fl::sim {
@@ -14,7 +15,18 @@ namespace torch_fl::sim {
 
 uint64_t Event::begin_record() {
   std::lock_guard<std::mutex> lock(mutex_);
+  capture_ = 0;
   return ++recorded_;
+}
+
+void Event::set_capture(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  capture_ = id;
+}
+
+uint64_t Event::capture() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return capture_;
 }
 
 void Event::mark_reached(uint64_t generation, Clock::time_point when) {
@@ -118,6 +130,8 @@ tfl_status sim_event_record(tfl_event event, tfl_stream stream) {
     StreamPtr s;
     st = resolve_stream("tfl_event_record", stream, &s);
     if (st != TFL_OK) return st;
+    // Captured, the record happens at every launch of the graph.
+    if (s->capturing() && record_node("tfl_event_record", *s, Node{nullptr, e}, &st)) return st;
     const uint64_t generation = e->begin_record();
     try {
       // The timestamp is taken when the stream reaches the marker, not now.
@@ -133,8 +147,9 @@ tfl_status sim_event_record(tfl_event event, tfl_stream stream) {
 tfl_status sim_event_synchronize(tfl_event event) {
   return entry(Call::event_synchronize, [&] {
     EventPtr e;
-    const tfl_status st = resolve_event("tfl_event_synchronize", event, &e);
+    tfl_status st = resolve_event("tfl_event_synchronize", event, &e);
     if (st != TFL_OK) return st;
+    if ((st = check_event_call("tfl_event_synchronize", *e)) != TFL_OK) return st;
     e->wait(e->latest_record());  // never recorded: generation 0, complete
     return TFL_OK;
   });
@@ -143,8 +158,9 @@ tfl_status sim_event_synchronize(tfl_event event) {
 tfl_status sim_event_query(tfl_event event) {
   return entry(Call::event_query, [&] {
     EventPtr e;
-    const tfl_status st = resolve_event("tfl_event_query", event, &e);
+    tfl_status st = resolve_event("tfl_event_query", event, &e);
     if (st != TFL_OK) return st;
+    if ((st = check_event_call("tfl_event_query", *e)) != TFL_OK) return st;
     const Event::State state = e->state();
     // NOT_READY is an answer, not a failure: last_error stays as it was.
     return state.reached >= state.recorded ? TFL_OK : TFL_ERROR_NOT_READY;

@@ -20,8 +20,13 @@ class Event {
 
   bool timing_enabled() const noexcept { return (flags_ & TFL_EVENT_DISABLE_TIMING) == 0; }
 
-  // Starts a new record and returns its generation (1, 2, ...).
+  // Starts a new record and returns its generation (1, 2, ...). It is no
+  // longer the record of a capture.
   uint64_t begin_record();
+  // v1.3: the latest record was made by the graph capture `id` (sim_graph),
+  // which recorded it without starting a generation; 0: by no capture.
+  void set_capture(uint64_t id);
+  uint64_t capture();
   // The marker of `generation` ran (on its stream's worker) at `when`.
   void mark_reached(uint64_t generation, Clock::time_point when);
   // Generation of the latest record; 0 when never recorded.
@@ -42,6 +47,7 @@ class Event {
   std::condition_variable cv_;
   uint64_t recorded_ = 0;
   uint64_t reached_ = 0;
+  uint64_t capture_ = 0;
   Clock::time_point time_{};
 };
 

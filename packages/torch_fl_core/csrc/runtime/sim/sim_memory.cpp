@@ -21,6 +21,7 @@
 #include "sim_device.h"
 #include "sim_entry.h"
 #include "sim_errors.h"
+#include "sim_graph.h"
 
 namespace torch_fl::sim {
 namespace {
@@ -233,8 +234,13 @@ tfl_status sim_free(void* ptr) {
 }
 
 tfl_status sim_host_malloc(void** ptr, size_t size) {
-  return entry(Call::host_malloc,
-               [&] { return allocate("tfl_host_malloc", ptr, size, -1, TFL_POINTER_HOST); });
+  return entry(Call::host_malloc, [&] {
+    // Pinning may synchronize the device in a real SDK (cudaMallocHost): a
+    // capture forbids it, malloc and free it allows.
+    const tfl_status st = check_unsafe_call("tfl_host_malloc", -1);
+    if (st != TFL_OK) return st;
+    return allocate("tfl_host_malloc", ptr, size, -1, TFL_POINTER_HOST);
+  });
 }
 
 tfl_status sim_host_free(void* ptr) {

@@ -11,6 +11,7 @@
 #include "sim_entry.h"
 #include "sim_errors.h"
 #include "sim_event.h"
+#include "sim_graph.h"
 #include "sim_ipc.h"
 #include "sim_memory.h"
 #include "sim_stream.h"
@@ -30,7 +31,7 @@ const tfl_runtime_v1 kTable = {
     /*struct_size=*/sizeof(tfl_runtime_v1),
     /*name=*/"sim",
     /*capabilities=*/TFL_CAP_HOST_ADDRESSABLE_MEMORY | TFL_CAP_PEER_COPY | TFL_CAP_EVENT_TIMING |
-        TFL_CAP_PINNED_HOST_MEMORY,
+        TFL_CAP_PINNED_HOST_MEMORY | TFL_CAP_GRAPHS,
     /*init=*/sim_init,
     /*status_name=*/sim_status_name,
     /*last_error=*/sim_last_error,
@@ -66,6 +67,12 @@ const tfl_runtime_v1 kTable = {
     /*ipc_close_handle=*/sim_ipc_close_handle,
     /*native_stream=*/sim_native_stream,
     /*probe=*/sim_probe,
+    /*graph_capture_begin=*/sim_graph_capture_begin,
+    /*graph_capture_end=*/sim_graph_capture_end,
+    /*graph_instantiate=*/sim_graph_instantiate,
+    /*graph_launch=*/sim_graph_launch,
+    /*graph_destroy=*/sim_graph_destroy,
+    /*stream_capture_status=*/sim_stream_capture_status,
 };
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "sim_entry.h"
 #include "sim_errors.h"
 #include "sim_event.h"
+#include "sim_graph.h"
 
 namespace torch_fl::sim {
 
@@ -221,8 +222,25 @@ tfl_status sim_stream_destroy(tfl_stream stream) {
                          "tfl_stream_destroy: unknown or destroyed stream %p",
                          static_cast<void*>(stream));
       }
-      s = std::move(it->second);
-      reg.streams.erase(it);
+      // A capturing stream stays: its capture must end first.
+      if (!it->second->capturing()) {
+        s = std::move(it->second);
+        reg.streams.erase(it);
+      } else {
+        s = it->second;
+      }
+    }
+    if (s->capturing()) {
+      const tfl_status st = check_stream_call("tfl_stream_destroy", *s);
+      if (st != TFL_OK) return st;
+      // The capture ended meanwhile: destroy it after all.
+      StreamRegistry& reg = registry();
+      std::lock_guard<std::mutex> lock(reg.mutex);
+      if (reg.streams.erase(stream) == 0) {
+        return set_error(TFL_ERROR_INVALID_HANDLE,
+                         "tfl_stream_destroy: unknown or destroyed stream %p",
+                         static_cast<void*>(stream));
+      }
     }
     s->shutdown();  // drains queued work, then joins the worker
     return TFL_OK;
@@ -241,8 +259,9 @@ tfl_status sim_stream_synchronize(tfl_stream stream) {
       return TFL_OK;
     }
     StreamPtr s;
-    const tfl_status st = resolve_stream("tfl_stream_synchronize", stream, &s);
+    tfl_status st = resolve_stream("tfl_stream_synchronize", stream, &s);
     if (st != TFL_OK) return st;
+    if ((st = check_stream_call("tfl_stream_synchronize", *s)) != TFL_OK) return st;
     s->synchronize();
     return TFL_OK;
   });
@@ -251,8 +270,9 @@ tfl_status sim_stream_synchronize(tfl_stream stream) {
 tfl_status sim_stream_query(tfl_stream stream) {
   return entry(Call::stream_query, [&] {
     StreamPtr s;
-    const tfl_status st = resolve_stream("tfl_stream_query", stream, &s);
+    tfl_status st = resolve_stream("tfl_stream_query", stream, &s);
     if (st != TFL_OK) return st;
+    if ((st = check_stream_call("tfl_stream_query", *s)) != TFL_OK) return st;
     // NOT_READY is an answer, not a failure: last_error stays as it was.
     return s->idle() ? TFL_OK : TFL_ERROR_NOT_READY;
   });
@@ -266,6 +286,8 @@ tfl_status sim_stream_wait_event(tfl_stream stream, tfl_event event) {
     EventPtr e;
     st = resolve_event("tfl_stream_wait_event", event, &e);
     if (st != TFL_OK) return st;
+    // A wait that involves a capture is settled there (needless, or refused).
+    if (capture_wait_event("tfl_stream_wait_event", *s, e, &st)) return st;
     // Wait for the event as recorded now; later records do not matter (CUDA).
     const uint64_t generation = e->latest_record();
     if (generation == 0 || e->reached(generation)) return TFL_OK;  // nothing to wait for
@@ -279,9 +301,12 @@ tfl_status sim_launch_host_func(tfl_stream stream, tfl_host_fn fn, void* user_da
     if (fn == nullptr)
       return set_error(TFL_ERROR_INVALID_VALUE, "tfl_launch_host_func: fn is NULL");
     StreamPtr s;
-    const tfl_status st = resolve_stream("tfl_launch_host_func", stream, &s);
+    tfl_status st = resolve_stream("tfl_launch_host_func", stream, &s);
     if (st != TFL_OK) return st;
-    s->enqueue([fn, user_data] { fn(user_data); });
+    // Captured, fn(user_data) runs at every launch of the graph.
+    const auto call = [fn, user_data] { fn(user_data); };
+    if (record_if_capturing("tfl_launch_host_func", *s, call, &st)) return st;
+    s->enqueue(call);
     return TFL_OK;
   });
 }

@@ -37,6 +37,11 @@ class Stream {
   // Runs the queue dry, then stops and joins the worker.
   void shutdown();
 
+  // v1.3: a graph capture records this stream's work instead (sim_graph owns
+  // the capture; the flag is what every enqueue reads, so it is one load).
+  bool capturing() const noexcept { return capturing_.load(std::memory_order_acquire); }
+  void set_capturing(bool on) noexcept { capturing_.store(on, std::memory_order_release); }
+
  private:
   void run();
 
@@ -51,6 +56,7 @@ class Stream {
   std::atomic<uint64_t> submitted_{0};
   std::atomic<uint64_t> completed_{0};
   bool stopping_ = false;
+  std::atomic<bool> capturing_{false};
   std::thread worker_;
 };
 

@@ -54,6 +54,12 @@ FUNCTIONS: tuple[tuple[str, int], ...] = (
     ("ipc_close_handle", 1),
     ("native_stream", 2),
     ("probe", 2),
+    ("graph_capture_begin", 3),
+    ("graph_capture_end", 3),
+    ("graph_instantiate", 3),
+    ("graph_launch", 3),
+    ("graph_destroy", 3),
+    ("stream_capture_status", 3),
 )
 
 

@@ -50,6 +50,7 @@ STATUS: dict[str, int] = {
     "TFL_ERROR_NOT_INITIALIZED": 9,
     "TFL_ERROR_DEVICE": 10,
     "TFL_ERROR_INJECTED": 11,
+    "TFL_ERROR_CAPTURE": 12,
 }
 
 
