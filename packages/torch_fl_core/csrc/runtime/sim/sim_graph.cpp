@@ -14,7 +14,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sim_device.h"
 #include "sim_entry.h"
 #include "sim_errors.h"
 
@@ -316,9 +315,9 @@ tfl_status sim_graph_capture_end(tfl_stream stream, tfl_graph* graph) {
     StreamPtr s;
     const tfl_status status = resolve_stream(fn, stream, &s);
     if (status != TFL_OK) return status;
-    std::unique_ptr<Capture> c;
+    std::unique_ptr<Capture> c;  // before the lock: a dropped recording is freed after it
     GraphState& st = state();
-    std::unique_lock<std::mutex> lock(st.mutex);
+    std::lock_guard<std::mutex> lock(st.mutex);
     auto it = st.captures.find(s.get());
     if (it == st.captures.end()) {
       return set_error(TFL_ERROR_INVALID_VALUE, "%s: stream %p is not capturing a graph", fn,
