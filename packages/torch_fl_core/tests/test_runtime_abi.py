@@ -1,8 +1,8 @@
-"""The runtime ABI across versions: runtimes built against the frozen v1.0 and v1.1 headers
+"""The runtime ABI across versions: runtimes built against the frozen v1.0, v1.1 and v1.2 headers
 (tests/abi/runtime_v1_*.h) load into today's core and run, without the later fields; tables
 shorter than v1.0 or missing a v1.0 function are refused with the reason; the table's names come
 from the header's one list (and Python's mirror of it); the v1.2 fields (native_stream, probe)
-work on the sim runtime and are reported missing on older ones."""
+work on the sim runtime and are reported missing on older ones, as are v1.3's device graphs."""
 
 from __future__ import annotations
 
@@ -53,6 +53,12 @@ def _compile_v1_1(tmp_path: Path) -> Path:
     )
 
 
+def _compile_v1_2(tmp_path: Path) -> Path:
+    return _compile(
+        tmp_path, "v12", '-DTFL_TEST_HEADER="runtime_v1_2.h"', '-DTFL_TEST_NAME="sim-v1.2"'
+    )
+
+
 CHILD = textwrap.dedent(
     """
     import json
@@ -79,6 +85,12 @@ CHILD = textwrap.dedent(
         out["native_stream"] = torch.ops.torch_fl._native_stream(1)
     except RuntimeError as exc:
         out["native_stream_error"] = str(exc)
+    out["graphs_supported"] = torch.flagos.graphs.supported()
+    try:
+        torch.flagos.Graph()
+        out["graph"] = True
+    except RuntimeError as exc:
+        out["graph_error"] = str(exc)
     print(json.dumps(out))
     """
 )
@@ -111,12 +123,21 @@ def test_a_v1_0_runtime_runs_on_this_core(tmp_path):
     assert "cannot be shared between processes" in message and ".cpu()" in message
     assert "runtime ABI v1.0" in message and "ipc_get_handle" in message, message
     _assert_no_native_stream(got, "sim-v1.0")
+    _assert_no_graphs(got, "sim-v1.0")
 
 
 def _assert_no_native_stream(got: dict, name: str) -> None:
     message = got["native_stream_error"]
     assert "flagos:1" in message and f"runtime '{name}'" in message, message
     assert "native_stream (runtime ABI v1.2" in message, message
+
+
+def _assert_no_graphs(got: dict, name: str) -> None:
+    # The shim copies sim's capabilities, TFL_CAP_GRAPHS included: core must go by the fields
+    # the table has, not by the bit alone.
+    assert got["graphs_supported"] is False, got
+    message = got["graph_error"]
+    assert f"runtime '{name}'" in message and "runtime ABI v1.3" in message, message
 
 
 def test_a_v1_1_runtime_runs_on_this_core(tmp_path):
@@ -131,6 +152,22 @@ def test_a_v1_1_runtime_runs_on_this_core(tmp_path):
     # v1.1's IPC works; v1.2's native stream is refused with the reason.
     assert got["shares"] is True and got.get("pickled") is True, got
     _assert_no_native_stream(got, "sim-v1.1")
+    _assert_no_graphs(got, "sim-v1.1")
+
+
+def test_a_v1_2_runtime_runs_on_this_core(tmp_path):
+    proc = _run_with(_compile_v1_2(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["runtime"] == "sim-v1.2" and got["sum"] == 30.0
+    fields = _header_functions(HEADER)
+    assert all(got["present"][name] for name, minor in fields if minor <= 2)
+    later = [name for name, minor in fields if minor > 2]
+    assert later and not any(got["present"][name] for name in later), got["present"]
+    # v1.1's IPC and v1.2's native stream work; v1.3's device graphs are refused with the reason.
+    assert got["shares"] is True and got.get("pickled") is True, got
+    assert got.get("native_stream"), got
+    _assert_no_graphs(got, "sim-v1.2")
 
 
 def test_probe_runtime_uses_the_table_then_the_older_symbol(tmp_path, monkeypatch):
@@ -227,6 +264,16 @@ def test_table_fields_come_from_the_header_list(flagos):
     assert _C.runtime_struct_size() >= fields[-1][2] + fields[-1][3]
     assert all(present for *_, present in fields)
     assert _C.runtime_abi_minor() == max(minor for _, minor in _header_functions(HEADER))
+
+
+@pytest.mark.parametrize("minor", [1, 2])
+def test_frozen_header_list_is_a_prefix_of_today(minor):
+    """A frozen v1.N header's field list is today's up to its last field, which is v1.N's."""
+    frozen = _header_functions(HERE / "abi" / f"runtime_v1_{minor}.h")
+    today = _header_functions(HEADER)
+    assert frozen and today[: len(frozen)] == frozen
+    assert max(m for _, m in frozen) == minor
+    assert all(m > minor for _, m in today[len(frozen) :])
 
 
 def test_frozen_v1_0_header_is_a_prefix_of_today():
