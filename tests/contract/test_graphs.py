@@ -148,3 +148,132 @@ def test_reduce_overhead_replays_a_flagos_graph(capturing):
         torch.testing.assert_close(out, f(x, w), rtol=1e-4, atol=1e-4)
     assert graph_wrapping.stats()["captured"] > before
     torch._dynamo.reset()
+
+
+def test_capture_records_without_running(capturing):
+    # As on CUDA: captured work does not run at capture, and runs once per replay.
+    x = torch.zeros(16, device="flagos")
+    x.add_(0)  # warm up
+    torch.flagos.synchronize()
+    g = torch.flagos.Graph()
+    with torch.flagos.graph(g):
+        x.add_(1)
+        y = x * 2
+    assert x.cpu().eq(0).all()
+    g.replay()
+    assert x.cpu().eq(1).all() and y.cpu().eq(2).all()
+    g.replay()
+    g.replay()
+    assert x.cpu().eq(3).all() and y.cpu().eq(6).all()
+
+
+def test_replay_on_another_stream_orders_with_it(capturing):
+    a = torch.arange(1024, dtype=torch.float32, device="flagos")
+    g = torch.flagos.Graph()
+    with torch.flagos.graph(g):
+        b = (a * 2).cumsum(0)
+    side = torch.flagos.Stream()
+    side.wait_stream(torch.flagos.current_stream())
+    with torch.flagos.stream(side):
+        a.fill_(1)  # queued before the replay on the same stream
+        g.replay()
+        got = b.clone()
+    torch.flagos.current_stream().wait_stream(side)
+    expected = torch.arange(1, 1025, dtype=torch.float32) * 2
+    torch.testing.assert_close(got.cpu(), expected)
+
+
+def test_whole_training_step_replays_as_eager(capturing):
+    # torch.cuda's whole-network capture recipe: static input/target, forward, backward and
+    # optimizer step in one graph; every replay matches the same step run eagerly.
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)
+    ).to("flagos")
+    reference = torch.nn.Sequential(
+        torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)
+    )
+    reference.load_state_dict({k: v.cpu() for k, v in model.state_dict().items()})
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    loss_fn = torch.nn.MSELoss()
+    static_x = torch.randn(8, 16, device="flagos")
+    static_y = torch.randn(8, 4, device="flagos")
+    side = torch.flagos.Stream()
+    side.wait_stream(torch.flagos.current_stream())
+    with torch.flagos.stream(side):  # warm up on a side stream, as CUDA's recipe does
+        for _ in range(2):
+            opt.zero_grad(set_to_none=True)
+            loss_fn(model(static_x), static_y).backward()
+    torch.flagos.current_stream().wait_stream(side)
+    # The warm-up stepped nothing (no opt.step); the reference starts from the same weights.
+    g = torch.flagos.Graph()
+    opt.zero_grad(set_to_none=True)
+    with torch.flagos.graph(g):
+        static_loss = loss_fn(model(static_x), static_y)
+        static_loss.backward()
+        opt.step()
+    for _ in range(3):
+        x, y = torch.randn(8, 16), torch.randn(8, 4)
+        static_x.copy_(x)
+        static_y.copy_(y)
+        g.replay()
+        ref_opt.zero_grad()
+        ref_loss = loss_fn(reference(x), y)
+        ref_loss.backward()
+        ref_opt.step()
+        torch.testing.assert_close(static_loss.cpu(), ref_loss.detach(), rtol=1e-5, atol=1e-5)
+        for p, q in zip(model.parameters(), reference.parameters(), strict=True):
+            torch.testing.assert_close(p.detach().cpu(), q.detach(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "call, what",
+    [
+        (lambda x: x.sum().item(), r"item\(\)|captur"),
+        (lambda x: x.cpu(), r"copy to host memory|captur"),
+        (lambda x: torch.flagos.synchronize(), r"captur"),
+    ],
+    ids=["item", "cpu", "synchronize"],
+)
+def test_host_waits_inside_a_capture_are_refused(capturing, call, what):
+    x = torch.ones(8, device="flagos")
+    g = torch.flagos.Graph()
+    with pytest.raises(RuntimeError, match=what):
+        with torch.flagos.graph(g):
+            y = x + 1
+            call(y)
+    assert not torch.flagos.is_current_stream_capturing()
+    g.reset()
+    assert (x * 3).cpu().eq(3).all()  # the device works after the refused capture
+
+
+def test_reset_returns_the_pool(capturing):
+    x = torch.ones(1 << 18, device="flagos")
+    torch.flagos.synchronize()
+    g = torch.flagos.Graph()
+    with torch.flagos.graph(g):
+        y = (x * 2).exp()
+    del y
+    g.replay()
+    held = torch.flagos.memory_reserved()
+    g.reset()
+    torch.flagos.empty_cache()
+    assert torch.flagos.memory_reserved() < held
+
+
+def test_free_of_a_block_the_capture_used_does_not_break_it(capturing):
+    # A tensor made outside the capture, used on the capturing stream (record_stream) and freed
+    # inside it: its free is ordered after the capture, not recorded into it.
+    g = torch.flagos.Graph()
+    x = torch.ones(4096, device="flagos")
+    with torch.flagos.graph(g):
+        y = x * 2
+        x.record_stream(torch.flagos.current_stream())
+        del x
+        y.add_(1)  # allocates nothing; a later allocation processes the deferred free
+        torch.empty(4096, device="flagos")
+    g.replay()
+    torch.flagos.synchronize()
+    w = torch.ones(4096, device="flagos")  # the freed block is usable again
+    assert (w + 1).cpu().eq(2).all()

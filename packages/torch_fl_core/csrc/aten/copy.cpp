@@ -14,6 +14,7 @@
 
 #include "aten/copy.h"
 #include "glue/caching_allocator.h"
+#include "glue/graph_capture.h"
 #include "glue/host_allocator.h"
 #include "glue/runtime_access.h"
 #include "glue/stream_pool.h"
@@ -110,6 +111,13 @@ void copy_same_device(const Tensor& src, const Tensor& dst) {
     return;
   }
   if (has_capability(TFL_CAP_HOST_ADDRESSABLE_MEMORY)) {
+    if (C10_UNLIKELY(records_host_work())) {
+      // Inside a graph capture: the copy is host work the stream runs at each
+      // replay (the tensors stay alive with the graph).
+      capture_sink()->record(
+          [src, dst] { cpu_alias(dst, dst.data_ptr()).copy_(cpu_alias(src, src.data_ptr())); }, {});
+      return;
+    }
     // A host copy cannot enqueue on the stream: wait for its earlier work,
     // then run ATen's CPU copy on the same memory.
     sync(device, stream);
@@ -118,6 +126,7 @@ void copy_same_device(const Tensor& src, const Tensor& dst) {
   }
   // Device memory the host cannot touch: stage both spans (dst's too, so bytes
   // between its elements keep their values), copy on the host, write back.
+  check_not_capturing("a strided copy on a device the host cannot address (staged on the host)");
   Tensor src_buf, dst_buf;
   Tensor hsrc = host_copy_of_span(src, stream, &src_buf);
   Tensor hdst = host_copy_of_span(dst, stream, &dst_buf);
@@ -139,6 +148,10 @@ void copy_host_to_device(const Tensor& src, const Tensor& dst, bool non_blocking
   const c10::Stream cstream = current_stream(device);
   tfl_stream stream = native_stream(cstream);
   const bool direct = dense(src) && same_layout(src, dst);
+  if (C10_UNLIKELY(capturing_device() >= 0) &&
+      !(non_blocking && direct && is_pinned_ptr(src.data_ptr()))) {
+    check_not_capturing("a copy from host memory that is not pinned, or not non_blocking,");
+  }
   Tensor host = direct ? src : cpu_like(dst);
   if (!direct) host.copy_(src);
   memcpy_on(device, dst.data_ptr(), host.data_ptr(), dense_bytes(dst), TFL_MEMCPY_HOST_TO_DEVICE,
@@ -158,6 +171,10 @@ void copy_device_to_host(const Tensor& src, const Tensor& dst, bool non_blocking
     copy_same_device(src, tmp);
     copy_device_to_host(tmp, dst, non_blocking);
     return;
+  }
+  if (C10_UNLIKELY(capturing_device() >= 0) &&
+      !(non_blocking && dense(dst) && same_layout(src, dst) && is_pinned_ptr(dst.data_ptr()))) {
+    check_not_capturing("a copy to host memory that is not pinned, or not non_blocking,");
   }
   CurrentDeviceScope scope(device);
   const c10::Stream cstream = current_stream(device);
@@ -296,6 +313,7 @@ Tensor copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
     if (src.device() == dst.device()) {
       copy_same_device(src, dst);
     } else {
+      check_not_capturing("a copy between two flagos devices");
       copy_between_devices(src, dst, non_blocking);
     }
   } else if (is_flagos(dst)) {
@@ -318,6 +336,7 @@ at::Scalar local_scalar_dense(const Tensor& self) {
               " elements cannot be converted to Scalar");
   check_not_in_bad_fork();
   if (const auto type = mirror_device_type()) return mirror_view(self, *type).item();
+  check_not_capturing("item() (a copy to the host)");
   // Same shape as self ([1], [1, 1], ...): item() of any one-element tensor.
   Tensor host = at::empty(self.sizes(), self.options().device(at::kCPU));
   order_native_producer(self.device().index());

@@ -156,7 +156,19 @@ struct DeviceState {
   // not yet reused, and retired Block objects.
   BlockSet::node_type spare_node;
   std::vector<Block*> spare_blocks;
+  // Device graphs: streams capturing now and the pool tag their allocations
+  // take, and the live pools with the number of graphs holding each. A pool's
+  // blocks carry its tag (a negative stream id, never a real stream's) in
+  // place of their stream, so best fit hands them only to the same pool, and
+  // its free blocks stay cached while a graph holds it: replays write there.
+  std::vector<std::pair<c10::StreamId, c10::StreamId>> capturing;
+  ska::flat_hash_map<c10::StreamId, int> graph_pools;
+  // Frees ordered after a capturing stream's use: an event recorded there now
+  // would be recorded into the graph, so it is recorded when the capture ends.
+  std::vector<std::pair<Block*, c10::StreamId>> after_capture;
 };
+
+c10::StreamId pool_tag(uint64_t pool) { return -static_cast<c10::StreamId>(pool); }
 
 // Inserts `block` into `pool`, reusing the spare tree node if there is one.
 void pool_insert(DeviceState& st, BlockPool& pool, Block* block) {
@@ -343,6 +355,7 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
     std::string oom_message;
     {
       DeviceLockHold lock(st.mutex);
+      if (C10_UNLIKELY(!st.capturing.empty())) stream_id = capture_stream_tag(st, stream_id);
       BlockPool& pool = size <= kSmallSize ? st.small_pool : st.large_pool;
       process_events(st);
       block = take_free_block(st, pool, stream_id, size);
@@ -452,6 +465,10 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
     if (it == st.live.end()) return;
     // The caller holds the DataPtr, so the block cannot be freed meanwhile.
     Block* block = it->second;
+    // A graph pool's block is reused only by captures into that pool, whose
+    // work replays in capture order: no event (one recorded on a capturing
+    // stream could not even be queried).
+    if (block->stream_id < 0) return;
     if (stream.device_index() == block->device && stream.id() == block->stream_id) {
       return;  // the allocation stream orders its own reuse
     }
@@ -697,6 +714,11 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
   void defer_until_streams_done(DeviceState& st, Block* block) noexcept {
     for (const c10::Stream& s : block->stream_uses) {
       const c10::DeviceIndex ev_dev = s.device_index();
+      if (ev_dev == st.device && capture_stream_tag(st, s.id()) != s.id()) {
+        st.after_capture.emplace_back(block, s.id());
+        ++block->pending_events;
+        continue;
+      }
       try {
         CurrentDeviceScope scope(ev_dev);
         tfl_event ev = events_.acquire(ev_dev);
@@ -820,8 +842,8 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
     // is synchronized first -- without the lock, as stream work (host functions) may allocate.
     // The segments are taken out of the pools before, so nobody can reuse them meanwhile.
     std::vector<Block*> segments;
-    take_free_segments(st.small_pool, &segments);
-    take_free_segments(st.large_pool, &segments);
+    take_free_segments(st, st.small_pool, &segments);
+    take_free_segments(st, st.large_pool, &segments);
     if (segments.empty()) return;
     lock.unlock();
     tfl_status failure = TFL_OK;
@@ -854,11 +876,12 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
     if (failure != TFL_OK) throw_runtime_error(failure, failed_call, st.device);
   }
 
-  // Moves every cached segment that is entirely unused out of `pool` into `out`.
-  static void take_free_segments(BlockPool& pool, std::vector<Block*>* out) {
+  // Moves every cached segment that is entirely unused out of `pool` into
+  // `out`, except those of a graph pool a graph still holds.
+  static void take_free_segments(DeviceState& st, BlockPool& pool, std::vector<Block*>* out) {
     for (auto it = pool.blocks.begin(); it != pool.blocks.end();) {
       Block* block = *it;
-      if (block->is_split()) {
+      if (block->is_split() || (block->stream_id < 0 && st.graph_pools.count(block->stream_id))) {
         ++it;
         continue;
       }
@@ -870,6 +893,59 @@ class FlagosCachingAllocator final : public c10::DeviceAllocator {
   void empty_device_cache(DeviceState& st) {
     DeviceLockHold lock(st.mutex);
     release_cached(st, lock);
+  }
+
+ public:
+  void begin_graph_pool(c10::DeviceIndex device, c10::StreamId stream_id, uint64_t pool) {
+    DeviceState& st = state(device);
+    std::lock_guard<DeviceLock> lock(st.mutex);
+    for (const auto& entry : st.capturing) {
+      TORCH_CHECK(entry.first != stream_id, "flagos:", int(device),
+                  ": this stream is already capturing a device graph");
+    }
+    ++st.graph_pools[pool_tag(pool)];
+    st.capturing.emplace_back(stream_id, pool_tag(pool));
+  }
+
+  void end_graph_pool(c10::DeviceIndex device, c10::StreamId stream_id) {
+    DeviceState& st = state(device);
+    std::lock_guard<DeviceLock> lock(st.mutex);
+    auto& v = st.capturing;
+    v.erase(std::remove_if(v.begin(), v.end(), [&](const auto& e) { return e.first == stream_id; }),
+            v.end());
+    // The frees that waited for this capture to end: ordered on the stream now.
+    auto& after = st.after_capture;
+    for (auto it = after.begin(); it != after.end();) {
+      if (it->second != stream_id) {
+        ++it;
+        continue;
+      }
+      Block* block = it->first;
+      it = after.erase(it);
+      --block->pending_events;
+      block->stream_uses.assign(
+          1, c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, device),
+                         stream_id));
+      defer_until_streams_done(st, block);
+      if (block->in_pool()) return_to_pool(st, block);
+    }
+  }
+
+  void release_graph_pool(c10::DeviceIndex device, uint64_t pool) {
+    DeviceState* st = existing_state(device);
+    if (st == nullptr) return;
+    std::lock_guard<DeviceLock> lock(st->mutex);
+    auto it = st->graph_pools.find(pool_tag(pool));
+    if (it != st->graph_pools.end() && --it->second == 0) st->graph_pools.erase(it);
+  }
+
+ private:
+  // The pool tag of allocations on `stream_id` while it captures. Lock held.
+  static c10::StreamId capture_stream_tag(const DeviceState& st, c10::StreamId stream_id) {
+    for (const auto& [captured, tag] : st.capturing) {
+      if (captured == stream_id) return tag;
+    }
+    return stream_id;
   }
 
   std::mutex create_mutex_;
@@ -948,6 +1024,27 @@ c10::DataPtr allocate_for_host_writer(c10::DeviceIndex device, c10::StreamId str
                            stream_id);
   TFL_CALL(device, stream_synchronize, native_stream(stream));
   return block;
+}
+
+uint64_t new_graph_pool_id() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+void begin_graph_pool(c10::DeviceIndex device, c10::StreamId stream_id, uint64_t pool) {
+  TORCH_CHECK(pool > 0, "flagos: graph pool ids start at 1");
+  if (g_pool_replaced.load(std::memory_order_relaxed)) return;  // the mirrored pool's own graphs
+  instance()->begin_graph_pool(device, stream_id, pool);
+}
+
+void end_graph_pool(c10::DeviceIndex device, c10::StreamId stream_id) {
+  if (g_pool_replaced.load(std::memory_order_relaxed)) return;
+  instance()->end_graph_pool(device, stream_id);
+}
+
+void release_graph_pool(c10::DeviceIndex device, uint64_t pool) {
+  if (g_pool_replaced.load(std::memory_order_relaxed)) return;
+  instance()->release_graph_pool(device, pool);
 }
 
 bool is_pool_deleter(c10::DeleterFnPtr fn) { return deleter_device(fn) >= 0; }

@@ -58,6 +58,16 @@ c10::DataPtr allocate_on_current(c10::DeviceIndex device, c10::StreamId stream_i
 // the block. `stream_id` and current-device rules as for allocate_on_current.
 c10::DataPtr allocate_for_host_writer(c10::DeviceIndex device, c10::StreamId stream_id, size_t n);
 
+// Device graphs' private pools. Between begin and end, allocations on
+// `device` whose stream is `stream_id` (the capturing stream) come from pool
+// `pool`, whose blocks nothing outside it reuses and which stays cached until
+// every graph that began a capture into it released it: a replay writes the
+// memory its capture was given. Pool ids come from new_graph_pool_id.
+uint64_t new_graph_pool_id();
+void begin_graph_pool(c10::DeviceIndex device, c10::StreamId stream_id, uint64_t pool);
+void end_graph_pool(c10::DeviceIndex device, c10::StreamId stream_id);
+void release_graph_pool(c10::DeviceIndex device, uint64_t pool);
+
 // Whether `fn` is the deleter of this allocator's allocations (one per device:
 // see caching_allocator.cpp).
 bool is_pool_deleter(c10::DeleterFnPtr fn);

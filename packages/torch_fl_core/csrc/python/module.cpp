@@ -5,6 +5,7 @@
 // kernels.
 #include <ATen/Context.h>
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -17,9 +18,13 @@
 #include <torch/csrc/utils/device_lazy_init.h>
 #include <torch_fl/kit/conv_layout.h>
 
+#include <memory>
+#include <unordered_map>
+
 #include "router/fallback_counts.h"
 #include "glue/caching_allocator.h"
 #include "glue/generator.h"
+#include "glue/device_graph.h"
 #include "glue/graph_capture.h"
 #include "glue/host_allocator.h"
 #include "glue/runtime_access.h"
@@ -139,6 +144,20 @@ StatMap host_memory_stats() {
   return out;
 }
 
+// Graphs created from Python, by handle (the GIL serialises access). Leaked
+// at exit on purpose: a graph's reset calls the runtime, which may be gone.
+std::unordered_map<int64_t, std::unique_ptr<DeviceGraph>>& graphs() {
+  static auto* map = new std::unordered_map<int64_t, std::unique_ptr<DeviceGraph>>();
+  return *map;
+}
+int64_t g_next_graph = 0;
+
+DeviceGraph& graph_of(int64_t id) {
+  auto it = graphs().find(id);
+  TORCH_CHECK(it != graphs().end(), "flagos graph: unknown graph handle ", id);
+  return *it->second;
+}
+
 }  // namespace
 }  // namespace torch_fl
 
@@ -209,6 +228,26 @@ NB_MODULE(_C, m) {
   m.def("_set_capturing_device",
         [](int device) { set_capturing_device(static_cast<c10::DeviceIndex>(device)); });
   m.def("_capturing_device", [] { return static_cast<int>(capturing_device()); });
+  // Device graphs through the runtime's graph seat: a graph is a handle (an int) here.
+  m.def("graphs_recorded", [] { return runtime_records_graphs(); });
+  m.def("_graph_new", [] {
+    auto graph = std::make_unique<DeviceGraph>();
+    const int64_t id = ++g_next_graph;
+    graphs().emplace(id, std::move(graph));
+    return id;
+  });
+  m.def("_graph_capture_begin",
+        [](int64_t id, uint64_t pool, int mode) { graph_of(id).capture_begin(pool, mode); });
+  m.def("_graph_capture_end", [](int64_t id) { graph_of(id).capture_end(); });
+  m.def("_graph_instantiate", [](int64_t id) { graph_of(id).instantiate(); });
+  m.def("_graph_replay", [](int64_t id) { graph_of(id).replay(); });
+  m.def("_graph_reset", [](int64_t id) { graph_of(id).reset(); });
+  m.def("_graph_pool", [](int64_t id) { return graph_of(id).pool(); });
+  m.def("_graph_delete", [](int64_t id) {
+    auto node = graphs().extract(id);  // reset by its destructor
+  });
+  m.def("_graph_new_pool", [] { return new_graph_pool_id(); });
+  m.def("_capture_sink_active", [] { return capture_sink() != nullptr; });
   m.def("runtime_abi_version", [] { return static_cast<int>(TFL_RUNTIME_ABI_VERSION); });
   m.def("runtime_abi_minor", [] { return static_cast<int>(TFL_RUNTIME_ABI_MINOR); });
   m.def("runtime_v1_0_size", [] { return static_cast<int>(TFL_RUNTIME_V1_0_SIZE); });
@@ -256,6 +295,8 @@ NB_MODULE(_C, m) {
       [](int device) {
         const c10::DeviceIndex d =
             device < 0 ? current_device() : static_cast<c10::DeviceIndex>(device);
+        // Compiled host code runs now, not at a replay: it cannot be captured.
+        check_not_capturing("compiled host code (Inductor's C++ kernels)");
         CurrentDeviceScope scope(d);
         tfl_stream s = native_stream(current_stream(d));
         const tfl_status st = runtime().stream_query(s);

@@ -6,6 +6,8 @@
 #include "boxing/call_arguments.h"
 #include "boxing/call_mapper.h"
 #include "boxing/call_scope.h"
+#include "boxing/deferred_host_call.h"
+#include "glue/graph_capture.h"
 #include "glue/runtime_access.h"
 
 namespace torch_fl {
@@ -39,6 +41,10 @@ class BoxBackend final : public Backend {
     const size_t num_args = schema.arguments().size();
     const auto args_begin = stack->end() - static_cast<std::ptrdiff_t>(num_args);
     boxing::check_same_device(op, args_begin, stack->end());
+    if (C10_UNLIKELY(type_ == c10::DeviceType::CPU && records_host_work())) {
+      boxing::defer_host_call(op, key_, stack);  // inside a graph capture: recorded
+      return;
+    }
     const std::optional<c10::DeviceIndex> found =
         boxing::first_flagos_device(args_begin, stack->end());
     const c10::DeviceIndex device = found ? *found : current_device();

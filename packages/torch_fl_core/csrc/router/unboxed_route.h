@@ -23,6 +23,8 @@
 #include "boxing/call_arguments.h"
 #include "boxing/call_mapper.h"
 #include "boxing/call_scope.h"
+#include "boxing/deferred_host_call.h"
+#include "glue/graph_capture.h"
 #include "glue/runtime_access.h"
 #include "profiler/route_scope.h"
 #include "router/route_phases.h"
@@ -307,6 +309,13 @@ struct SignatureRoute<R(Args...)> {
                                                              std::forward<Args>(args)...);
     }
     const c10::DeviceType type = target.box_type;
+    if (C10_UNLIKELY(type == c10::DeviceType::CPU && records_host_work())) {
+      // A host kernel inside a graph capture: recorded, boxed (rare and slow anyway).
+      static const c10::BoxedKernel deferred =
+          c10::BoxedKernel::makeFromFunction<&boxing::deferred_host_kernel>();
+      return c10::impl::BoxedKernelWrapper<R(Args...)>::call(
+          deferred, st->handle(), c10::DispatchKeySet(target.box_key), std::forward<Args>(args)...);
+    }
     const c10::DeviceIndex device = call_device(obs, st->handle());
     boxing::CallScope scope(device, obs.device.has_value(), type);
     profiler::RouteScope route(target.backend->name(), st->handle(), device);  // after the scope

@@ -400,6 +400,14 @@ tfl_runtime_v1 g_table = {
     /*ipc_close_handle=*/nullptr,
     native_stream<>,
     probe,
+    // v1.3 graphs: the mirrored backend's own graph API captures flagos work
+    // here (torch_fl.device.graphs), with its pools and RNG capture.
+    /*graph_capture_begin=*/nullptr,
+    /*graph_capture_end=*/nullptr,
+    /*graph_instantiate=*/nullptr,
+    /*graph_launch=*/nullptr,
+    /*graph_destroy=*/nullptr,
+    /*stream_capture_status=*/nullptr,
 };
 
 }  // namespace

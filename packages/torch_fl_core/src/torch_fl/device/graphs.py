@@ -3,16 +3,23 @@
 Shaped like ``torch.cuda``'s graph API: :class:`Graph` (``torch.cuda.CUDAGraph``), the
 :class:`graph` context manager, :func:`graph_pool_handle` and :func:`is_current_stream_capturing`.
 
-Capture needs a runtime whose streams and memory are those of a torch backend that records
-graphs: the delegate runtime (``delegate:cuda`` on the cuda vendor) makes flagos streams that
-backend's streams and flagos memory its caching allocator's, so a flagos graph is that backend's
-graph of the same kernels, with its private memory pools and its RNG-state capture. Where the
-runtime has no such backend (sim, the SDK runtimes), :func:`supported` is False and creating a
-:class:`Graph` raises an error naming the runtime; it is a declared capability, never emulated.
+Two ways to capture, chosen by the runtime:
 
-During capture the operators of the region must run device kernels: an operator that needs the
-host in the middle of the stream (the CPU fallback, a host-written result) raises an error naming
-it instead of invalidating the capture.
+- the runtime's graph seat (runtime ABI v1.3, declared by ``TFL_CAP_GRAPHS``; sim has it): the
+  runtime records what the capturing stream is given and replays it. Memory allocated during a
+  capture comes from a private pool the graph holds; host kernels on host-addressable memory are
+  recorded as host work (their results' sizes from the operators' Meta kernels) that runs at each
+  replay, and operators with a generator draw anew at each replay.
+- a delegate runtime (``delegate:cuda`` on the cuda vendor) makes flagos streams and memory a torch
+  backend's own, so a flagos graph is that backend's graph (CUDA graphs), with its pools and its
+  RNG-state capture.
+
+Elsewhere :func:`supported` is False and creating a :class:`Graph` raises an error naming the
+runtime; it is a declared capability, never emulated.
+
+During capture the operators of the region must be recordable: an operator that needs the host in
+the middle of the stream (the CPU fallback, ``item()``, a blocking copy to or from the host)
+raises an error naming it instead of invalidating the capture.
 """
 
 from __future__ import annotations
@@ -44,24 +51,93 @@ def _mirrored() -> ModuleType | None:
     return module if hasattr(module, "CUDAGraph") else None
 
 
+def _seat() -> bool:
+    """Whether the runtime records graphs through the runtime ABI's graph seat."""
+    return bool(_C.runtime_active() and _C.graphs_recorded())
+
+
 def supported() -> bool:
     """Whether this process's runtime can capture flagos work into device graphs."""
-    return _mirrored() is not None
+    return _mirrored() is not None or _seat()
 
 
-def _require() -> ModuleType:
+# Capture modes as torch.cuda spells them, in the runtime ABI's order (tfl_capture_mode).
+_MODES = {"global": 0, "thread_local": 1, "relaxed": 2}
+
+
+def _require() -> ModuleType | None:
+    """The mirrored backend's device module, None for the graph seat; raises when neither."""
     torch.flagos._lazy_init()
     backend = _mirrored()
-    if backend is None:
+    if backend is None and not _seat():
         import torch_fl
 
         raise RuntimeError(
             f"torch.flagos graphs: vendor {torch_fl.vendor().name!r} (runtime "
-            f"{_C.runtime_name()!r}) cannot capture device graphs: only a runtime that delegates "
-            f"to a torch backend recording graphs ({', '.join(_GRAPH_BACKENDS)}) can. Run the "
-            "region eagerly, or compile it without mode='reduce-overhead'."
+            f"{_C.runtime_name()!r}) cannot capture device graphs: its runtime declares no graph "
+            "seat (runtime ABI v1.3 graph_* functions with TFL_CAP_GRAPHS) and does not delegate "
+            f"to a torch backend recording graphs ({', '.join(_GRAPH_BACKENDS)}). Run the region "
+            "eagerly, or compile it without mode='reduce-overhead'."
         )
     return backend
+
+
+class _SeatGraph:
+    """The graph seat's graph behind :class:`Graph` (the methods of ``torch.cuda.CUDAGraph``)."""
+
+    def __init__(self, keep_graph: bool) -> None:
+        self._id = int(_C._graph_new())
+        self._keep_graph = keep_graph
+
+    def __del__(self) -> None:
+        try:
+            _C._graph_delete(self._id)
+        except Exception:  # noqa: BLE001 - interpreter teardown: nothing left to tell
+            pass
+
+    def capture_begin(self, pool: Any = None, capture_error_mode: str = "global") -> None:
+        if capture_error_mode not in _MODES:
+            raise ValueError(
+                f"torch.flagos graphs: capture_error_mode must be one of {sorted(_MODES)}, "
+                f"not {capture_error_mode!r}"
+            )
+        _C._graph_capture_begin(self._id, _pool_id(pool), _MODES[capture_error_mode])
+
+    def capture_end(self) -> None:
+        _C._graph_capture_end(self._id)
+
+    def instantiate(self) -> None:
+        _C._graph_instantiate(self._id)
+
+    def replay(self) -> None:
+        _C._graph_replay(self._id)
+
+    def reset(self) -> None:
+        _C._graph_reset(self._id)
+
+    def pool(self) -> tuple[int, int]:
+        return (0, int(_C._graph_pool(self._id)))
+
+    def enable_debug_mode(self) -> None:
+        pass  # the seat keeps no separate debug form of a graph
+
+    def debug_dump(self, path: str) -> None:
+        raise RuntimeError(
+            f"torch.flagos graphs: runtime {_C.runtime_name()!r} records graphs through the "
+            "graph seat, which has no dump format"
+        )
+
+
+def _pool_id(pool: Any) -> int:
+    """The seat's pool id of a ``graph_pool_handle()`` / ``Graph.pool()`` value (0: a new one)."""
+    if pool is None:
+        return 0
+    if isinstance(pool, tuple) and len(pool) == 2 and all(isinstance(p, int) for p in pool):
+        return pool[1] or pool[0]
+    raise TypeError(
+        f"torch.flagos graphs: pool must be graph_pool_handle() or another graph's pool(), "
+        f"not {pool!r}"
+    )
 
 
 class Graph:
@@ -74,7 +150,11 @@ class Graph:
 
     def __init__(self, keep_graph: bool = False) -> None:
         backend = _require()
-        self._impl = backend.CUDAGraph(keep_graph) if keep_graph else backend.CUDAGraph()
+        self._seat = backend is None
+        if backend is None:
+            self._impl: Any = _SeatGraph(keep_graph)
+        else:
+            self._impl = backend.CUDAGraph(keep_graph) if keep_graph else backend.CUDAGraph()
         self._device: int | None = None
 
     def capture_begin(self, pool: Any = None, capture_error_mode: str = "global") -> None:
@@ -88,7 +168,8 @@ class Graph:
             )
         self._impl.capture_begin(pool=pool, capture_error_mode=capture_error_mode)
         self._device = device
-        _C._set_capturing_device(device)
+        if not self._seat:  # the seat's graph keeps the thread's capture state itself
+            _C._set_capturing_device(device)
 
     def capture_end(self) -> None:
         """End the capture begun by :meth:`capture_begin` (on the same device and stream)."""
@@ -96,7 +177,8 @@ class Graph:
             self._impl.capture_end()
         finally:
             self._device = None
-            _C._set_capturing_device(-1)
+            if not self._seat:
+                _C._set_capturing_device(-1)
 
     def instantiate(self) -> None:
         """Instantiate a graph captured with ``keep_graph=True`` (``replay`` does it otherwise)."""
@@ -124,13 +206,20 @@ class Graph:
 
 def graph_pool_handle() -> Any:
     """A memory pool id that several graphs can capture into (``torch.cuda.graph_pool_handle``)."""
-    return _require().graph_pool_handle()
+    backend = _require()
+    if backend is None:
+        return (0, int(_C._graph_new_pool()))
+    return backend.graph_pool_handle()
 
 
 def is_current_stream_capturing() -> bool:
     """Whether the current flagos stream is capturing a graph (False where graphs are absent)."""
-    backend = _mirrored() if torch.flagos.is_initialized() else None
-    return bool(backend is not None and backend.is_current_stream_capturing())
+    if not torch.flagos.is_initialized():
+        return False
+    backend = _mirrored()
+    if backend is not None:
+        return bool(backend.is_current_stream_capturing())
+    return bool(_seat() and _C._capture_sink_active())
 
 
 class graph:
