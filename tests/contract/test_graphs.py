@@ -233,8 +233,9 @@ def test_whole_training_step_replays_as_eager(capturing):
         (lambda x: x.sum().item(), r"item\(\)|captur"),
         (lambda x: x.cpu(), r"copy to host memory|captur"),
         (lambda x: torch.flagos.synchronize(), r"captur"),
+        (lambda x: torch.nonzero(x), r"nonzero.*captur|captur"),
     ],
-    ids=["item", "cpu", "synchronize"],
+    ids=["item", "cpu", "synchronize", "nonzero"],
 )
 def test_host_waits_inside_a_capture_are_refused(capturing, call, what):
     x = torch.ones(8, device="flagos")
@@ -277,3 +278,21 @@ def test_free_of_a_block_the_capture_used_does_not_break_it(capturing):
     torch.flagos.synchronize()
     w = torch.ones(4096, device="flagos")  # the freed block is usable again
     assert (w + 1).cpu().eq(2).all()
+
+
+def test_accelerator_graph_is_a_flagos_graph():
+    if not hasattr(torch.accelerator, "Graph"):
+        pytest.skip(f"torch {torch.__version__} has no torch.accelerator.Graph (torch >= 2.12)")
+    if not _supported():
+        with pytest.raises(RuntimeError, match="cannot capture device graphs"):
+            torch.accelerator.Graph()
+        return
+    x = torch.zeros(64, device="flagos")
+    g = torch.accelerator.Graph()
+    with torch.Stream(device="flagos"), g:
+        x += 1
+    assert x.cpu().eq(0).all()
+    g.replay()
+    g.replay()
+    assert x.cpu().eq(2).all()
+    assert isinstance(g.pool(), tuple)

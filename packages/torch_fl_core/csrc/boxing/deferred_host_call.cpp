@@ -172,6 +172,8 @@ void defer_host_call(const c10::OperatorHandle& op, c10::DispatchKey key, Stack*
   } catch (const c10::Error& e) {
     throw_uncapturable(op, std::string("its Meta kernel could not tell them (") +
                                e.what_without_backtrace() + ")");
+  } catch (const std::exception& e) {  // a Python meta kernel's error
+    throw_uncapturable(op, std::string("its Meta kernel could not tell them (") + e.what() + ")");
   }
   TORCH_INTERNAL_ASSERT(meta.size() == num_returns);
 

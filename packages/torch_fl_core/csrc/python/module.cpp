@@ -24,6 +24,7 @@
 #include "router/fallback_counts.h"
 #include "glue/caching_allocator.h"
 #include "glue/generator.h"
+#include "glue/accelerator_graph.h"
 #include "glue/device_graph.h"
 #include "glue/graph_capture.h"
 #include "glue/host_allocator.h"
@@ -248,6 +249,7 @@ NB_MODULE(_C, m) {
   });
   m.def("_graph_new_pool", [] { return new_graph_pool_id(); });
   m.def("_capture_sink_active", [] { return capture_sink() != nullptr; });
+  m.def("register_accelerator_graph", &register_accelerator_graph);
   m.def("runtime_abi_version", [] { return static_cast<int>(TFL_RUNTIME_ABI_VERSION); });
   m.def("runtime_abi_minor", [] { return static_cast<int>(TFL_RUNTIME_ABI_MINOR); });
   m.def("runtime_v1_0_size", [] { return static_cast<int>(TFL_RUNTIME_V1_0_SIZE); });

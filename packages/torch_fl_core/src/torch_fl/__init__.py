@@ -119,6 +119,8 @@ def _setup() -> None:
     from torch_fl import device
 
     _register_device_module(device)
+    # torch.accelerator.Graph (torch >= 2.12): flagos's graphs, keyed by the renamed backend.
+    torch_fl._C.register_accelerator_graph()
     _generate_methods()
     # Which operands may stay on the CPU beside flagos tensors: CUDA's rule, before any op runs.
     from torch_fl.routing import cpu_arguments
