@@ -32,6 +32,13 @@ RT_INVALID_DEVICEID, RT_CONTEXT_NULL, RT_STREAM_CONTEXT = 107001, 107002, 107003
 RT_THREAD_SUBSCRIBE, RT_STREAM_NO_CB_REG = 107012, 107015
 RT_MEMORY_ALLOCATION, RT_EVENT_NOT_COMPLETE, RT_REPORT_TIMEOUT = 207001, 507006, 507012
 RT_AICORE_EXCEPTION = 507015
+RT_FEATURE_NOT_SUPPORT = 207000
+# Stream capture (aclmdlRICapture*).
+RT_CAPTURE_DEPENDENCY, RT_MODEL_CAPTURED, RT_STREAM_CAPTURED = 107024, 107026, 107027
+RT_EVENT_CAPTURED, RT_STREAM_NOT_CAPTURED, RT_CAPTURE_MODE_NOT_SUPPORT = 107028, 107029, 107030
+RT_STREAM_CAPTURE_WRONG_THREAD, RT_STREAM_CAPTURE_INVALIDATED = 107038, 507903
+MODE_GLOBAL, MODE_THREAD_LOCAL, MODE_RELAXED = 0, 1, 2  # aclmdlRICaptureMode
+CAPTURE_NONE, CAPTURE_ACTIVE, CAPTURE_INVALIDATED = 0, 1, 2  # aclmdlRICaptureStatus
 H2H, H2D, D2H, D2D, DEFAULT = 0, 1, 2, 3, 4
 STREAM_COMPLETE, STREAM_NOT_READY = 0, 1  # aclrtStreamStatus
 EVENT_NOT_READY, EVENT_COMPLETE = 0, 1  # aclrtEventRecordedStatus: the opposite polarity
@@ -132,6 +139,11 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
         "aclrtUnSubscribeReport": [ctypes.c_uint64, vp],
         "aclrtLaunchCallback": [vp, vp, ctypes.c_int, vp],
         "aclrtProcessReport": [i32],
+        "aclmdlRICaptureBegin": [vp, ctypes.c_int],
+        "aclmdlRICaptureGetInfo": [vp, P(ctypes.c_int), P(vp)],
+        "aclmdlRICaptureEnd": [vp, P(vp)],
+        "aclmdlRIExecuteAsync": [vp, vp],
+        "aclmdlRIDestroy": [vp],
         "aclEmuInjectFault": [ctypes.c_char_p, ctypes.c_int, ctypes.c_int],
         "aclEmuInternalResolve": [i32, vp, sz],
         "aclEmuInternalPointerDevice": [vp, sz],
@@ -317,9 +329,19 @@ def test_headers_carry_cann_values(libpath, tmp_path):
         static_assert(ACL_EVENT_RECORDED_STATUS_COMPLETE == 1, "");
         static_assert(ACL_EVENT_SYNC == 0x1u && ACL_EVENT_TIME_LINE == 0x8u, "");
         static_assert(ACL_MEM_MALLOC_HUGE_FIRST == 0, "");
+        static_assert(ACL_MODEL_RI_CAPTURE_MODE_GLOBAL == 0, "");
+        static_assert(ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL == 1, "");
+        static_assert(ACL_MODEL_RI_CAPTURE_MODE_RELAXED == 2, "");
+        static_assert(ACL_MODEL_RI_CAPTURE_STATUS_NONE == 0, "");
+        static_assert(ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE == 1, "");
+        static_assert(ACL_MODEL_RI_CAPTURE_STATUS_INVALIDATED == 2, "");
+        static_assert(ACL_ERROR_RT_STREAM_CAPTURED == 107027, "");
+        static_assert(ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT == 107030, "");
+        static_assert(ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED == 507903, "");
+        aclError (*g)(aclmdlRI, aclrtStream) = aclmdlRIExecuteAsync;
         aclError (*f)(void*, size_t, const void*, size_t, aclrtMemcpyKind, aclrtStream) =
             aclrtMemcpyAsync;
-        int main() { return f == nullptr; }
+        int main() { return f == nullptr || g == nullptr; }
         """)
     )
     lib64 = libpath.parent.name == "lib64"
@@ -808,3 +830,316 @@ def test_internal_resolve_and_enqueue(acl, mem):
     assert acl.aclrtSynchronizeDevice() == 361001
     assert "aclnnFoo" in (msg := err(acl)) and "bad tiling" in msg
     assert calls == ["work", "cleanup"]
+
+
+# ------------------------------------------------------------------ stream capture (aclmdlRI)
+
+
+def _capture_status(acl, stream) -> tuple[int, int | None]:
+    status, model = ctypes.c_int(-1), ctypes.c_void_p()
+    assert acl.aclmdlRICaptureGetInfo(stream, ctypes.byref(status), ctypes.byref(model)) == SUCCESS
+    return status.value, model.value
+
+
+def _capture_end(acl, stream) -> tuple[int, int | None]:
+    model = ctypes.c_void_p()
+    rc = acl.aclmdlRICaptureEnd(stream, ctypes.byref(model))
+    return rc, model.value
+
+
+@pytest.fixture
+def cap_stream(acl):
+    """A created stream of device 0; a capture a test leaves open is ended, so a failed test never
+    leaves a GLOBAL capture refusing the next test's calls."""
+    acl.aclrtSetDevice(0)
+    s = ctypes.c_void_p()
+    assert acl.aclrtCreateStream(ctypes.byref(s)) == SUCCESS
+    yield s.value
+    acl.aclrtSetDevice(0)
+    if _capture_status(acl, s.value)[0] != CAPTURE_NONE:
+        rc, model = _capture_end(acl, s.value)
+        if rc == SUCCESS:
+            acl.aclmdlRIDestroy(model)
+    acl.aclrtDestroyStream(s.value)
+    acl.aclGetRecentErrMsg()
+
+
+def test_capture_records_tasks_and_execute_runs_them_again(acl, mem, cap_stream):
+    s = cap_stream
+    d = mem.malloc(0, 8)
+    mem.write(0, d, b"\0" * 8)
+    h = mem.pinned(b"\0" * 8)
+    calls = []
+    w = WORK(lambda _a, _m, _n: calls.append("work") or 0)
+    c = CLEANUP(lambda _a: calls.append("cleanup"))
+    wp, cp = ctypes.cast(w, ctypes.c_void_p), ctypes.cast(c, ctypes.c_void_p)
+
+    assert _capture_status(acl, s) == (CAPTURE_NONE, None)
+    assert acl.aclmdlRICaptureBegin(s, MODE_GLOBAL) == SUCCESS, err(acl)
+    status, model = _capture_status(acl, s)
+    assert status == CAPTURE_ACTIVE and model
+    assert acl.aclrtMemsetAsync(d, 8, 7, 8, s) == SUCCESS, err(acl)
+    assert acl.aclrtMemcpyAsync(h, 8, d, 8, D2H, s) == SUCCESS, err(acl)
+    # An op library's task (an aclnn op): its argument outlives the capture.
+    ranges = (Range * 1)(Range(d, 8))
+    assert acl.aclEmuInternalEnqueue(s, b"aclnnFoo", wp, None, cp, ranges, 1) == SUCCESS
+    scratch = mem.malloc(0, 16)  # aclrtMalloc / aclrtFree stay allowed
+    assert acl.aclrtFree(scratch) == SUCCESS
+    mem.forget(scratch)
+    rc, ended = _capture_end(acl, s)
+    assert rc == SUCCESS, err(acl)
+    assert ended == model, "aclmdlRICaptureGetInfo named the instance the capture made"
+    assert _capture_status(acl, s) == (CAPTURE_NONE, None)
+    assert acl.aclrtSynchronizeStream(s) == SUCCESS
+    assert ctypes.string_at(h, 8) == b"\0" * 8 and calls == [], "recorded, not run"
+
+    for value in (1, 2):
+        mem.write(0, d, bytes([value]) * 8)  # overwritten by the replayed memset
+        ctypes.memset(h, 0, 8)
+        assert acl.aclmdlRIExecuteAsync(model, s) == SUCCESS, err(acl)
+        assert acl.aclrtSynchronizeStream(s) == SUCCESS, err(acl)
+        assert ctypes.string_at(h, 8) == b"\x07" * 8
+    assert calls == ["work", "work"], "the op ran at each execution; its argument is kept"
+    assert acl.aclmdlRIExecuteAsync(model, None) == SUCCESS, "any stream of its device"
+    assert acl.aclrtSynchronizeStream(None) == SUCCESS
+    assert acl.aclmdlRIDestroy(model) == SUCCESS
+    assert calls == ["work", "work", "work", "cleanup"]
+    assert acl.aclmdlRIDestroy(model) == INVALID_PARAM
+    assert acl.aclmdlRIExecuteAsync(model, s) == INVALID_PARAM
+    assert "not a live aclmdlRI" in err(acl)
+
+
+def test_replay_reads_memory_when_it_runs_and_needs_it_alive(acl, mem, cap_stream):
+    s = cap_stream
+    a, b = mem.malloc(0, 8), mem.malloc(0, 8)
+    mem.write(0, a, b"capture!")
+    assert acl.aclmdlRICaptureBegin(s, MODE_GLOBAL) == SUCCESS
+    assert acl.aclrtMemcpyAsync(b, 8, a, 8, D2D, s) == SUCCESS
+    rc, model = _capture_end(acl, s)
+    assert rc == SUCCESS
+    mem.write(0, a, b"replay!!")
+    assert acl.aclmdlRIExecuteAsync(model, s) == SUCCESS
+    assert acl.aclrtSynchronizeStream(s) == SUCCESS
+    assert mem.read(0, b, 8) == b"replay!!"
+    # The instance keeps the addresses, not the memory: executing it after a free fails.
+    assert acl.aclrtFree(a) == SUCCESS
+    mem.forget(a)
+    assert acl.aclmdlRIExecuteAsync(model, s) == SUCCESS
+    assert acl.aclrtSynchronizeStream(s) == RT_AICORE_EXCEPTION
+    assert "aclrtFree" in err(acl)
+    assert acl.aclmdlRIDestroy(model) == SUCCESS
+
+
+def _forbidden(acl, mem, s, e, d):
+    buf = ctypes.create_string_buffer(8)
+    status = ctypes.c_int()
+    return {
+        "aclrtMemcpy": (lambda: acl.aclrtMemcpy(buf, 8, d, 8, D2H), RT_CAPTURE_MODE_NOT_SUPPORT),
+        "aclrtMemset": (lambda: acl.aclrtMemset(d, 8, 0, 8), RT_CAPTURE_MODE_NOT_SUPPORT),
+        "aclrtMallocHost": (
+            lambda: acl.aclrtMallocHost(ctypes.byref(ctypes.c_void_p()), 64),
+            RT_CAPTURE_MODE_NOT_SUPPORT,
+        ),
+        "aclrtSynchronizeDevice": (acl.aclrtSynchronizeDevice, RT_CAPTURE_MODE_NOT_SUPPORT),
+        "aclrtSynchronizeStream": (lambda: acl.aclrtSynchronizeStream(s), RT_STREAM_CAPTURED),
+        "aclrtStreamQuery": (
+            lambda: acl.aclrtStreamQuery(s, ctypes.byref(status)),
+            RT_STREAM_CAPTURED,
+        ),
+        "aclrtDestroyStream": (lambda: acl.aclrtDestroyStream(s), RT_STREAM_CAPTURED),
+        "aclrtSynchronizeEvent": (lambda: acl.aclrtSynchronizeEvent(e), RT_EVENT_CAPTURED),
+        "aclrtQueryEventStatus": (
+            lambda: acl.aclrtQueryEventStatus(e, ctypes.byref(status)),
+            RT_EVENT_CAPTURED,
+        ),
+    }
+
+
+FORBIDDEN = [
+    "aclrtMemcpy",
+    "aclrtMemset",
+    "aclrtMallocHost",
+    "aclrtSynchronizeDevice",
+    "aclrtSynchronizeStream",
+    "aclrtStreamQuery",
+    "aclrtDestroyStream",
+    "aclrtSynchronizeEvent",
+    "aclrtQueryEventStatus",
+]
+
+
+@pytest.mark.parametrize("call", FORBIDDEN)
+def test_forbidden_call_fails_and_invalidates_the_capture(acl, mem, cap_stream, call):
+    s = cap_stream
+    d = mem.malloc(0, 8)
+    mem.write(0, d, b"\0" * 8)
+    e = ctypes.c_void_p()
+    assert acl.aclrtCreateEvent(ctypes.byref(e)) == SUCCESS
+    calls = _forbidden(acl, mem, s, e.value, d)
+    assert list(calls) == FORBIDDEN
+    assert acl.aclmdlRICaptureBegin(s, MODE_GLOBAL) == SUCCESS
+    assert acl.aclrtMemsetAsync(d, 8, 1, 8, s) == SUCCESS
+    assert acl.aclrtRecordEvent(e.value, s) == SUCCESS  # an event recorded by the capture
+    fn, code = calls[call]
+    assert fn() == code
+    assert call in (msg := err(acl)) and "the capture is now invalidated" in msg, msg
+    assert _capture_status(acl, s)[0] == CAPTURE_INVALIDATED
+    # Later tasks on the invalidated capture fail, saying why.
+    assert acl.aclrtMemsetAsync(d, 8, 2, 8, s) == RT_STREAM_CAPTURE_INVALIDATED
+    assert call in err(acl)
+    rc, model = _capture_end(acl, s)
+    assert rc == RT_STREAM_CAPTURE_INVALIDATED and model is None
+    assert "was invalidated" in (msg := err(acl)) and call in msg, msg
+    assert _capture_status(acl, s)[0] == CAPTURE_NONE, "the capture ended all the same"
+    # Nothing recorded ever ran; the stream works again.
+    assert acl.aclrtSynchronizeStream(s) == SUCCESS
+    assert mem.read(0, d, 8) == b"\0" * 8
+    assert acl.aclrtDestroyEvent(e.value) == SUCCESS
+
+
+def _in_thread(acl, fn):
+    out = []
+
+    def body():
+        acl.aclrtSetDevice(0)
+        out.append(fn())
+        acl.aclGetRecentErrMsg()
+
+    t = threading.Thread(target=body)
+    t.start()
+    t.join()
+    return out[0]
+
+
+def test_capture_modes_decide_which_threads_are_refused(acl, mem, cap_stream):
+    s = cap_stream
+    d = mem.malloc(0, 8)
+    buf = ctypes.create_string_buffer(8)
+
+    def memcpy():
+        return acl.aclrtMemcpy(buf, 8, d, 8, D2H)
+
+    # THREAD_LOCAL: another thread may copy synchronously, the capturing one may not.
+    assert acl.aclmdlRICaptureBegin(s, MODE_THREAD_LOCAL) == SUCCESS
+    assert _in_thread(acl, memcpy) == SUCCESS
+    assert _capture_status(acl, s)[0] == CAPTURE_ACTIVE
+    assert memcpy() == RT_CAPTURE_MODE_NOT_SUPPORT
+    assert "ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL" in err(acl)
+    assert _capture_end(acl, s)[0] == RT_STREAM_CAPTURE_INVALIDATED
+
+    # GLOBAL: every thread is refused.
+    assert acl.aclmdlRICaptureBegin(s, MODE_GLOBAL) == SUCCESS
+    assert _in_thread(acl, memcpy) == RT_CAPTURE_MODE_NOT_SUPPORT
+    assert _capture_status(acl, s)[0] == CAPTURE_INVALIDATED
+    assert _capture_end(acl, s)[0] == RT_STREAM_CAPTURE_INVALIDATED
+
+    # RELAXED: the unsafe calls are allowed; the capturing stream still cannot be waited for.
+    assert acl.aclmdlRICaptureBegin(s, MODE_RELAXED) == SUCCESS
+    assert memcpy() == SUCCESS and acl.aclrtSynchronizeDevice() == SUCCESS
+    assert _capture_status(acl, s)[0] == CAPTURE_ACTIVE
+    assert acl.aclrtSynchronizeStream(s) == RT_STREAM_CAPTURED
+    assert _capture_end(acl, s)[0] == RT_STREAM_CAPTURE_INVALIDATED
+
+
+def test_capture_misuse(acl, mem, cap_stream):
+    s = cap_stream
+    assert acl.aclmdlRICaptureBegin(None, MODE_GLOBAL) == INVALID_PARAM
+    assert "default stream" in err(acl)
+    assert acl.aclmdlRICaptureBegin(s, 3) == INVALID_PARAM
+    assert _capture_end(acl, s)[0] == RT_STREAM_NOT_CAPTURED
+    # Ended in another thread than the one that began it (not RELAXED): refused, and ended.
+    assert acl.aclmdlRICaptureBegin(s, MODE_GLOBAL) == SUCCESS
+    assert _in_thread(acl, lambda: _capture_end(acl, s)[0]) == RT_STREAM_CAPTURE_WRONG_THREAD
+    assert _capture_status(acl, s)[0] == CAPTURE_NONE
+    assert acl.aclmdlRICaptureBegin(s, MODE_RELAXED) == SUCCESS
+    rc, model = _in_thread(acl, lambda: _capture_end(acl, s))
+    assert rc == SUCCESS and acl.aclmdlRIDestroy(model) == SUCCESS
+    # Beginning twice invalidates; an instance still being captured neither runs nor goes.
+    assert acl.aclmdlRICaptureBegin(s, MODE_GLOBAL) == SUCCESS
+    model = _capture_status(acl, s)[1]
+    assert acl.aclmdlRIExecuteAsync(model, None) == RT_MODEL_CAPTURED
+    assert acl.aclmdlRIDestroy(model) == RT_MODEL_CAPTURED
+    assert acl.aclmdlRICaptureBegin(s, MODE_GLOBAL) == RT_STREAM_CAPTURED
+    assert _capture_end(acl, s)[0] == RT_STREAM_CAPTURE_INVALIDATED
+    assert "already captures" in err(acl)
+    # An instance runs on streams of the device it was captured on.
+    assert acl.aclmdlRICaptureBegin(s, MODE_GLOBAL) == SUCCESS
+    rc, model = _capture_end(acl, s)
+    assert rc == SUCCESS
+    acl.aclrtSetDevice(1)
+    assert acl.aclmdlRIExecuteAsync(model, None) == RT_STREAM_CONTEXT
+    acl.aclrtSetDevice(0)
+    assert acl.aclmdlRIExecuteAsync(model, s) == SUCCESS, "an empty instance runs, doing nothing"
+    assert acl.aclmdlRIDestroy(model) == SUCCESS
+
+
+def test_events_across_the_capture_boundary(acl, mem, cap_stream):
+    s = cap_stream
+    other = ctypes.c_void_p()
+    assert acl.aclrtCreateStream(ctypes.byref(other)) == SUCCESS
+    inside, outside, never = (ctypes.c_void_p() for _ in range(3))
+    for e in (inside, outside, never):
+        assert acl.aclrtCreateEvent(ctypes.byref(e)) == SUCCESS
+    assert acl.aclrtRecordEvent(outside, other) == SUCCESS
+    assert acl.aclrtSynchronizeEvent(outside) == SUCCESS
+
+    # Another stream waiting on an event of the capture would join it: refused here.
+    assert acl.aclmdlRICaptureBegin(s, MODE_GLOBAL) == SUCCESS
+    assert acl.aclrtRecordEvent(inside, s) == SUCCESS
+    assert acl.aclrtStreamWaitEvent(other, inside) == RT_FEATURE_NOT_SUPPORT
+    assert "one stream per capture" in err(acl)
+    assert _capture_status(acl, s)[0] == CAPTURE_INVALIDATED
+    assert _capture_end(acl, s)[0] == RT_STREAM_CAPTURE_INVALIDATED
+
+    # The capturing stream waiting on an event recorded outside the capture.
+    assert acl.aclmdlRICaptureBegin(s, MODE_GLOBAL) == SUCCESS
+    assert acl.aclrtStreamWaitEvent(s, outside) == RT_CAPTURE_DEPENDENCY
+    assert "outside the capture" in err(acl)
+    assert _capture_end(acl, s)[0] == RT_STREAM_CAPTURE_INVALIDATED
+
+    # Its own events and never-recorded ones need no wait; the record runs at each execution.
+    gate = Gate(acl, other.value)
+    assert acl.aclmdlRICaptureBegin(s, MODE_GLOBAL) == SUCCESS
+    assert acl.aclrtStreamWaitEvent(s, never) == SUCCESS
+    assert acl.aclrtRecordEvent(inside, s) == SUCCESS
+    assert acl.aclrtStreamWaitEvent(s, inside) == SUCCESS
+    rc, model = _capture_end(acl, s)
+    assert rc == SUCCESS, err(acl)
+    assert acl.aclrtStreamWaitEvent(s, outside) == SUCCESS  # no capture: an ordinary wait
+    status = ctypes.c_int(-1)
+    # Behind the gate on `other`, the execution's record stays pending.
+    done = ctypes.c_void_p()
+    assert acl.aclrtCreateEvent(ctypes.byref(done)) == SUCCESS
+    assert acl.aclrtRecordEvent(done, other) == SUCCESS
+    assert acl.aclrtStreamWaitEvent(s, done) == SUCCESS
+    assert acl.aclmdlRIExecuteAsync(model, s) == SUCCESS
+    assert acl.aclrtQueryEventStatus(inside, ctypes.byref(status)) == SUCCESS
+    assert status.value == EVENT_NOT_READY
+    gate.release()
+    assert acl.aclrtSynchronizeEvent(inside) == SUCCESS
+    assert acl.aclrtQueryEventStatus(inside, ctypes.byref(status)) == SUCCESS
+    assert status.value == EVENT_COMPLETE
+    assert acl.aclmdlRIDestroy(model) == SUCCESS
+    for e in (inside, outside, never, done):
+        assert acl.aclrtDestroyEvent(e) == SUCCESS
+    assert acl.aclrtSynchronizeStream(other) == SUCCESS
+    assert acl.aclrtDestroyStream(other) == SUCCESS
+
+
+def test_executing_on_a_capturing_stream_records_the_tasks(acl, mem, cap_stream):
+    s = cap_stream
+    d = mem.malloc(0, 8)
+    mem.write(0, d, b"\0" * 8)
+    assert acl.aclmdlRICaptureBegin(s, MODE_GLOBAL) == SUCCESS
+    assert acl.aclrtMemsetAsync(d, 8, 5, 8, s) == SUCCESS
+    inner = _capture_end(acl, s)[1]
+    assert acl.aclmdlRICaptureBegin(s, MODE_GLOBAL) == SUCCESS
+    assert acl.aclmdlRIExecuteAsync(inner, s) == SUCCESS
+    rc, outer = _capture_end(acl, s)
+    assert rc == SUCCESS
+    assert mem.read(0, d, 8) == b"\0" * 8
+    assert acl.aclmdlRIDestroy(inner) == SUCCESS  # the outer instance holds its own tasks
+    assert acl.aclmdlRIExecuteAsync(outer, s) == SUCCESS
+    assert acl.aclrtSynchronizeStream(s) == SUCCESS
+    assert mem.read(0, d, 8) == b"\x05" * 8
+    assert acl.aclmdlRIDestroy(outer) == SUCCESS

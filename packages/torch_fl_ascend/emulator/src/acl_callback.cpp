@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "acl_capture.h"
 #include "acl_state.h"
 
 using namespace acl_emu;
@@ -70,8 +71,7 @@ aclError aclrtLaunchCallback(aclrtCallback fn, void* userData, aclrtCallbackBloc
     if (block) r->cv.wait(lk, [&] { return rep->done; });
     return ACL_SUCCESS;
   };
-  st->push(std::move(it));
-  return ACL_SUCCESS;
+  return enqueue("aclrtLaunchCallback", st, std::move(it));
 }
 
 aclError aclrtProcessReport(int32_t timeout) {

@@ -2,6 +2,7 @@
 // device-to-device copies) its enabled peers; asynchronous ones need pinned host memory.
 #include <cstring>
 
+#include "acl_capture.h"
 #include "acl_state.h"
 
 using namespace acl_emu;
@@ -131,6 +132,7 @@ aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
                      aclrtMemcpyKind kind) {
   ACL_ENTER("aclrtMemcpy");
   ACL_NEED_DEVICE("aclrtMemcpy", dev);
+  if (aclError e = check_unsafe_call("aclrtMemcpy", dev)) return e;
   AllocRef d, s;
   aclError e = check_copy("aclrtMemcpy", dst, destMax, src, count, kind, dev, false, &d, &s);
   if (e != ACL_SUCCESS) return e;
@@ -156,13 +158,13 @@ aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t cou
   };
   if (d) it.allocs.push_back(d);
   if (s) it.allocs.push_back(s);
-  st->push(std::move(it));
-  return ACL_SUCCESS;
+  return enqueue("aclrtMemcpyAsync", st, std::move(it));
 }
 
 aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count) {
   ACL_ENTER("aclrtMemset");
   ACL_NEED_DEVICE("aclrtMemset", dev);
+  if (aclError e = check_unsafe_call("aclrtMemset", dev)) return e;
   AllocRef d;
   aclError e = check_memset("aclrtMemset", devPtr, maxCount, count, dev, &d);
   if (e != ACL_SUCCESS) return e;
@@ -186,8 +188,7 @@ aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value, size_t c
     return ACL_SUCCESS;
   };
   it.allocs.push_back(d);
-  st->push(std::move(it));
-  return ACL_SUCCESS;
+  return enqueue("aclrtMemsetAsync", st, std::move(it));
 }
 
 }  // extern "C"

@@ -1,4 +1,5 @@
 // Devices, their contexts and peer access.
+#include "acl_capture.h"
 #include "acl_state.h"
 
 using namespace acl_emu;
@@ -53,6 +54,7 @@ aclError aclrtResetDevice(int32_t deviceId) {
 aclError aclrtSynchronizeDevice(void) {
   ACL_ENTER("aclrtSynchronizeDevice");
   ACL_NEED_DEVICE("aclrtSynchronizeDevice", dev);
+  if (aclError e = check_unsafe_call("aclrtSynchronizeDevice", dev)) return e;
   {
     std::lock_guard<std::mutex> lk(S().mu);
     default_stream_locked(dev);

@@ -1,4 +1,5 @@
 // Events (the framework's): recorded on a stream, complete when the stream passes the record.
+#include "acl_capture.h"
 #include "acl_state.h"
 
 using namespace acl_emu;
@@ -39,8 +40,7 @@ aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
   EventRef ev = lookup_event(event);
   if (!ev) return fail(ACL_ERROR_INVALID_PARAM, "aclrtRecordEvent: %p is not a live event", event);
   ACL_NEED_STREAM("aclrtRecordEvent", st, stream);
-  ev->record(*st, "aclrtRecordEvent");
-  return ACL_SUCCESS;
+  return record_event("aclrtRecordEvent", ev, st);
 }
 
 aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream) {
@@ -57,6 +57,7 @@ aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus* status) {
   if (!status) return fail(ACL_ERROR_INVALID_PARAM, "aclrtQueryEvent: status is NULL");
   EventRef ev = lookup_event(event);
   if (!ev) return fail(ACL_ERROR_INVALID_PARAM, "aclrtQueryEvent: %p is not a live event", event);
+  if (aclError e = check_event_call("aclrtQueryEvent", ev)) return e;
   *status = ev->complete() ? ACL_EVENT_STATUS_COMPLETE : ACL_EVENT_STATUS_NOT_READY;
   return ACL_SUCCESS;
 }
@@ -67,6 +68,7 @@ aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus* statu
   EventRef ev = lookup_event(event);
   if (!ev)
     return fail(ACL_ERROR_INVALID_PARAM, "aclrtQueryEventStatus: %p is not a live event", event);
+  if (aclError e = check_event_call("aclrtQueryEventStatus", ev)) return e;
   // A never-recorded event has not been recorded-complete: NOT_READY (0).
   *status =
       ev->complete() ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
@@ -78,6 +80,7 @@ aclError aclrtSynchronizeEvent(aclrtEvent event) {
   EventRef ev = lookup_event(event);
   if (!ev)
     return fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeEvent: %p is not a live event", event);
+  if (aclError e = check_event_call("aclrtSynchronizeEvent", ev)) return e;
   std::string msg;
   const aclError e = ev->synchronize(&msg);
   return surface("aclrtSynchronizeEvent", e, msg);

@@ -1,6 +1,7 @@
 // What the op libraries (emu_internal.h) and the tests (ascend_emulator.h) reach beyond CANN's API.
 #include <algorithm>
 
+#include "acl_capture.h"
 #include "acl_state.h"
 #include "emu_kit/controls.h"
 // The emulator-only and internal entry points are exported like the CANN ones.
@@ -77,8 +78,7 @@ aclError aclEmuInternalEnqueue(aclrtStream stream, const char* name, aclEmuWorkF
   it.cleanup = [cleanup, arg] {
     if (cleanup) cleanup(arg);
   };
-  st->push(std::move(it));
-  return ACL_SUCCESS;
+  return enqueue(label, st, std::move(it));
 }
 
 int aclEmuInternalEnter(const char* name) { return S().ledger.enter(name ? name : "?"); }

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "acl_capture.h"
 #include "acl_state.h"
 
 using namespace acl_emu;
@@ -102,6 +103,8 @@ aclError aclrtMallocHost(void** hostPtr, size_t size) {
   ACL_ENTER("aclrtMallocHost");
   ACL_NEED_DEVICE("aclrtMallocHost", dev);  // pinned memory is mapped through a device context
   (void)dev;
+  // Pinning may synchronize the device (CUDA's rule for cudaMallocHost while capturing).
+  if (aclError e = check_unsafe_call("aclrtMallocHost", -1)) return e;
   if (!hostPtr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMallocHost: hostPtr is NULL");
   if (size == 0) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMallocHost: size is 0");
   void* p = nullptr;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "acl/acl.h"
+#include "acl/acl_mdl.h"
 #include "emu_kit/event.h"
 #include "emu_kit/handles.h"
 #include "emu_kit/ledger.h"
@@ -33,6 +34,8 @@ using emu_kit::EventRef;
 struct AclStream : emu_kit::Stream {
   AclStream(int32_t device, bool is_default, int32_t priority);
   const int32_t priority;
+  // Set while aclmdlRICaptureBegin .. aclmdlRICaptureEnd: its tasks are recorded (acl_capture.h).
+  std::atomic<bool> capturing{false};
   uint64_t subscriber = 0;  // host thread of aclrtSubscribeReport (guarded by State::mu)
   bool subscribed = false;
 };

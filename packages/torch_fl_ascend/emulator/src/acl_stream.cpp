@@ -1,4 +1,6 @@
 // Streams: each runs its work in order on its own worker thread (the framework's worker stream).
+// A capturing stream (acl_capture.h) records its tasks instead.
+#include "acl_capture.h"
 #include "acl_state.h"
 
 using namespace acl_emu;
@@ -32,6 +34,9 @@ aclError aclrtDestroyStream(aclrtStream stream) {
   if (stream == nullptr)
     return fail(ACL_ERROR_INVALID_PARAM,
                 "aclrtDestroyStream: the default stream is not destroyable");
+  if (StreamRef live = S().streams.find(stream)) {
+    if (aclError e = check_stream_call("aclrtDestroyStream", live)) return e;
+  }
   StreamRef st = S().streams.remove(stream);
   if (!st)
     return fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyStream: %p is not a live stream", stream);
@@ -45,6 +50,7 @@ aclError aclrtDestroyStream(aclrtStream stream) {
 aclError aclrtSynchronizeStream(aclrtStream stream) {
   ACL_ENTER("aclrtSynchronizeStream");
   ACL_NEED_STREAM("aclrtSynchronizeStream", st, stream);
+  if (aclError e = check_stream_call("aclrtSynchronizeStream", st)) return e;
   return sync_stream("aclrtSynchronizeStream", st);
 }
 
@@ -52,6 +58,7 @@ aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus* status) {
   ACL_ENTER("aclrtStreamQuery");
   if (!status) return fail(ACL_ERROR_INVALID_PARAM, "aclrtStreamQuery: status is NULL");
   ACL_NEED_STREAM("aclrtStreamQuery", st, stream);
+  if (aclError e = check_stream_call("aclrtStreamQuery", st)) return e;
   *status = st->idle() ? ACL_STREAM_STATUS_COMPLETE : ACL_STREAM_STATUS_NOT_READY;
   return ACL_SUCCESS;
 }
@@ -62,6 +69,8 @@ aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
   EventRef ev = lookup_event(event);
   if (!ev)
     return fail(ACL_ERROR_INVALID_PARAM, "aclrtStreamWaitEvent: %p is not a live event", event);
+  aclError rc = ACL_SUCCESS;
+  if (capture_wait_event("aclrtStreamWaitEvent", st, ev, &rc)) return rc;
   ev->block(*st, "aclrtStreamWaitEvent");
   return ACL_SUCCESS;
 }

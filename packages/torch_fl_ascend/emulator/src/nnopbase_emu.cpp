@@ -235,9 +235,13 @@ aclnnStatus Launch(const char* op, void* workspace, uint64_t workspaceSize, aclO
   lock.unlock();
   aclError rc =
       aclEmuInternalEnqueue(stream, op, &RunWork, work, &FreeWork, ranges.data(), ranges.size());
-  if (rc != ACL_SUCCESS)
+  if (rc != ACL_SUCCESS) {
+    // The runtime's reason (a capture invalidated earlier, say) goes with the op's failure.
+    const char* why = aclGetRecentErrMsg();
     return Fail(op, ACLNN_ERR_RUNTIME_ERROR,
-                "queueing on the stream failed with aclError " + std::to_string(rc));
+                "queueing on the stream failed with aclError " + std::to_string(rc) +
+                    (why ? std::string(": ") + why : std::string()));
+  }
   return ACLNN_SUCCESS;
 }
 

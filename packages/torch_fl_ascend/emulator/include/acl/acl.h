@@ -4,6 +4,7 @@
 #ifndef ACL_ACL_H_
 #define ACL_ACL_H_
 
+#include "acl_mdl.h"
 #include "acl_rt.h"
 
 #ifdef __cplusplus
