@@ -54,6 +54,13 @@ OUT_OF_MEMORY, INVALID_POINTER, INVALID_MEMCPY_KIND = (
     _m.INVALID_MEMCPY_KIND,
 )
 NOT_READY, INVALID_HANDLE, DEVICE_ERROR = _m.NOT_READY, _m.INVALID_HANDLE, _m.DEVICE_ERROR
+NOT_SUPPORTED, CAPTURE = _m.NOT_SUPPORTED, _m.CAPTURE
+MODE_GLOBAL, MODE_THREAD_LOCAL, MODE_RELAXED = _m.MODE_GLOBAL, _m.MODE_THREAD_LOCAL, _m.MODE_RELAXED
+CAPTURE_NONE, CAPTURE_ACTIVE, CAPTURE_INVALIDATED = (
+    _m.CAPTURE_NONE,
+    _m.CAPTURE_ACTIVE,
+    _m.CAPTURE_INVALIDATED,
+)
 H2H, H2D, D2H, D2D = _m.H2H, _m.H2D, _m.D2H, _m.D2D
 POINTER_UNKNOWN, POINTER_DEVICE, POINTER_HOST = (
     _m.POINTER_UNKNOWN,
@@ -69,6 +76,7 @@ CAP = {
         "CAP_EVENT_TIMING",
         "CAP_UNORDERED_PRODUCERS",
         "CAP_PINNED_HOST_MEMORY",
+        "CAP_GRAPHS",
     )
 }
 
@@ -190,7 +198,10 @@ def test_table_header_capabilities_and_ipc_left_out(rt: Runtime, libs) -> None:
     assert t.struct_size == ctypes.sizeof(RuntimeV1)
     assert t.name == b"aclrt"
     assert t.capabilities == (
-        CAP["CAP_PEER_COPY"] | CAP["CAP_EVENT_TIMING"] | CAP["CAP_PINNED_HOST_MEMORY"]
+        CAP["CAP_PEER_COPY"]
+        | CAP["CAP_EVENT_TIMING"]
+        | CAP["CAP_PINNED_HOST_MEMORY"]
+        | CAP["CAP_GRAPHS"]
     ), "NPU memory is device-scoped; aclnn ops and kernels on one stream are ordered"
     assert not libs[1].tfl_runtime_get(2), "an unknown ABI version gives NULL"
     for field in ("ipc_get_handle", "ipc_open_handle", "ipc_close_handle"):
@@ -736,6 +747,263 @@ def test_event_elapsed_time(rt: Runtime) -> None:
     for e in (start, end, untimed):
         rt.check(rt.t.event_destroy(e))
     assert rt.t.event_create(byref(c_void_p()), 0x80) == INVALID_VALUE
+
+
+# ---- device graphs (v1.3): CANN's stream capture ----------------------------------------------
+
+
+class Counter:
+    """A host function counting its calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+        def _hit(_user_data: object) -> None:
+            self.calls += 1
+
+        self.fn = HOST_FN(_hit)  # kept alive while a graph may call it
+
+
+@pytest.fixture
+def capturing(rt: Runtime) -> Iterator[tuple[Runtime, int]]:
+    """A created stream; a capture a test leaves open is ended, so a failed test never leaves a
+    GLOBAL capture refusing the next test's calls."""
+    s = rt.stream()
+    yield rt, s
+    rt.t.set_device(0)
+    status = c_int(-1)
+    if rt.t.stream_capture_status(s, byref(status)) == OK and status.value != CAPTURE_NONE:
+        st, g = rt.capture_end(s)
+        if st == OK:
+            rt.t.graph_destroy(g)
+    rt.check(rt.t.stream_destroy(s))
+
+
+def test_graph_records_on_capture_and_replays_per_launch(capturing, emu: Emulator) -> None:
+    rt, s = capturing
+    d = rt.malloc(8)
+    rt.write(d, b"\0" * 8)
+    pinned = rt.host_malloc(8)  # before the capture: host_malloc is refused during it
+    ctypes.memset(pinned, 0, 8)
+    counter = Counter()
+    begins = emu.calls("aclmdlRICaptureBegin")
+
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    assert emu.calls("aclmdlRICaptureBegin") == begins + 1, "CANN's capture records it"
+    assert rt.capture_status(s) == CAPTURE_ACTIVE
+    rt.check(rt.t.memset_async(d, 7, 8, s))
+    rt.check(rt.t.memcpy_async(pinned, d, 8, D2H, s))
+    rt.check(rt.t.launch_host_func(s, counter.fn, None))
+    scratch = rt.malloc(16)  # malloc and free stay allowed
+    rt.check(rt.t.free(scratch))
+    st, g = rt.capture_end(s)
+    rt.check(st)
+    assert g and rt.capture_status(s) == CAPTURE_NONE
+    rt.check(rt.t.stream_synchronize(s))
+    assert rt.read(d, 8) == b"\0" * 8 and ctypes.string_at(pinned, 8) == b"\0" * 8
+    assert counter.calls == 0, "recorded, not run"
+
+    rt.check(rt.t.graph_instantiate(g))
+    rt.check(rt.t.graph_instantiate(g))  # idempotent
+    rt.check(rt.t.graph_launch(g, s))
+    rt.check(rt.t.stream_synchronize(s))
+    assert ctypes.string_at(pinned, 8) == b"\x07" * 8 and counter.calls == 1
+    rt.write(d, b"\0" * 8)
+    ctypes.memset(pinned, 0, 8)
+    rt.check(rt.t.graph_launch(g, None))  # the default stream of the graph's NPU
+    rt.check(rt.t.stream_synchronize(None))
+    assert ctypes.string_at(pinned, 8) == b"\x07" * 8 and counter.calls == 2
+    executions = emu.calls("aclmdlRIExecuteAsync")
+    assert executions >= 2
+    rt.check(rt.t.graph_destroy(g))
+    for call in ("graph_instantiate", "graph_destroy"):
+        assert getattr(rt.t, call)(g) == INVALID_HANDLE, call
+        assert "unknown or destroyed graph" in rt.error()
+    assert rt.t.graph_launch(g, s) == INVALID_HANDLE
+    assert emu.calls("aclmdlRIExecuteAsync") == executions, "a dead handle never reaches CANN"
+    rt.check(rt.t.host_free(pinned))
+    rt.check(rt.t.free(d))
+
+
+FORBIDDEN_WHILE_CAPTURING = {
+    # table call: (the CANN call that refuses it, its status)
+    "device_synchronize": ("aclrtSynchronizeDevice", "ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT"),
+    "memcpy": ("aclrtMemcpy", "ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT"),
+    "host_malloc": ("aclrtMallocHost", "ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT"),
+    "stream_synchronize": ("aclrtSynchronizeStream", "ACL_ERROR_RT_STREAM_CAPTURED"),
+    "stream_query": ("aclrtStreamQuery", "ACL_ERROR_RT_STREAM_CAPTURED"),
+    "stream_destroy": ("aclrtSynchronizeStream", "ACL_ERROR_RT_STREAM_CAPTURED"),
+    "event_synchronize": ("aclrtSynchronizeEvent", "ACL_ERROR_RT_EVENT_CAPTURED"),
+    "event_query": ("aclrtQueryEventStatus", "ACL_ERROR_RT_EVENT_CAPTURED"),
+}
+
+
+@pytest.mark.parametrize("call", list(FORBIDDEN_WHILE_CAPTURING))
+def test_forbidden_call_fails_and_invalidates_the_capture(capturing, call: str) -> None:
+    rt, s = capturing
+    d = rt.malloc(4)
+    rt.write(d, b"\0" * 4)
+    e = rt.event()
+    buf = ctypes.create_string_buffer(4)
+    calls = {
+        "device_synchronize": lambda: rt.t.device_synchronize(),
+        "memcpy": lambda: rt.t.memcpy(ctypes.addressof(buf), d, 4, D2H),
+        "host_malloc": lambda: rt.t.host_malloc(byref(c_void_p()), 64),
+        "stream_synchronize": lambda: rt.t.stream_synchronize(s),
+        "stream_query": lambda: rt.t.stream_query(s),
+        "stream_destroy": lambda: rt.t.stream_destroy(s),
+        "event_synchronize": lambda: rt.t.event_synchronize(e),
+        "event_query": lambda: rt.t.event_query(e),
+    }
+    acl_call, acl_status = FORBIDDEN_WHILE_CAPTURING[call]
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    rt.check(rt.t.memset_async(d, 1, 4, s))
+    rt.check(rt.t.event_record(e, s))  # an event recorded by the capture
+    assert calls[call]() == CAPTURE
+    message = rt.error()
+    assert acl_call in message and acl_status in message, message
+    assert "the capture is now invalidated" in message, message
+    assert rt.capture_status(s) == CAPTURE_INVALIDATED
+    # Work given to the invalidated capture fails too, saying why.
+    assert rt.t.memset_async(d, 2, 4, s) == CAPTURE
+    assert "ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED" in rt.error()
+    st, g = rt.capture_end(s)
+    assert st == CAPTURE and g is None
+    assert "aclmdlRICaptureEnd" in (message := rt.error()) and acl_call in message, message
+    assert rt.capture_status(s) == CAPTURE_NONE, "the capture ended all the same"
+    # Nothing recorded ran; the stream works again.
+    rt.check(rt.t.stream_synchronize(s))
+    assert rt.read(d, 4) == b"\0" * 4
+    rt.check(rt.t.memset_async(d, 3, 4, s))
+    rt.check(rt.t.stream_synchronize(s))
+    assert rt.read(d, 4) == b"\x03" * 4
+    rt.check(rt.t.event_destroy(e))
+    rt.check(rt.t.free(d))
+
+
+def _on_thread(fn):
+    out: list = []
+    t = threading.Thread(target=lambda: out.append(fn()))
+    t.start()
+    t.join()
+    return out[0]
+
+
+def test_capture_modes_and_the_capturing_thread(capturing) -> None:
+    rt, s = capturing
+    # THREAD_LOCAL: another thread may synchronize the device, the capturing one may not.
+    rt.check(rt.t.graph_capture_begin(s, MODE_THREAD_LOCAL))
+    assert _on_thread(rt.t.device_synchronize) == OK
+    assert rt.t.device_synchronize() == CAPTURE
+    assert rt.capture_end(s)[0] == CAPTURE
+    # GLOBAL: every thread is refused.
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    assert _on_thread(lambda: rt.t.host_malloc(byref(c_void_p()), 8)) == CAPTURE
+    assert rt.capture_status(s) == CAPTURE_INVALIDATED
+    assert rt.capture_end(s)[0] == CAPTURE
+    # RELAXED: allowed anywhere; the capturing stream itself still cannot be synchronized.
+    rt.check(rt.t.graph_capture_begin(s, MODE_RELAXED))
+    rt.check(rt.t.device_synchronize())
+    rt.check(rt.t.host_free(rt.host_malloc(8)))
+    assert rt.t.stream_synchronize(s) == CAPTURE
+    assert rt.capture_end(s)[0] == CAPTURE
+    # A capture ends in the thread that began it unless RELAXED; elsewhere it ends, refused.
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    st, message = _on_thread(lambda: (rt.capture_end(s)[0], rt.error()))
+    assert st == CAPTURE and "ACL_ERROR_RT_STREAM_CAPTURE_WRONG_THREAD" in message, message
+    assert rt.capture_status(s) == CAPTURE_NONE
+    rt.check(rt.t.graph_capture_begin(s, MODE_RELAXED))
+    st, g = _on_thread(lambda: rt.capture_end(s))
+    rt.check(st)
+    rt.check(rt.t.graph_destroy(g))
+
+
+def test_capture_misuse_and_status(capturing) -> None:
+    rt, s = capturing
+    assert rt.t.graph_capture_begin(None, MODE_GLOBAL) == INVALID_VALUE
+    assert "default stream" in rt.error()
+    assert rt.t.graph_capture_begin(s, 3) == INVALID_VALUE and "mode 3" in rt.error()
+    assert rt.capture_end(s)[0] == INVALID_VALUE
+    assert "ACL_ERROR_RT_STREAM_NOT_CAPTURED" in rt.error()
+    assert rt.capture_end(None)[0] == INVALID_VALUE
+    assert rt.capture_status(s) == CAPTURE_NONE
+    assert rt.capture_status(None) == CAPTURE_NONE, "the default stream never captures"
+    assert rt.t.stream_capture_status(s, None) == INVALID_VALUE
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    assert rt.t.graph_capture_begin(s, MODE_GLOBAL) == CAPTURE
+    assert "ACL_ERROR_RT_STREAM_CAPTURED" in rt.error()
+    assert rt.capture_end(s)[0] == CAPTURE
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    assert rt.t.graph_capture_end(s, None) == INVALID_VALUE
+    assert rt.capture_status(s) == CAPTURE_NONE, "a NULL out-parameter ends it too"
+
+
+def test_graph_launches_only_on_streams_of_its_npu(two: Runtime) -> None:
+    rt = two
+    s = rt.stream()
+    d = rt.malloc(4)
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    rt.check(rt.t.memset_async(d, 9, 4, s))
+    st, g = rt.capture_end(s)
+    rt.check(st)
+    other = on_device(rt, 1, rt.stream)
+    assert rt.t.graph_launch(g, other) == INVALID_HANDLE
+    assert "captured on Ascend NPU 0" in rt.error() and "NPU 1" in rt.error()
+    rt.check(rt.t.graph_launch(g, s))
+    rt.check(rt.t.stream_synchronize(s))
+    assert rt.read(d, 4) == b"\x09" * 4
+    rt.check(rt.t.graph_destroy(g))
+    on_device(rt, 1, lambda: rt.check(rt.t.stream_destroy(other)))
+    rt.check(rt.t.stream_destroy(s))
+    rt.check(rt.t.free(d))
+
+
+def test_capture_and_other_streams_events_and_pageable_copies(capturing) -> None:
+    rt, s = capturing
+    other = rt.stream()
+    inside, outside = rt.event(), rt.event()
+    rt.check(rt.t.event_record(outside, other))
+    rt.check(rt.t.event_synchronize(outside))
+    # Another stream waiting on an event of the capture would join it: the emulator refuses.
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    rt.check(rt.t.event_record(inside, s))
+    assert rt.t.stream_wait_event(other, inside) == NOT_SUPPORTED
+    assert "ACL_ERROR_RT_FEATURE_NOT_SUPPORT" in rt.error()
+    assert rt.capture_status(s) == CAPTURE_INVALIDATED
+    assert rt.capture_end(s)[0] == CAPTURE
+    # The capturing stream waiting on an event recorded outside it.
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    assert rt.t.stream_wait_event(s, outside) == CAPTURE
+    assert "ACL_ERROR_RT_CAPTURE_DEPENDENCY" in rt.error()
+    assert rt.capture_end(s)[0] == CAPTURE
+    # A copy with pageable host memory waits for the stream first: CANN lists it among the
+    # calls a capture forbids, so it is refused rather than recorded.
+    d = rt.malloc(8)
+    src = ctypes.create_string_buffer(8)
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    assert rt.t.memcpy_async(d, ctypes.addressof(src), 8, H2D, s) == CAPTURE
+    assert "pageable" in rt.error()
+    assert rt.capture_end(s)[0] == CAPTURE
+    # A graph launched on a capturing stream is recorded into that capture.
+    rt.write(d, b"\0" * 8)
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    rt.check(rt.t.memset_async(d, 4, 8, s))
+    st, inner = rt.capture_end(s)
+    rt.check(st)
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    rt.check(rt.t.graph_launch(inner, s))
+    st, outer = rt.capture_end(s)
+    rt.check(st)
+    rt.check(rt.t.graph_destroy(inner))
+    assert rt.read(d, 8) == b"\0" * 8
+    rt.check(rt.t.graph_launch(outer, s))
+    rt.check(rt.t.stream_synchronize(s))
+    assert rt.read(d, 8) == b"\x04" * 8
+    rt.check(rt.t.graph_destroy(outer))
+    for e in (inside, outside):
+        rt.check(rt.t.event_destroy(e))
+    rt.check(rt.t.stream_destroy(other))
+    rt.check(rt.t.free(d))
 
 
 # ---- other emulated machines, in a subprocess -------------------------------------------------

@@ -24,6 +24,12 @@ std::string DtypeSet::text() const {
   return s;
 }
 
+at::Tensor on_device(const Call& c, const at::Tensor& t, at::ScalarType dtype) {
+  if (t.device().is_cpu() && t.dim() == 0)
+    return at::empty({}, at::TensorOptions().dtype(dtype).device(c.device())).fill_(t.item());
+  return torch_fl::kit::on_device(c, t, dtype);
+}
+
 void Call::need(const DtypeSet& dtypes, at::ScalarType t, const char* aclnn) const {
   if (!dtypes.has(t)) {
     decline(std::string("compute dtype ") + c10::toString(t) + " has no " + aclnn +

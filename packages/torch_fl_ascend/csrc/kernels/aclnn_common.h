@@ -36,7 +36,6 @@ namespace tfl_ascend {
 using torch_fl::kit::dims_arg;
 using torch_fl::kit::empty_result;
 using torch_fl::kit::Form;
-using torch_fl::kit::on_device;
 using torch_fl::kit::operand;
 using torch_fl::kit::reduce_dims;
 using torch_fl::kit::reduced_shape;
@@ -61,6 +60,12 @@ class Call : public torch_fl::kit::KernelCall {
   // Declines unless `dtypes` has `t`.
   void need(const DtypeSet& dtypes, at::ScalarType t, const char* aclnn) const;
 };
+
+// `t` on the call's device in `dtype`, as torch_fl::kit::on_device, except that a CPU 0-dim
+// scalar becomes a fill of a device scalar instead of a copy from pageable host memory: the fill
+// is stream work carrying the value, so it neither waits for the stream nor breaks a graph
+// capture.
+at::Tensor on_device(const Call& c, const at::Tensor& t, at::ScalarType dtype);
 
 // ACLNN's dtype for a torch dtype; ACL_DT_UNDEFINED when it has none.
 aclDataType acl_dtype(at::ScalarType t);

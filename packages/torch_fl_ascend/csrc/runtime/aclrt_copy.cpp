@@ -153,8 +153,11 @@ tfl_status rt_memcpy_async(void* dst, const void* src, size_t n, tfl_memcpy_kind
                                                          : nullptr;
   if (host && !pinned_range(host, n)) {
     // Pageable host memory: CANN's async copy may not touch it, so the bytes move now, after
-    // the stream's earlier work (which is what stream order asks of them).
-    ACL_CHECK(device, aclrtSynchronizeStream(st->stream));
+    // the stream's earlier work (which is what stream order asks of them). A capturing stream
+    // refuses the wait: CANN counts async copies of pageable memory among a capture's unsafe
+    // calls, so such a copy is never recorded.
+    ACL_CHECK(device, aclrtSynchronizeStream(st->stream),
+              copy_detail(kind, n) + ", pageable host memory: copied after the stream's work");
     ACL_CHECK(device, aclrtMemcpy(dst, n, src, n, acl_kind(kind)),
               copy_detail(kind, n) + ", pageable host memory");
     return TFL_OK;

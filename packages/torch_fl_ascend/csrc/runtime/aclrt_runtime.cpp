@@ -25,6 +25,9 @@
 //  - aclrtStreamQuery reports COMPLETE=0 / NOT_READY=1 but aclrtQueryEventStatus reports
 //    NOT_READY=0 / COMPLETE=1: each is compared with its own enum's names, never with 0.
 //  - aclrtDestroyStream needs the stream drained first: stream_destroy synchronizes it.
+//  - device graphs are CANN's stream capture (aclmdlRICaptureBegin .. aclmdlRICaptureEnd, then
+//    aclmdlRIExecuteAsync); CANN refuses what a capture forbids, and its capture statuses become
+//    TFL_ERROR_CAPTURE (aclrt_graph.cpp, aclrt_errors.cpp).
 #include <torch_fl/kit/runtime_errors.h>
 #include <torch_fl/kit/runtime_table.h>
 #include <torch_fl/runtime.h>
@@ -34,6 +37,7 @@
 #include "aclrt_copy.h"
 #include "aclrt_device.h"
 #include "aclrt_event.h"
+#include "aclrt_graph.h"
 #include "aclrt_host_functions.h"
 #include "aclrt_memory.h"
 #include "aclrt_stream.h"
@@ -51,19 +55,12 @@ constexpr std::nullptr_t rt_ipc_get_handle = nullptr;
 constexpr std::nullptr_t rt_ipc_open_handle = nullptr;
 constexpr std::nullptr_t rt_ipc_close_handle = nullptr;
 
-// v1.3 device graphs: not wired to aclrt's graph capture yet; torch.flagos graphs raise naming the
-// runtime.
-constexpr std::nullptr_t rt_graph_capture_begin = nullptr;
-constexpr std::nullptr_t rt_graph_capture_end = nullptr;
-constexpr std::nullptr_t rt_graph_instantiate = nullptr;
-constexpr std::nullptr_t rt_graph_launch = nullptr;
-constexpr std::nullptr_t rt_graph_destroy = nullptr;
-constexpr std::nullptr_t rt_stream_capture_status = nullptr;
-
 // NPU memory is device-scoped (no host-addressable memory). aclnn ops and other kernels queued on
-// one aclrtStream run in stream order, so producers need no barrier.
+// one aclrtStream run in stream order, so producers need no barrier. Graphs: CANN's stream
+// capture (aclrt_graph.cpp).
 TFL_KIT_RUNTIME_TABLE(kTable, "aclrt",
-                      TFL_CAP_PEER_COPY | TFL_CAP_EVENT_TIMING | TFL_CAP_PINNED_HOST_MEMORY);
+                      TFL_CAP_PEER_COPY | TFL_CAP_EVENT_TIMING | TFL_CAP_PINNED_HOST_MEMORY |
+                          TFL_CAP_GRAPHS);
 
 }  // namespace tfl_aclrt
 
