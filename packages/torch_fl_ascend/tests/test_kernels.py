@@ -59,6 +59,9 @@ def test_manifest_covers_every_category(ascend):
         "aten::arange.start_out",
         "aten::convolution_backward",
         "aten::_amp_update_scale_",
+        "aten::cumsum",
+        "aten::mse_loss",
+        "aten::mse_loss_backward",
     ):
         assert op in generated, op
     assert generated["aten::gelu"] == "aclnnGeluV2"
@@ -315,6 +318,16 @@ CASES = {
     "conv_transpose2d": lambda t: torch.nn.functional.conv_transpose2d(
         t.reshape(1, 1, 4, 6), torch.ones(1, 2, 3, 3, device=t.device)
     ),
+    "cumsum": lambda t: t.cumsum(1),
+    "cumsum_int_to_int64": lambda t: (t * 10).to(torch.int32).cumsum(0),
+    "cumsum_dtype_out": lambda t: torch.cumsum(
+        t, -1, dtype=torch.float32, out=torch.empty(4, 6, device=t.device)
+    ),
+    "mse_loss_none": lambda t: torch.nn.functional.mse_loss(t, t.flip(0), reduction="none"),
+    "mse_loss_sum": lambda t: torch.nn.functional.mse_loss(t, t.flip(1), reduction="sum"),
+    "mse_loss_backward_mean": lambda t: torch.ops.aten.mse_loss_backward(
+        torch.tensor(0.5, device=t.device), t, t.flip(0), 1
+    ),
     "conv1d_bias_stride": lambda t: torch.nn.functional.conv1d(
         t.reshape(1, 4, 6),
         torch.ones(3, 4, 2, device=t.device),
@@ -385,3 +398,29 @@ def test_out_and_inplace_write_back_casts_as_pytorch(counts):
     with pytest.raises(RuntimeError, match=r"output with shape \[3, 1\] doesn't match"):
         a[:, :1].clone().add_(a)
     assert counts("aten::add.out").get("ascend", 0) >= 1
+
+
+def test_cumsum_and_mse_loss_run_on_aclnn(counts):
+    x = torch.randn(8, 3)
+    target = torch.randn(8, 3)
+    d = x.to(DEV).requires_grad_()
+    loss = torch.nn.functional.mse_loss(d.cumsum(0), target.to(DEV))
+    loss.backward()
+    ref = x.clone().requires_grad_()
+    ref_loss = torch.nn.functional.mse_loss(ref.cumsum(0), target)
+    ref_loss.backward()
+    torch.testing.assert_close(loss.cpu(), ref_loss.detach())
+    torch.testing.assert_close(d.grad.cpu(), ref.grad)
+    assert counts("aten::cumsum") == {"ascend": 2}, "forward, and its backward's reversed cumsum"
+    for op in ("aten::mse_loss", "aten::mse_loss_backward"):
+        assert counts(op) == {"ascend": 1}, op
+
+
+def test_a_cpu_scalar_operand_is_a_device_fill_not_a_copy(counts):
+    # A copy from pageable host memory waits for the stream and cannot be captured into a graph;
+    # a fill carries the value as stream work.
+    d = torch.arange(6, dtype=torch.float32, device=DEV)
+    got = d * 2 + torch.tensor(1.5)
+    torch.testing.assert_close(got.cpu(), torch.arange(6, dtype=torch.float32) * 2 + 1.5)
+    assert counts("aten::fill_.Scalar") == {"ascend": 2}
+    assert counts("aten::_copy_from") == {}

@@ -241,6 +241,8 @@ OPS: list[Op] = [
     Op("argmin", "reduce_arg", ("", "out"), "ArgMin", "aclnn_argmin.h", ARITH),
     Op("all", "reduce_bool", ("", "all_out", "dim", "dims"), "All", "aclnn_all.h", WITH_BOOL),
     Op("any", "reduce_bool", ("", "all_out", "dim", "dims"), "Any", "aclnn_any.h", WITH_BOOL),
+    # ---- scans ----
+    Op("cumsum", "cumsum", ("", "out"), "Cumsum", "aclnn_cumsum.h", ARITH),
     # ---- matmul family (cube unit: float32/16, bfloat16 only) ----
     Op("mm", "mm", ("", "out"), "Mm", "aclnn_mm.h", FLOATS, "2"),
     Op("bmm", "mm", ("", "out"), "BatchMatMul", "aclnn_batch_matmul.h", FLOATS, "3"),
@@ -262,6 +264,16 @@ OPS: list[Op] = [
         ("", "out"),
         "LogSoftmaxBackward",
         "aclnn_log_softmax_backward.h",
+        FLOATS,
+    ),
+    # ---- losses ----
+    Op("mse_loss", "mse_loss", ("", "out"), "MseLoss", "aclnn_mse_loss.h", FLOATS),
+    Op(
+        "mse_loss_backward",
+        "mse_loss_backward",
+        ("", "grad_input"),
+        "MseLossBackward",
+        "aclnn_mse_loss_backward.h",
         FLOATS,
     ),
     # ---- norms ----

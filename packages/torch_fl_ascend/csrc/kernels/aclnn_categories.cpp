@@ -356,6 +356,28 @@ void addmm(Call& c, AddmmWs ws, RunFn run, const char* fn, const DtypeSet& dtype
   c.finish(r);
 }
 
+// ---- scans ------------------------------------------------------------------
+
+void cumsum(Call& c, CumsumWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor self = c.tensor("self");
+  std::optional<at::ScalarType> dtype = c.opt_dtype("dtype");
+  if (!dtype && c.form() == Form::Out) dtype = c.target().scalar_type();
+  at::ScalarType rdt = self.scalar_type();
+  if (dtype) {
+    rdt = *dtype;
+  } else if (at::isIntegralType(rdt, /*includeBool=*/true)) {
+    rdt = at::kLong;  // PyTorch sums integers into int64
+  }
+  c.need(dtypes, rdt, fn);
+  c.need(dtypes, self.scalar_type(), fn);
+  const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor x = on_device(c, self, self.scalar_type());
+  at::Tensor r = c.output(self.sizes(), rdt, false, {x});
+  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(x), dim, acl_dtype(rdt), Tensor(r));
+  c.finish(r);
+}
+
 // ---- softmax ----------------------------------------------------------------
 
 void softmax(Call& c, SoftmaxWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
@@ -379,6 +401,50 @@ void softmax_backward(Call& c, SoftmaxBwdWs ws, RunFn run, const char* fn, const
   c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output(g.sizes(), dt, false, {g, y});
   if (r.numel() > 0) launch(c, ws, run, fn, Tensor(g), Tensor(y), dim, Tensor(r));
+  c.finish(r);
+}
+
+// ---- losses -----------------------------------------------------------------
+
+namespace {
+// self and target of one floating dtype and shape (PyTorch broadcasts them with a warning:
+// left to the CPU), reduction 0 (none), 1 (mean) or 2 (sum) as ACLNN numbers them too.
+at::ScalarType loss_operands(const Call& c, const at::Tensor& self, const at::Tensor& target,
+                             int64_t reduction, const DtypeSet& dtypes, const char* fn) {
+  const at::ScalarType dt = self.scalar_type();
+  if (target.scalar_type() != dt) c.decline("self and target of different dtypes");
+  c.need(dtypes, dt, fn);
+  if (self.sizes() != target.sizes()) c.decline("self and target of different shapes");
+  if (reduction < 0 || reduction > 2) c.decline("reduction " + std::to_string(reduction));
+  if (self.numel() == 0) c.decline("an empty input");
+  return dt;
+}
+}  // namespace
+
+void mse_loss(Call& c, MseLossWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor self = c.tensor("self"), target = c.tensor("target");
+  const int64_t reduction = c.int_("reduction");
+  const at::ScalarType dt = loss_operands(c, self, target, reduction, dtypes, fn);
+  const std::vector<int64_t> shape =
+      reduction == 0 ? self.sizes().vec() : std::vector<int64_t>{};  // none keeps the shape
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = c.output(shape, dt, reduction == 0, {self, target});
+  launch(c, ws, run, fn, Tensor(self), Tensor(target), reduction, Tensor(r));
+  c.finish(r);
+}
+
+void mse_loss_backward(Call& c, MseLossBwdWs ws, RunFn run, const char* fn,
+                       const DtypeSet& dtypes) {
+  const at::Tensor g = c.tensor("grad_output"), self = c.tensor("self");
+  const at::Tensor target = c.tensor("target");
+  const int64_t reduction = c.int_("reduction");
+  const at::ScalarType dt = loss_operands(c, self, target, reduction, dtypes, fn);
+  if (g.scalar_type() != dt) c.decline("a grad_output of another dtype");
+  if (reduction == 0 ? g.sizes() != self.sizes() : g.dim() != 0)
+    c.decline("a grad_output of another shape than the loss");
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = c.output(self.sizes(), dt, false, {g, self, target});
+  launch(c, ws, run, fn, Tensor(g), Tensor(self), Tensor(target), reduction, Tensor(r));
   c.finish(r);
 }
 

@@ -33,8 +33,11 @@ using DimIndexWs = aclnnStatus (*)(T, int64_t, bool, O, O, Ws, Exec);
 using ArgWs = aclnnStatus (*)(T, int64_t, bool, O, Ws, Exec);
 using MmWs = aclnnStatus (*)(T, T, O, int8_t, Ws, Exec);
 using AddmmWs = aclnnStatus (*)(T, T, T, S, S, O, int8_t, Ws, Exec);
+using CumsumWs = aclnnStatus (*)(T, int64_t, aclDataType, O, Ws, Exec);
 using SoftmaxWs = aclnnStatus (*)(T, int64_t, O, Ws, Exec);
 using SoftmaxBwdWs = aclnnStatus (*)(T, T, int64_t, O, Ws, Exec);
+using MseLossWs = aclnnStatus (*)(T, T, int64_t, O, Ws, Exec);
+using MseLossBwdWs = aclnnStatus (*)(T, T, T, int64_t, O, Ws, Exec);
 using LayerNormWs = aclnnStatus (*)(T, IA, T, T, double, O, O, O, Ws, Exec);
 using LayerNormBwdWs = aclnnStatus (*)(T, T, IA, T, T, T, T, BA, O, O, O, Ws, Exec);
 using RmsNormWs = aclnnStatus (*)(T, T, double, T, T, Ws, Exec);
@@ -81,10 +84,13 @@ void reduce_extremum(Call& c, ReduceWs ws, RunFn run, const char* fn, const Dtyp
 void reduce_bool(Call& c, ReduceWs ws, RunFn run, const char* fn, const DtypeSet& dtypes);
 void reduce_dim_index(Call& c, DimIndexWs ws, RunFn run, const char* fn, const DtypeSet& dtypes);
 void reduce_arg(Call& c, ArgWs ws, RunFn run, const char* fn, const DtypeSet& dtypes);
+void cumsum(Call& c, CumsumWs ws, RunFn run, const char* fn, const DtypeSet& dtypes);
 void mm(Call& c, MmWs ws, RunFn run, const char* fn, const DtypeSet& dtypes, int rank);
 void addmm(Call& c, AddmmWs ws, RunFn run, const char* fn, const DtypeSet& dtypes);
 void softmax(Call& c, SoftmaxWs ws, RunFn run, const char* fn, const DtypeSet& dtypes);
 void softmax_backward(Call& c, SoftmaxBwdWs ws, RunFn run, const char* fn, const DtypeSet& dtypes);
+void mse_loss(Call& c, MseLossWs ws, RunFn run, const char* fn, const DtypeSet& dtypes);
+void mse_loss_backward(Call& c, MseLossBwdWs ws, RunFn run, const char* fn, const DtypeSet& dtypes);
 void layer_norm(Call& c, LayerNormWs ws, RunFn run, const char* fn, const DtypeSet& dtypes);
 void layer_norm_backward(Call& c, LayerNormBwdWs ws, RunFn run, const char* fn,
                          const DtypeSet& dtypes);

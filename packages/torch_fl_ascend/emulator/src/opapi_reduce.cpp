@@ -1,4 +1,4 @@
-// Reductions, matrix products and softmax.
+// Reductions, scans, matrix products and softmax.
 #include <algorithm>
 
 #include "opapi_common.h"
@@ -13,6 +13,7 @@
 #include "aclnnop/aclnn_argmin.h"
 #include "aclnnop/aclnn_all.h"
 #include "aclnnop/aclnn_any.h"
+#include "aclnnop/aclnn_cumsum.h"
 #include "aclnnop/aclnn_mm.h"
 #include "aclnnop/aclnn_batch_matmul.h"
 #include "aclnnop/aclnn_addmm.h"
@@ -57,6 +58,20 @@ OPAPI_EXPORT aclnnStatus aclnnReduceSumGetWorkspaceSize(const aclTensor* self,
                   [=](Ctx& c) { c.set(o, at::sum(c.t[s], dims, keepDim, st)); });
 }
 EMU_LAUNCH(ReduceSum)
+
+OPAPI_EXPORT aclnnStatus aclnnCumsumGetWorkspaceSize(const aclTensor* self, int64_t dim,
+                                                     aclDataType dtype, aclTensor* out,
+                                                     uint64_t* workspaceSize, aclOpExecutor** ex) {
+  Op op("aclnnCumsum");
+  int s = op.in("self", self, kArith);
+  int o = op.out("out", out, kArith);
+  op.require(emu_nn::DtypeSize(dtype) != 0 && dtype != ACL_DOUBLE,
+             std::string("dtype ") + emu_nn::DtypeName(dtype) + " is not supported");
+  const at::ScalarType st = ToAten(dtype);
+  return op.build(workspaceSize, ex, ScratchBytes(Numel(self)),
+                  [=](Ctx& c) { c.set(o, at::cumsum(c.t[s], dim, st)); });
+}
+EMU_LAUNCH(Cumsum)
 
 OPAPI_EXPORT aclnnStatus aclnnMeanGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim,
                                                    bool keepDim, aclDataType dtype, aclTensor* out,
