@@ -424,3 +424,8 @@ def test_a_cpu_scalar_operand_is_a_device_fill_not_a_copy(counts):
     torch.testing.assert_close(got.cpu(), torch.arange(6, dtype=torch.float32) * 2 + 1.5)
     assert counts("aten::fill_.Scalar") == {"ascend": 2}
     assert counts("aten::_copy_from") == {}
+    # The value is cast to the operand's dtype first, wrapping as PyTorch does.
+    u = torch.tensor([1, 250], dtype=torch.uint8)
+    assert torch.equal((u.to(DEV) + 300).cpu(), u + 300)
+    i = torch.tensor([3, -7], dtype=torch.int8)
+    assert torch.equal((i.to(DEV) * 1000).cpu(), i * 1000)
