@@ -602,6 +602,11 @@ def register(_compile_fx: ModuleType) -> None:
         _host_nodes_are_cpu(scheduler)
         _choices_settled_when_lowered(select_algorithm)
         _benchmark_on_host(autotune_process, benchmarking)
+        from torch._inductor import lowering
+
+        from torch_fl.compile import flex_lowering
+
+        flex_lowering.install(lowering)
     elif kind == "triton":
         _treat_as_gpu(utils)
         _target_device_properties(hints)
