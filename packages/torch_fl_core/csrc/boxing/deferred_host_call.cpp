@@ -232,6 +232,12 @@ void defer_host_call(const c10::OperatorHandle& op, c10::DispatchKey key, Stack*
     }
   }
 
+  // What the graph keeps: the same memory and geometry without the callers'
+  // autograd history (holding it would keep forward graphs alive until reset).
+  auto bare = [](const at::Tensor& t) { return is_flagos(t) ? t.variable_data() : t; };
+  for (c10::IValue& a : call->args) a = map_tensors(a, bare);
+  for (c10::IValue& f : call->fresh) f = map_tensors(f, bare);
+
   std::function<void()> before;
   if (!call->generator_args.empty()) before = [call] { call->draw(); };
   sink->record([call] { call->run(); }, std::move(before));
