@@ -903,6 +903,11 @@ def test_capture_records_tasks_and_execute_runs_them_again(acl, mem, cap_stream)
     assert acl.aclmdlRIExecuteAsync(model, None) == SUCCESS, "any stream of its device"
     assert acl.aclrtSynchronizeStream(None) == SUCCESS
     assert acl.aclmdlRIDestroy(model) == SUCCESS
+    # The op's argument goes with the last reference to the task: the instance's, or that of an
+    # execution's item, which the stream's worker drops just after the sync returned.
+    deadline = time.monotonic() + 5
+    while calls[-1] != "cleanup" and time.monotonic() < deadline:
+        time.sleep(0.005)
     assert calls == ["work", "work", "work", "cleanup"]
     assert acl.aclmdlRIDestroy(model) == INVALID_PARAM
     assert acl.aclmdlRIExecuteAsync(model, s) == INVALID_PARAM
