@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["graphify", "install", "stats"]
+__all__ = ["graphed", "graphify", "install", "note_without_graphs", "stats"]
 
 _DEVICE = "flagos"
 log = logging.getLogger("torch_fl.compile")
@@ -39,6 +39,12 @@ def stats() -> dict[str, int]:
     """How many compiled flagos graphs were captured, and how many run without graphs because
     their capture failed (diagnostics for tests and benchmarks)."""
     return dict(_stats)
+
+
+def note_without_graphs(why: str) -> None:
+    """Count (and log) a compiled graph that runs without device graphs."""
+    _stats["without_graphs"] += 1
+    log.warning("flagos: running a compiled graph without device graphs: %s", why)
 
 
 def _flagos_index(devices: Any) -> int | None:
@@ -114,34 +120,44 @@ def graphify(
     return run
 
 
+def graphed(
+    model: Callable[[list[Any]], Any],
+    static_input_idxs: Sequence[int] = (),
+    fallback: Callable[[list[Any]], Any] | None = None,
+) -> Callable[[list[Any]], Any]:
+    """``model`` captured into a flagos device graph at its first call on one flagos device (per
+    thread, as Inductor keeps one graph per thread: a graph's input buffers serve one caller),
+    replayed after; calls on other devices run ``fallback`` (default ``model``), and a graph
+    whose capture fails runs without graphs (logged once)."""
+    state = threading.local()
+
+    def run(new_inputs: list[Any]) -> Any:
+        fn = getattr(state, "fn", None)
+        if fn is None:
+            devices = {x.device for x in new_inputs if isinstance(x, torch.Tensor)}
+            if _flagos_index(devices) is None:
+                fn = fallback or model
+            else:
+                try:
+                    fn = graphify(model, new_inputs, static_input_idxs)
+                    _stats["captured"] += 1
+                except RuntimeError as e:
+                    _stats["without_graphs"] += 1
+                    log.warning("flagos: running a compiled graph without device graphs: %s", e)
+                    fn = model
+            state.fn = fn
+        return fn(new_inputs)
+
+    return run
+
+
 def _graphify_flagos(compile_fx: ModuleType) -> None:
     original = compile_fx.cudagraphify
     if getattr(original, "_torch_fl", False):
         return
 
     def cudagraphify(model: Any, static_input_idxs: Sequence[int] = (), **kwargs: Any) -> Any:
-        fallback = original(model, static_input_idxs, **kwargs)
-        # One graph per thread, as Inductor keeps one: a graph's input buffers serve one caller.
-        state = threading.local()
-
-        def run(new_inputs: list[Any]) -> Any:
-            fn = getattr(state, "fn", None)
-            if fn is None:
-                devices = {x.device for x in new_inputs if isinstance(x, torch.Tensor)}
-                if _flagos_index(devices) is None:
-                    fn = fallback
-                else:
-                    try:
-                        fn = graphify(model, new_inputs, static_input_idxs)
-                        _stats["captured"] += 1
-                    except RuntimeError as e:
-                        _stats["without_graphs"] += 1
-                        log.warning("flagos: running a compiled graph without device graphs: %s", e)
-                        fn = model
-                state.fn = fn
-            return fn(new_inputs)
-
-        return run
+        return graphed(model, static_input_idxs, original(model, static_input_idxs, **kwargs))
 
     cudagraphify._torch_fl = True  # type: ignore[attr-defined]
     compile_fx.cudagraphify = cudagraphify

@@ -526,9 +526,14 @@ def _run_without_codegen(compile_fx_module: ModuleType, vendor: str) -> None:
         if any(
             isinstance(t, torch.Tensor) and t.device.type == _DEVICE for t in example_inputs or ()
         ):
+            from torch._inductor import config
+
             from torch_fl.compile import routed_graphs
 
-            return routed_graphs.compile_graph(model, example_inputs, vendor)
+            # mode="reduce-overhead" arrives as this config patch (or set globally).
+            patches = kwargs.get("config_patches") or {}
+            graphs = bool(patches.get("triton.cudagraphs", config.triton.cudagraphs))
+            return routed_graphs.compile_graph(model, example_inputs, vendor, graphs=graphs)
         return original(model, example_inputs, *args, **kwargs)
 
     compile_fx._torch_fl = True  # type: ignore[attr-defined]

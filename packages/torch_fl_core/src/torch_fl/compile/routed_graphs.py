@@ -9,6 +9,13 @@ the vendor's kernels, with eager's numerics. Modern scripts call ``torch.compile
 on such a vendor they run instead of stopping.
 
 One notice per process says which vendor, why it has no code generation, and what would give it.
+
+Under ``mode="reduce-overhead"``, where the vendor declares ``compile_graphs`` and its runtime
+records graphs, the forward and backward graphs are each captured into a device graph at their
+first call and replayed after (:func:`torch_fl.compile.graph_wrapping.graphed`), so a step costs
+one launch per graph instead of one routed call per operator. A graph that writes into one of
+its inputs (optimizer state, batch-norm statistics) runs without device graphs: its inputs are
+copied into the graph's own buffers at each replay, so the write would miss the caller's tensor.
 """
 
 from __future__ import annotations
@@ -57,17 +64,44 @@ def compiled_graphs() -> int:
     return _compiled
 
 
-def compile_graph(gm: torch.fx.GraphModule, example_inputs: Any, vendor: str) -> Any:
+def _mutated_inputs(graph: torch.fx.GraphModule) -> set[int]:
+    """Indices of the placeholders that ``graph`` writes into (in-place or ``copy_``)."""
+    placeholders = [n for n in graph.graph.nodes if n.op == "placeholder"]
+    index = {n: i for i, n in enumerate(placeholders)}
+    written: set[int] = set()
+    for node in graph.graph.nodes:
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        for arg, info in zip(node.args, node.target._schema.arguments, strict=False):
+            if info.alias_info is not None and info.alias_info.is_write and arg in index:
+                written.add(index[arg])
+    return written
+
+
+def compile_graph(
+    gm: torch.fx.GraphModule, example_inputs: Any, vendor: str, graphs: bool = False
+) -> Any:
     """The callable ``torch.compile`` runs for Dynamo's graph ``gm``: AOTAutograd's forward (and,
-    under autograd, backward) graphs, run operator by operator on ``flagos``."""
+    under autograd, backward) graphs, run operator by operator on ``flagos``; with ``graphs``
+    (``mode="reduce-overhead"``) replayed as device graphs where the vendor records them."""
     global _compiled
     from functorch.compile import make_boxed_func
     from torch._dynamo.backends.common import aot_autograd
 
+    from torch_fl.compile import choice, graph_wrapping
+
     _notice_once(vendor)
+    replay = graphs and choice.graphs_supported()
 
     def run_as_traced(graph: torch.fx.GraphModule, _inputs: Any) -> Any:
-        return make_boxed_func(graph.forward)
+        fn = make_boxed_func(graph.forward)
+        if not replay:
+            return fn
+        if _mutated_inputs(graph):
+            graph_wrapping.note_without_graphs("the graph writes into its inputs")
+            return fn
+        graphed = graph_wrapping.graphed(fn)
+        return make_boxed_func(lambda *args: graphed(list(args)))
 
     compiled = aot_autograd(
         fw_compiler=run_as_traced,
