@@ -296,3 +296,58 @@ def test_accelerator_graph_is_a_flagos_graph():
     g.replay()
     assert x.cpu().eq(2).all()
     assert isinstance(g.pool(), tuple)
+
+
+def test_views_lists_and_out_arguments_replay(capturing):
+    x = torch.zeros(4, 4, device="flagos")
+    ps = [torch.full((8,), float(i), device="flagos") for i in range(5)]
+    gs = [torch.ones(8, device="flagos") for _ in range(5)]
+    a, b = torch.ones(3, device="flagos"), torch.full((2,), 2.0, device="flagos")
+    out = torch.empty(5, device="flagos")
+    g = torch.flagos.Graph()
+    with torch.flagos.graph(g):
+        x[1].add_(1)  # in place on views
+        x[:, 2].mul_(3)
+        xt = x.t().contiguous()
+        torch._foreach_add_(ps, gs, alpha=0.5)  # list operators, in place and functional
+        doubled = torch._foreach_mul(ps, 2.0)
+        torch.cat([a, b], out=out)
+        values, indices = torch.stack([a, a]).max(dim=0)
+    a.fill_(7)
+    g.replay()
+    g.replay()
+    ref = torch.zeros(4, 4)
+    for _ in range(2):
+        ref[1].add_(1)
+        ref[:, 2].mul_(3)
+    assert torch.equal(x.cpu(), ref) and torch.equal(xt.cpu(), ref.t())
+    for i, (p, d) in enumerate(zip(ps, doubled, strict=True)):
+        assert p.cpu().eq(i + 1).all() and d.cpu().eq(2 * (i + 1)).all()
+    assert out.cpu().tolist() == [7, 7, 7, 2, 2]
+    assert values.cpu().eq(7).all() and indices.cpu().eq(0).all()
+
+
+def test_threads_capture_their_own_graphs(capturing):
+    import threading
+
+    errors: list[str] = []
+
+    def work(k: int) -> None:
+        try:
+            x = torch.full((64,), float(k), device="flagos")
+            g = torch.flagos.Graph()
+            side = torch.flagos.Stream()
+            with torch.flagos.graph(g, stream=side, capture_error_mode="thread_local"):
+                y = x * 2 + 1
+            for _ in range(3):
+                g.replay()
+            assert y.cpu().eq(2 * k + 1).all()
+        except Exception as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors

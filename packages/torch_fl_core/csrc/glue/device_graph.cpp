@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -131,7 +132,9 @@ void DeviceGraph::replay() {
   for (const auto& fn : before_launch_) fn();
   const c10::Stream stream = current_stream(device_);
   TFL_CALL(device_, graph_launch, graph_, native_stream(stream));
-  last_launch_ = stream;
+  if (std::find(launched_.begin(), launched_.end(), stream) == launched_.end()) {
+    launched_.push_back(stream);
+  }
 }
 
 void DeviceGraph::reset() {
@@ -147,12 +150,14 @@ void DeviceGraph::reset() {
     }
     end_capture_state();
   }
-  if (last_launch_) {
-    // Host work of queued launches points at this graph's tensors: let them
-    // finish before the tensors can go.
+  if (!launched_.empty()) {
+    // Host work of queued launches (on every stream it was launched on)
+    // points at this graph's tensors: let them finish before they can go.
     CurrentDeviceScope scope(device_);
-    TFL_CALL(device_, stream_synchronize, native_stream(*last_launch_));
-    last_launch_.reset();
+    for (const c10::Stream& s : launched_) {
+      TFL_CALL(device_, stream_synchronize, native_stream(s));
+    }
+    launched_.clear();
   }
   if (graph_ != nullptr) {
     const tfl_graph graph = graph_;

@@ -57,7 +57,7 @@ class DeviceGraph final : public CaptureSink {
 
   c10::DeviceIndex device_ = -1;
   std::optional<c10::Stream> stream_;  // the capture stream
-  std::optional<c10::Stream> last_launch_;
+  std::vector<c10::Stream> launched_;  // streams with launches not yet waited for
   tfl_graph graph_ = nullptr;
   uint64_t pool_ = 0;
   bool capturing_ = false;
