@@ -24,6 +24,8 @@ class AscendVendor(NativeVendor):
     gems_vendor = "ascend"
     triton_backends = ("npu", "ascend")
     triton_label = "Ascend"
+    #: mode="reduce-overhead" replays compiled (routed) graphs through CANN's stream capture.
+    compile_graphs = True
 
     def collective_library(self) -> tuple[str, str | None]:
         """HCCL, reported by the ``vendor`` tier of torch.distributed (``FLAGOS_LOG=dist``): its
