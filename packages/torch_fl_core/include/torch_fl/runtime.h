@@ -66,6 +66,10 @@ typedef enum tfl_status {
   /* v1.3: not allowed while a stream captures a graph (the capture is then
    * invalidated), or the capture was invalidated earlier (see last_error) */
   TFL_ERROR_CAPTURE = 12,
+  /* collective.h v1.0: peers did not arrive within the communicator's timeout */
+  TFL_ERROR_TIMEOUT = 13,
+  /* collective.h v1.0: the communicator was aborted, here or by a peer (see last_error) */
+  TFL_ERROR_ABORTED = 14,
 } tfl_status;
 
 /* The enum's own spelling of a status ("TFL_ERROR_OUT_OF_MEMORY"): what a
@@ -98,6 +102,10 @@ static inline const char* tfl_status_string(tfl_status status) {
       return "TFL_ERROR_INJECTED";
     case TFL_ERROR_CAPTURE:
       return "TFL_ERROR_CAPTURE";
+    case TFL_ERROR_TIMEOUT:
+      return "TFL_ERROR_TIMEOUT";
+    case TFL_ERROR_ABORTED:
+      return "TFL_ERROR_ABORTED";
   }
   return "TFL_ERROR_UNKNOWN";
 }

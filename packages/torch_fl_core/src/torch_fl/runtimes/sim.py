@@ -51,6 +51,8 @@ STATUS: dict[str, int] = {
     "TFL_ERROR_DEVICE": 10,
     "TFL_ERROR_INJECTED": 11,
     "TFL_ERROR_CAPTURE": 12,
+    "TFL_ERROR_TIMEOUT": 13,
+    "TFL_ERROR_ABORTED": 14,
 }
 
 
