@@ -934,10 +934,19 @@ def test_bad_arguments_name_the_problem(s: Sim, solo) -> None:
     s.check(s.rt.stream_destroy(second))
     assert s.async_error(comm) == (OK, "")
     s.check(s.rt.free(dev0))
+    # comm_split of one rank: itself, or nothing for a negative color
+    fails(INVALID_VALUE, "out is NULL", cl.comm_split(comm, 0, 0, None))
+    sub = c_void_p(1)
+    s.check(cl.comm_split(comm, -1, 0, byref(sub)))
+    assert sub.value is None
+    s.check(cl.comm_split(comm, 3, 0, byref(sub)))
+    nranks = c_int()
+    s.check(cl.comm_info(sub, None, byref(nranks), None))
+    assert nranks.value == 1
     # a destroyed communicator
-    dead = s.comm_init(1, s.unique_id(), 0, 0, 1000)
-    s.check(cl.comm_destroy(dead))
-    fails(INVALID_HANDLE, "unknown or destroyed communicator", cl.comm_destroy(dead))
+    s.check(cl.comm_destroy(sub))
+    fails(INVALID_HANDLE, "unknown or destroyed communicator", cl.comm_destroy(sub))
+    fails(INVALID_HANDLE, "unknown or destroyed communicator", cl.comm_split(sub, 0, 0, byref(c)))
 
 
 # ---- ranks as processes ------------------------------------------------------
