@@ -11,8 +11,11 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
 
+#include <algorithm>
 #include <initializer_list>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace torch_fl::kit {
 
@@ -35,6 +38,28 @@ inline void write_back(const at::Tensor& dst, const at::Tensor& result, bool out
   dst.copy_(result);
 }
 
+// Whether no two elements of `t` share memory. ATen proves it only for dense tensors (TooHard
+// otherwise); a strided view (a column, every other row) is proved here too: with its dims sorted
+// by stride, each stride steps past everything the smaller dims span. Zero strides and
+// interleaved layouts stay unproved.
+inline bool no_internal_overlap(const at::Tensor& t) {
+  const at::MemOverlap status = at::has_internal_overlap(t);
+  if (status != at::MemOverlap::TooHard) return status == at::MemOverlap::No;
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of dims with size > 1
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.size(d) <= 1) continue;
+    if (t.stride(d) <= 0) return false;
+    dims.emplace_back(t.stride(d), t.size(d));
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t span = 1;  // elements covered by the dims so far, from the first one's start
+  for (const auto& [stride, size] : dims) {
+    if (stride < span) return false;
+    span += stride * (size - 1);
+  }
+  return true;
+}
+
 // Whether a kernel that honours strides may write a result of `shape` and `dtype` straight into
 // the out= / in-place target `dst` (resizing out= first where that is safe): right dtype, a plain
 // flagos tensor, no internal overlap, and no overlap with an input except the full overlap an
@@ -54,7 +79,7 @@ inline bool direct_target(at::Tensor& dst, at::IntArrayRef shape, at::ScalarType
     }
     at::native::resize_output(dst, shape);
   }
-  if (at::has_internal_overlap(dst) != at::MemOverlap::No) return false;
+  if (!no_internal_overlap(dst)) return false;
   for (const at::Tensor& in : inputs) {
     if (!in.defined()) continue;
     const auto st = at::get_overlap_status(dst, in);
