@@ -952,7 +952,7 @@ def test_bad_arguments_name_the_problem(s: Sim, solo) -> None:
 # ---- ranks as processes ------------------------------------------------------
 
 
-@pytest.mark.parametrize("nranks", [2, 3])
+@pytest.mark.parametrize("nranks", [2, 3, 4])
 def test_every_operation_dtype_and_reduction(nranks: int) -> None:
     for q, result in enumerate(run_ranks("matrix", nranks)):
         assert result["failures"] == [], f"rank {q}"
