@@ -602,8 +602,8 @@ constexpr std::nullptr_t rt_ipc_get_handle = nullptr;
 constexpr std::nullptr_t rt_ipc_open_handle = nullptr;
 constexpr std::nullptr_t rt_ipc_close_handle = nullptr;
 
-// v1.3 device graphs: not wired to topsrt's graph capture yet; torch.flagos graphs raise naming the
-// runtime.
+// v1.3 device graphs: the TopsRider SDK this vendor targets documents no stream-capture API, so
+// the seat stays empty and torch.flagos graphs raise naming the runtime (docs/gcu.md).
 constexpr std::nullptr_t rt_graph_capture_begin = nullptr;
 constexpr std::nullptr_t rt_graph_capture_end = nullptr;
 constexpr std::nullptr_t rt_graph_instantiate = nullptr;
