@@ -784,6 +784,8 @@ def test_threads_as_ranks(s: Sim) -> None:
             sim_.check(sim_.rt.stream_synchronize(stream))
             results[q] = sim_.download(recv, count, F64)
             sim_.check(sim_.cl.comm_destroy(comm))
+            for p in (send, recv):  # the process's runtime is the tests' too: leave nothing live
+                sim_.check(sim_.rt.free(p))
         except AssertionError as exc:
             results[q] = str(exc)
 

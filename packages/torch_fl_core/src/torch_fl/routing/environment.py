@@ -77,6 +77,7 @@ KNOWN_VARIABLES = (
     "FLAGOS_SIM_DEVICES",
     "FLAGOS_SIM_MEMORY",
     "FLAGOS_SIM_FAULTS",
+    "FLAGOS_SIM_COMM_TIMEOUT",
 )
 #: Prefixes of variable families: FLAGOS_OP_<op>, and FLAGOS_TEST_* of the test suites.
 KNOWN_PREFIXES = (OP_PREFIX, "FLAGOS_TEST_")
