@@ -12,7 +12,6 @@
 #include "glue/runtime_access.h"
 
 namespace torch_fl::boxing {
-namespace {
 
 bool is_generator_type(const c10::TypePtr& type) {
   if (type->kind() == c10::TypeKind::GeneratorType) return true;
@@ -20,6 +19,8 @@ bool is_generator_type(const c10::TypePtr& type) {
          type->castRaw<c10::OptionalType>()->getElementType()->kind() ==
              c10::TypeKind::GeneratorType;
 }
+
+namespace {
 
 // Overload -> the arguments CUDA's kernel accepts as CPU tensors. Read only
 // on the rare path (a CPU tensor beside flagos ones); replaced whole.

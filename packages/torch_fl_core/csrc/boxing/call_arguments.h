@@ -76,6 +76,8 @@ void bridge_generators(const c10::FunctionSchema& schema, torch::jit::Stack::ite
                        torch::jit::Stack::iterator end);
 
 bool has_generator_argument(const c10::FunctionSchema& schema);
+// Whether an argument of this type is a Generator or Generator?.
+bool is_generator_type(const c10::TypePtr& type);
 
 // Mirror mode (box:<mirrored key>): each flagos generator argument becomes the
 // mirrored generator it wraps (its state is that generator's), and an absent

@@ -149,12 +149,7 @@ void defer_host_call(const c10::OperatorHandle& op, c10::DispatchKey key, Stack*
   // Generator arguments (None ones too: they draw from the device's default
   // generator) are drawn anew before each launch.
   for (size_t i = 0; i < num_args; ++i) {
-    const c10::TypePtr& type = schema.arguments()[i].type();
-    const bool generator = type->kind() == c10::TypeKind::GeneratorType ||
-                           (type->kind() == c10::TypeKind::OptionalType &&
-                            type->castRaw<c10::OptionalType>()->getElementType()->kind() ==
-                                c10::TypeKind::GeneratorType);
-    if (generator) call->generator_args.push_back(i);
+    if (is_generator_type(schema.arguments()[i].type())) call->generator_args.push_back(i);
   }
 
   // Results from the Meta kernel, on twins sharing storages as the arguments do.
