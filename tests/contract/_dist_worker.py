@@ -64,7 +64,11 @@ def expected_tier() -> str:
     forced = os.environ.get("FLAGOS_DIST_TIER")
     if forced:
         return forced
+    from torch_fl.distributed import tiers
+
     _, declared = profile.vendor_profile()
+    if declared != "cuda-abi" and tiers.vendor_library_path() is not None:
+        return "vendor"  # the vendor's own collective library, before any gloo tier
     return {"cuda-abi": "nccl", "host-memory": "gloo-alias", "host-staged": "gloo-staged"}[declared]
 
 
@@ -245,6 +249,12 @@ def scenario_collectives(
         dist.all_reduce(t, group=sub)
         close(t, sum(data(r) for r in evens))
         assert fld.tier(sub).name == choice.name
+    # Host staging is counted: only the staged tier copies through host memory.
+    out["staged_bytes"] = fld.staged_bytes()
+    if choice.name == "gloo-staged":
+        assert fld.staged_bytes() > 0
+    elif choice.name == "vendor":
+        assert fld.staged_bytes() == 0, fld.staged_bytes()
     dist.destroy_process_group()
     out["ok"] = True
 
@@ -341,6 +351,31 @@ def scenario_training(
     out["ok"] = True
 
 
+def scenario_dcp_load(
+    rank: int, world: int, store_file: str, out: dict, ckpt_dir: str = ""
+) -> None:
+    """Load a checkpoint another world size saved (FLAGOS_TEST_SAVED_WORLD ranks trained it) into
+    a model sharded over this world: the full parameters are that run's reference."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.fsdp import fully_shard
+
+    dev = init(rank, world, store_file)
+    reference = _reference(int(os.environ["FLAGOS_TEST_SAVED_WORLD"]))
+    model = _model().to(dev)
+    for layer in model:
+        if isinstance(layer, torch.nn.Linear):
+            fully_shard(layer)
+    fully_shard(model)
+    state = {"model": model.state_dict()}
+    dcp.load(state, checkpoint_id=ckpt_dir)
+    model.load_state_dict(state["model"])
+    for p, ref in zip([p.full_tensor() for p in model.parameters()], reference, strict=True):
+        close(p.detach(), ref)
+    out["dcp"] = True
+    dist.destroy_process_group()
+    out["ok"] = True
+
+
 # ---------------------------------------------------------------------------------------------
 def scenario_rank_dies(rank: int, world: int, store_file: str, out: dict) -> None:
     dev = init(rank, world, store_file)
@@ -378,6 +413,8 @@ def scenario_rank_dies_tail(t: torch.Tensor, out: dict) -> None:
         out["ok"] = True
         os._exit(0)  # the group cannot be destroyed cleanly with a lost peer
     out["error"] = None
+    # A training loop would go on here; a watchdog that takes the process down does so now.
+    time.sleep(float(os.environ.get("FLAGOS_TEST_LINGER_S", "0")))
 
 
 def scenario_mismatch(rank: int, world: int, store_file: str, out: dict) -> None:
@@ -459,7 +496,15 @@ def _gloo_collectives(rank: int, world: int, store_file: str, out: dict, spec: s
     for op in (R.SUM, R.PRODUCT, R.MIN, R.MAX, R.AVG):
         same(lambda d, op=op: [_all_reduce(data(rank).to(d), op)])
     for op in (R.BAND, R.BOR, R.BXOR):
-        same(lambda d, op=op: [_all_reduce(data(rank, dtype=torch.int64).to(d), op)])
+        if out["tier"].startswith("gloo"):
+            same(lambda d, op=op: [_all_reduce(data(rank, dtype=torch.int64).to(d), op)])
+            continue
+        # A device library (the vendor tier) refuses them as NCCL does, naming the reduction.
+        try:
+            _all_reduce(data(rank, dtype=torch.int64).to(dev), op)
+            raise AssertionError(f"tier {out['tier']} accepted {op}")
+        except ValueError as exc:
+            assert "has no reduction" in str(exc) and str(op).split(".")[-1] in str(exc), exc
     close(_all_reduce(data(rank).to(dev), R.SUM), sum(data(r) for r in ranks))
 
     def broadcast(d):
@@ -712,6 +757,9 @@ SCENARIOS = {
     "collectives_device_id": lambda *a: scenario_collectives(*a, spec="device_id"),
     "collectives_mixed_spec": lambda *a: scenario_collectives(*a, spec="cpu:gloo,flagos:flagos"),
     "training": lambda r, w, s, o: scenario_training(
+        r, w, s, o, ckpt_dir=os.environ["FLAGOS_TEST_CKPT"]
+    ),
+    "dcp_load": lambda r, w, s, o: scenario_dcp_load(
         r, w, s, o, ckpt_dir=os.environ["FLAGOS_TEST_CKPT"]
     ),
     "rank_dies": scenario_rank_dies,

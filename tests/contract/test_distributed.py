@@ -50,6 +50,21 @@ def launch(
     deadline: float = DEADLINE_S,
 ) -> list[dict]:
     """Run ``scenario`` on ``world`` ranks; return each rank's report (asserting none failed)."""
+    reports, codes, logs = run_ranks(scenario, world, tmp_path, env, deadline)
+    for r, report in enumerate(reports):
+        if codes[r] != 0 or not report.get("ok"):
+            pytest.fail(f"{scenario}: rank {r}/{world} exited {codes[r]}:\n{logs[r][-6000:]}")
+    return reports
+
+
+def run_ranks(
+    scenario: str,
+    world: int,
+    tmp_path: Path,
+    env: dict[str, str] | None = None,
+    deadline: float = DEADLINE_S,
+) -> tuple[list[dict], list[int], list[str]]:
+    """Run ``scenario`` on ``world`` ranks: each rank's report, exit code and output."""
     from torch_fl import distributed as fld
 
     tier = fld.choose({**os.environ, **(env or {})}).name
@@ -86,13 +101,10 @@ def launch(
             + "\n".join(f"--- rank {r}\n{log[-3000:]}" for r, log in enumerate(logs))
         )
     reports = []
-    for r, p in enumerate(procs):
+    for r in range(world):
         path = out / f"rank{r}.json"
-        report = json.loads(path.read_text()) if path.exists() else {}
-        reports.append(report)
-        if p.returncode != 0 or not report.get("ok"):
-            pytest.fail(f"{scenario}: rank {r}/{world} exited {p.returncode}:\n{logs[r][-6000:]}")
-    return reports
+        reports.append(json.loads(path.read_text()) if path.exists() else {})
+    return reports, [p.returncode for p in procs], logs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -130,7 +142,12 @@ def test_tier_choice_names_reasons(flagos, vendor_caps):
     host_memory = (
         choice.profile == profiles.HOST_MEMORY and "HOST_ADDRESSABLE_MEMORY" in vendor_caps
     )
-    if host_memory and "flagcx" in choice.skipped:
+    # The vendor's own collective library comes first wherever it loads; gloo only after.
+    library = fld.tiers.vendor_library_path()
+    if library is not None and choice.name not in ("flagcx", "nccl"):
+        assert choice.name == "vendor" and choice.zero_copy, choice.describe()
+        assert choice.view_device == "flagos"
+    elif host_memory and "flagcx" in choice.skipped:
         assert choice.name == "gloo-alias" and choice.zero_copy
 
 
@@ -222,6 +239,36 @@ def test_init_forms(flagos, tmp_path, spec):
 def test_ddp_fsdp2_dcp(flagos, tmp_path):
     reports = launch("training", 2, tmp_path, env={"FLAGOS_TEST_CKPT": str(tmp_path / "ckpt")})
     assert all(r["ddp"] and r["fsdp2"] and r["dcp"] for r in reports)
+
+
+def test_dcp_saved_on_4_loads_on_2(flagos, tmp_path):
+    ckpt = str(tmp_path / "ckpt")
+    saved = launch("training", 4, tmp_path / "save", env={"FLAGOS_TEST_CKPT": ckpt})
+    assert all(r["ddp"] and r["fsdp2"] and r["dcp"] for r in saved)
+    env = {"FLAGOS_TEST_CKPT": ckpt, "FLAGOS_TEST_SAVED_WORLD": "4"}
+    loaded = launch("dcp_load", 2, tmp_path / "load", env=env)
+    assert all(r["dcp"] for r in loaded)
+
+
+def test_rank_dies_takes_survivor_down(flagos, tmp_path):
+    # Without blocking wait a device library's failure surfaces asynchronously: as
+    # ProcessGroupNCCL's watchdog does, the survivor's process is taken down with the error
+    # rather than computing on the failed collective's undefined result (the gloo tiers raise).
+    from torch_fl import distributed as fld
+
+    if fld.choose().name != "vendor":
+        pytest.skip(
+            f"tier {fld.choose().name}: gloo raises in wait() (test_rank_dies_mid_collective)"
+        )
+    env = {
+        "FLAGOS_TEST_DIST_TIMEOUT": "5",
+        "TORCH_NCCL_BLOCKING_WAIT": "0",
+        "FLAGOS_TEST_LINGER_S": "20",
+    }
+    reports, codes, logs = run_ranks("rank_dies", 2, tmp_path, env=env, deadline=90)
+    assert codes[0] != 0 and not reports[0].get("error"), (codes, logs[0][-3000:])
+    assert "[flagos dist] rank 0/2 on flagos:0 (vendor" in logs[0], logs[0][-3000:]
+    assert "taken down" in logs[0] and "TORCH_NCCL_BLOCKING_WAIT=1" in logs[0], logs[0][-3000:]
 
 
 def test_rank_dies_mid_collective(flagos, tmp_path):

@@ -31,6 +31,8 @@
 #include "glue/runtime_access.h"
 #include "glue/stream_pool.h"
 #include "aten/composite_backend.h"
+#include "distributed/collective_library.h"
+#include "distributed/python_backend_object.h"
 #include "aten/cpu_fallback.h"
 #include "aten/factories.h"
 #include "profiler/route_scope.h"
@@ -250,6 +252,24 @@ NB_MODULE(_C, m) {
   m.def("_graph_new_pool", [] { return new_graph_pool_id(); });
   m.def("_capture_sink_active", [] { return capture_sink() != nullptr; });
   m.def("register_accelerator_graph", &register_accelerator_graph);
+  m.def("_vendor_backend",
+        [](nb::handle store, int rank, int size, double timeout_s, const std::string& library,
+           const std::string& vendor) -> nb::object {
+          PyObject* backend = torch_fl::distributed::make_vendor_backend_object(
+              store.ptr(), rank, size, timeout_s, library, vendor);
+          if (backend == nullptr) throw nb::python_error();
+          return nb::steal(backend);
+        });
+  m.def("_vendor_backend_library_calls", [](nb::handle backend) {
+    return torch_fl::distributed::vendor_backend_library_calls(backend.ptr());
+  });
+  m.def("collective_fields", [](const std::string& library) {
+    std::vector<std::tuple<std::string, int, bool>> fields;
+    for (const auto& f : torch_fl::distributed::collective_fields(library)) {
+      fields.emplace_back(f.name, static_cast<int>(f.minor), f.present);
+    }
+    return fields;
+  });
   m.def("runtime_abi_version", [] { return static_cast<int>(TFL_RUNTIME_ABI_VERSION); });
   m.def("runtime_abi_minor", [] { return static_cast<int>(TFL_RUNTIME_ABI_MINOR); });
   m.def("runtime_v1_0_size", [] { return static_cast<int>(TFL_RUNTIME_V1_0_SIZE); });

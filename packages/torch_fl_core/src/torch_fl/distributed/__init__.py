@@ -24,6 +24,7 @@ from torch_fl.distributed.tiers import (
     TierUnavailableError,
     choose,
 )
+from torch_fl.distributed.transport import staged_bytes
 
 __all__ = [
     "BACKEND_NAME",
@@ -34,6 +35,7 @@ __all__ = [
     "TierUnavailableError",
     "choose",
     "register",
+    "staged_bytes",
     "tier",
 ]
 

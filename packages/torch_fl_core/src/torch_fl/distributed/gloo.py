@@ -178,7 +178,7 @@ def _kernel(op: str, shown: str, uses: dict[str, str], names: list[str]):
 
 
 def _run(op: str, shown: str, uses: dict[str, str], names: list[str], args: list[Any]) -> Any:
-    from torch_fl.distributed.process_group import _rewrap
+    from torch_fl.distributed.work import _rewrap
 
     group = dist.ProcessGroup.unbox(args[names.index("process_group")])
     choice = _group_choice(group)
@@ -293,7 +293,7 @@ class _Finish:
         return True
 
     def fail(self, exc: Exception) -> Exception:
-        from torch_fl.distributed.process_group import _rewrap
+        from torch_fl.distributed.work import _rewrap
 
         error = _rewrap(exc, self.where)
         _failed[self.group] = error

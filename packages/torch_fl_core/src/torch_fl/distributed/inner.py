@@ -61,6 +61,17 @@ def _flagcx(store, rank, size, timeout):
     return plugin.creator_fn(prefixed, rank, size, timeout)
 
 
+def _vendor(store, rank, size, timeout):
+    import torch_fl
+    from torch_fl import _C
+
+    path = tiers.vendor_library_path()
+    prefixed = dist.PrefixStore("flagos-vendor/", store)
+    return _C._vendor_backend(
+        prefixed, rank, size, timeout.total_seconds(), path, str(torch_fl.vendor().name)
+    )
+
+
 def create(
     choice: TierChoice,
     store: dist.Store,
@@ -76,6 +87,8 @@ def create(
         return Inner(device=gloo, cpu=gloo)
     if choice.name == tiers.NCCL:
         device = _nccl(store, rank, size, timeout, group_name, global_ranks)
+    elif choice.name == tiers.VENDOR:
+        device = _vendor(store, rank, size, timeout)
     else:
         device = _flagcx(store, rank, size, timeout)
     return Inner(device=device, cpu=_gloo(store, "flagos-cpu-gloo/", rank, size, timeout))

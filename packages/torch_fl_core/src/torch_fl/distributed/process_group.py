@@ -25,7 +25,7 @@ from torch_fl.distributed import inner as inners
 from torch_fl.distributed import log, shape_check, tiers
 from torch_fl.distributed.tiers import TierChoice
 from torch_fl.distributed.transport import Call, _tensors, device_kind
-from torch_fl.distributed.work import FlagosWork
+from torch_fl.distributed.work import FlagosWork, _rewrap
 
 __all__ = ["BACKEND_NAME", "ProcessGroupFlagos"]
 
@@ -35,15 +35,6 @@ _c10d = torch._C._distributed_c10d
 BACKEND_NAME = "flagos"
 
 Body = Callable[[dist.Backend, Call], "dist.Work | Sequence[dist.Work]"]
-
-
-def _rewrap(exc: Exception, where: str) -> Exception:
-    # Keep the exception type users and torch's own tests catch (ValueError for bad arguments,
-    # DistBackendError for lost peers) and put op, device, vendor and tier in front.
-    try:
-        return type(exc)(f"{where}: {exc}")
-    except Exception:
-        return RuntimeError(f"{where}: {exc}")
 
 
 def _blocking_wait() -> bool:
@@ -166,7 +157,11 @@ class ProcessGroupFlagos(dist.ProcessGroup):
             except Exception as exc:  # a lost or hung peer shows up here first
                 raise _rewrap(exc, where) from exc
         call = Call(self._choice, op, kind)
-        device_async = kind == "flagos" and self._choice.name in (tiers.NCCL, tiers.FLAGCX)
+        device_async = kind == "flagos" and self._choice.name in (
+            tiers.NCCL,
+            tiers.FLAGCX,
+            tiers.VENDOR,
+        )
         backend = self._inner.device if kind == "flagos" else self._inner.cpu
         if device_async and _blocking_wait():
             backend = _AlwaysWork(backend)

@@ -6,8 +6,10 @@ Tiers, in the order they are tried (the first available one wins):
 flagcx     FlagCX's torch backend (``import flagcx``) on alias views of the torch device the
            runtime mirrors; tried first wherever ``flagcx`` is importable.
 nccl       ProcessGroupNCCL on zero-copy CUDA alias views (vendor profile ``cuda-abi``).
-vendor     the vendor's own collective library (HCCL on Ascend, ...) where the vendor declares one
-           (``Vendor.collective_library()``) and it can run here; otherwise skipped, saying why.
+vendor     the vendor's own collective library (HCCL on Ascend, ...) through core's c10d backend
+           over the collective ABI (include/torch_fl/collective.h), on flagos memory itself, where
+           the vendor declares one (``Vendor.collective_library_path()``) and it loads here;
+           otherwise skipped, saying why.
 gloo-alias ProcessGroupGloo on zero-copy CPU alias views (profile ``host-memory``).
 gloo-staged ProcessGroupGloo on pinned host copies: copy in, collective, copy back (any vendor).
 ========== ======================================================================================
@@ -69,7 +71,7 @@ class TierChoice:
     vendor: str
     profile: str
     runtime: str
-    #: Device type the inner library sees flagos memory as: "cuda" or "cpu".
+    #: Device type the inner library sees flagos memory as: "cuda", "cpu" or "flagos" itself.
     view_device: str
     #: Whether inner tensors alias flagos memory (False: host-staged copies).
     zero_copy: bool
@@ -140,29 +142,49 @@ def _why_not(tier: str, vendor: str, profile: str, runtime: str) -> str | None:
     return None  # gloo-staged runs wherever gloo does
 
 
-def _vendor_library_why_not(vendor: str) -> str:
-    """Why the vendor's own collective library cannot serve flagos groups (always a reason: core
-    has no inner backend over a vendor library yet, so a vendor library is reported, not used)."""
+def vendor_library_path() -> str | None:
+    """The collective library the vendor tier loads (None: the vendor declares none here)."""
     import torch_fl
+
+    declare = getattr(torch_fl.vendor(), "collective_library_path", None)
+    path = declare() if callable(declare) else None
+    return str(path) if path else None
+
+
+def _vendor_library_why_not(vendor: str) -> str | None:
+    """Why the vendor's own collective library cannot serve flagos groups, or None if it can."""
+    import torch_fl
+    from torch_fl import _C
 
     declare = getattr(torch_fl.vendor(), "collective_library", None)
     library = declare() if callable(declare) else None
-    if library is None:
-        return f"vendor {vendor!r} declares no collective library of its own"
-    name, unavailable = library
+    name, unavailable = library if library is not None else (None, None)
     if unavailable:
         return f"{name}: {unavailable}"
-    return f"{name} is usable, but torch-fl has no process group over it yet"
+    path = vendor_library_path()
+    if path is None:
+        if name is None:
+            return f"vendor {vendor!r} declares no collective library of its own"
+        return f"vendor {vendor!r} names {name} but no library implementing the collective ABI"
+    try:
+        _C.collective_fields(path)  # loads and checks its table
+    except Exception as exc:
+        return str(exc)
+    return None
 
 
 def _reason(tier: str, vendor: str, profile: str) -> str:
     return {
         FLAGCX: "flagcx is importable and its torch backend takes alias views of flagos memory",
         NCCL: f"vendor {vendor!r} declares profile {profile}: NCCL on CUDA alias views",
+        VENDOR: (
+            f"vendor {vendor!r} has a collective library ({vendor_library_path()}): its "
+            f"collectives run on flagos memory, on the communicator's stream"
+        ),
         GLOO_ALIAS: f"vendor {vendor!r} declares profile {profile}: gloo on CPU alias views",
         GLOO_STAGED: (
-            f"vendor {vendor!r} declares profile {profile}: gloo on pinned host copies "
-            f"until the vendor's collective library is wired"
+            f"vendor {vendor!r} declares profile {profile}: gloo on pinned host copies (no "
+            f"collective library of the vendor runs here)"
         ),
     }[tier]
 
@@ -206,7 +228,7 @@ def choose(environ: dict[str, str] | None = None, within: tuple[str, ...] = TIER
             continue
         reason = f"{ENV_VAR}={forced} is set" if forced else _reason(tier, vendor, profile)
         mirrored = _mirrored_type(runtime)
-        view = {NCCL: "cuda", FLAGCX: mirrored or "cpu"}.get(tier, "cpu")
+        view = {NCCL: "cuda", FLAGCX: mirrored or "cpu", VENDOR: "flagos"}.get(tier, "cpu")
         return TierChoice(
             name=tier,
             reason=reason,

@@ -19,7 +19,21 @@ import torch
 
 from torch_fl.distributed.tiers import GLOO_STAGED, TierChoice
 
-__all__ = ["Call", "device_kind"]
+__all__ = ["Call", "device_kind", "staged_bytes"]
+
+# Bytes copied between flagos memory and host buffers by staged collectives in this process, both
+# ways (what the vendor tier must keep at 0; tests and FLAGOS_LOG=dist read it).
+_staged_bytes = 0
+
+
+def staged_bytes() -> int:
+    """Bytes this process staged through host memory for collectives (copies in and back)."""
+    return _staged_bytes
+
+
+def _count_staged(t: torch.Tensor) -> None:
+    global _staged_bytes
+    _staged_bytes += t.numel() * t.element_size()
 
 
 def _tensors(structure: Any) -> list[torch.Tensor]:
@@ -59,6 +73,8 @@ class Call:
         self.op = op
         self.kind = kind
         self._staged = kind == "flagos" and choice.name == GLOO_STAGED
+        # The vendor tier's library takes flagos tensors themselves.
+        self._direct = choice.view_device == "flagos"
         self._view = torch.device(choice.view_device)
         self._memo: dict[int, torch.Tensor] = {}
         self._copy_back: list[tuple[torch.Tensor, torch.Tensor]] = []
@@ -69,7 +85,7 @@ class Call:
         self.keep: list[torch.Tensor] = []
 
     def _one(self, t: torch.Tensor, read: bool, write: bool) -> torch.Tensor:
-        if t.device.type != "flagos":
+        if t.device.type != "flagos" or self._direct:
             return t
         key = id(t)
         inner = self._memo.get(key)
@@ -86,6 +102,7 @@ class Call:
             # blocking, so earlier stream work is done) and copied back once.
             if read and key not in self._copied_in:
                 inner.copy_(t)
+                _count_staged(t)
                 self._copied_in.add(key)
             if write and key not in self._written:
                 self._copy_back.append((t, inner))
@@ -123,6 +140,7 @@ class Call:
         streams = {}
         for dst, host in self._copy_back:
             dst.copy_(host, non_blocking=True)
+            _count_staged(dst)
             streams.setdefault(dst.device, torch.flagos.current_stream(dst.device))
         for stream in streams.values():
             stream.synchronize()

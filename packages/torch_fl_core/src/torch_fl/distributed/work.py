@@ -30,6 +30,15 @@ __all__ = ["FlagosWork"]
 _NO_TIMEOUT = datetime.timedelta(0)
 
 
+def _rewrap(exc: Exception, where: str) -> Exception:
+    # Keep the exception type users and torch's own tests catch (ValueError for bad arguments,
+    # DistBackendError for lost peers) and put op, device, vendor and tier in front.
+    try:
+        return type(exc)(f"{where}: {exc}")
+    except Exception:
+        return RuntimeError(f"{where}: {exc}")
+
+
 def _future_for(value: Any, device_async: bool) -> torch.futures.Future:
     # Only a device-async library (NCCL, FlagCX) completes before the device work is done; its
     # future must carry flagos events. gloo completes on the host after every byte is in place,
@@ -100,7 +109,7 @@ class FlagosWork(dist.Work):
                 # current stream wait for the collective.
                 work.wait(timeout) if timeout else work.wait()
         except Exception as exc:
-            raise RuntimeError(f"{self._where}: {exc}") from exc
+            raise _rewrap(exc, self._where) from exc
         if not self._finished:
             self._complete([])
         self._future.wait()  # raises the wrapped error; orders the current flagos stream

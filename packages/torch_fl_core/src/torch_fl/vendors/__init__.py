@@ -161,6 +161,12 @@ class Vendor:
         none. Reported by the ``vendor`` tier (``FLAGOS_LOG=dist``); see docs/distributed.md."""
         return None
 
+    def collective_library_path(self) -> str | None:
+        """The shared library exporting ``tfl_collective_get`` (include/torch_fl/collective.h)
+        that the ``vendor`` tier runs flagos groups on, or None when there is none here. It may
+        be the runtime library itself (sim's is). See docs/collective-abi.md."""
+        return None
+
     def routes(self) -> str | None:
         """Deprecated spelling of :meth:`route_table` (still honoured)."""
         return None
