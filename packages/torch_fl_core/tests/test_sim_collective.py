@@ -189,6 +189,7 @@ class CollectiveV1(Structure):
         ("recv", CFUNCTYPE(S, c_void_p, c_size_t, c_int, c_int, c_void_p, c_void_p)),
         ("group_start", CFUNCTYPE(S)),
         ("group_end", CFUNCTYPE(S)),
+        ("attach_runtime", CFUNCTYPE(S, c_void_p)),
     ]
 
 
@@ -726,7 +727,8 @@ def test_header_matches_the_mirror(tmp_path: Path) -> None:
         ).stdout.splitlines()
     )
     assert int(lines.pop("size")) == ctypes.sizeof(CollectiveV1)
-    assert int(lines.pop("v1_0")) == ctypes.sizeof(CollectiveV1)  # v1.0 is the whole table
+    # v1.0 ends after group_end: the fields v1.1 appended follow it.
+    assert int(lines.pop("v1_0")) == CollectiveV1.group_end.offset + ctypes.sizeof(c_void_p)
     assert int(lines.pop("id")) == ctypes.sizeof(COMM_ID)
     for name, offset in lines.items():
         assert int(offset) == getattr(CollectiveV1, name).offset, name

@@ -11,8 +11,12 @@ tests/contract/test_distributed.py.
 from __future__ import annotations
 
 import datetime
+import os
+import shutil
+import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -210,3 +214,29 @@ def test_peer_never_arrives_is_an_error_naming_the_rank(library, monkeypatch):
         groups[0].allreduce([t]).wait()
     for g in groups:
         g.abort()
+
+
+def test_a_v1_0_library_runs_on_this_core(library, tmp_path, monkeypatch):
+    """A library built against the frozen v1.0 header (no attach_runtime) still serves groups."""
+    from torch_fl import _C
+
+    here = Path(__file__).resolve().parent
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.fail("no C compiler (cc, gcc, $CC) to build an older collective library")
+    lib = tmp_path / "libolder_collective.so"
+    cmd = [cc, "-shared", "-fPIC", "-O1", f"-I{here / 'abi'}", f"-I{here.parent / 'include'}"]
+    subprocess.run(
+        [*cmd, "-o", str(lib), str(here / "abi" / "older_collective.c"), "-ldl"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    monkeypatch.setenv("TFL_TEST_SIM_LIBRARY", library)
+    fields = {name: (minor, present) for name, minor, present in _C.collective_fields(str(lib))}
+    assert fields["attach_runtime"] == (1, False)
+    assert all(present for minor, present in fields.values() if minor == 0), fields
+    backend = _C._vendor_backend(dist.HashStore(), 0, 1, 10.0, str(lib), "sim")
+    t = torch.arange(4.0, device="flagos:0")
+    backend.allreduce([t]).wait()
+    assert t.cpu().tolist() == [0.0, 1.0, 2.0, 3.0]

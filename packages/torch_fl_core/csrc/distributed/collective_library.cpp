@@ -65,6 +65,16 @@ const CollectiveLibrary& CollectiveLibrary::load(const std::string& path) {
   return *it->second;
 }
 
+void CollectiveLibrary::attach(const tfl_runtime_v1& runtime) const {
+  std::call_once(attached_, [&] {
+    if (!TFL_COLLECTIVE_HAS(table_, attach_runtime)) return;  // a v1.0 library: nothing to give
+    const tfl_status st = table_->attach_runtime(&runtime);
+    TORCH_CHECK(st == TFL_OK, "torch_fl.distributed: the collective library ", path_,
+                " refuses runtime '", runtime.name ? runtime.name : "?",
+                "': ", describe(st, "attach_runtime"));
+  });
+}
+
 const char* CollectiveLibrary::status_name(tfl_status status) const {
   const char* s = table_->status_name ? table_->status_name(status) : nullptr;
   return s ? s : "unknown status";

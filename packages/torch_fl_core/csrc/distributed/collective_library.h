@@ -5,6 +5,7 @@
 
 #include <torch_fl/collective.h>
 
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ class CollectiveLibrary {
   static const CollectiveLibrary& load(const std::string& path);
 
   const tfl_collective_v1& table() const { return *table_; }
+  // Hands the library the process's runtime table (v1.1's attach_runtime),
+  // once; throws naming the library when it refuses that runtime.
+  void attach(const tfl_runtime_v1& runtime) const;
   const std::string& path() const { return path_; }
   const char* name() const { return table_->name ? table_->name : "?"; }
   bool has_split() const { return TFL_COLLECTIVE_HAS(table_, comm_split); }
@@ -32,6 +36,7 @@ class CollectiveLibrary {
       : path_(std::move(path)), table_(table) {}
   std::string path_;
   const tfl_collective_v1* table_;
+  mutable std::once_flag attached_;
 };
 
 // The table's fields and whether `path`'s library has each (for

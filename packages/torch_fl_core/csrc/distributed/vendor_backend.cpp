@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "distributed/vendor_work.h"
+#include "glue/runtime_access.h"
 #include "glue/stream_pool.h"
 
 namespace torch_fl::distributed {
@@ -117,7 +118,9 @@ VendorBackend::VendorBackend(c10::intrusive_ptr<c10d::Store> store, int rank, in
       store_(std::move(store)),
       timeout_(timeout),
       library_(CollectiveLibrary::load(library_path)),
-      vendor_(std::move(vendor)) {}
+      vendor_(std::move(vendor)) {
+  library_.attach(runtime());
+}
 
 VendorBackend::~VendorBackend() = default;
 

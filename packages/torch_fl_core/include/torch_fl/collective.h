@@ -1,5 +1,5 @@
 /*
- * torch-fl collective ABI, version 1.0.
+ * torch-fl collective ABI, version 1.1.
  *
  * The seam between torch-fl core (its c10d backend) and a vendor's collective
  * library (HCCL, ECCL, NCCL, ...). A collective library is a shared library
@@ -64,7 +64,7 @@ extern "C" {
 #endif
 
 #define TFL_COLLECTIVE_ABI_VERSION 1u
-#define TFL_COLLECTIVE_ABI_MINOR 0u
+#define TFL_COLLECTIVE_ABI_MINOR 1u
 #define TFL_COLLECTIVE_ENTRY_SYMBOL "tfl_collective_get"
 
 /* Element types. Every value is the same in all minor versions; a library
@@ -205,6 +205,15 @@ typedef struct tfl_collective_v1 {
    * TFL_ERROR_INVALID_VALUE. */
   tfl_status (*group_start)(void);
   tfl_status (*group_end)(void);
+
+  /* ---- v1.1 ---- */
+  /* Core calls it once, before any other call but status_name/last_error,
+   * with the table of the process's active runtime. A library that is not
+   * its vendor's runtime (the cuda vendor's NCCL library runs on core's
+   * delegate runtime) reaches the SDK stream behind a tfl_stream through the
+   * runtime's native_stream, and sets the device with its set_device. NULL:
+   * the library needs nothing from the runtime. */
+  tfl_status (*attach_runtime)(const tfl_runtime_v1* runtime);
 } tfl_collective_v1;
 
 /* Every field of the table after the header fields, in order:
@@ -228,7 +237,8 @@ typedef struct tfl_collective_v1 {
   X(send, 0, 1)                        \
   X(recv, 0, 1)                        \
   X(group_start, 0, 1)                 \
-  X(group_end, 0, 1)
+  X(group_end, 0, 1)                   \
+  X(attach_runtime, 1, 1)
 
 /* Fields of v1.0 that a library may leave NULL (core has a way without). */
 #define TFL_COLLECTIVE_V1_OPTIONAL(X) X(comm_split)

@@ -26,6 +26,9 @@
 #include "sim_memory.h"
 #include "sim_stream.h"
 
+// libtorch_fl_sim.so's own runtime entry point (sim_runtime.cpp).
+extern "C" const tfl_runtime_v1* tfl_runtime_get(uint32_t abi_version);
+
 namespace torch_fl::sim {
 namespace {
 
@@ -505,6 +508,22 @@ tfl_status coll_group_end() {
   });
 }
 
+// Sim's collectives move sim device memory: they run on sim's runtime only.
+tfl_status coll_attach_runtime(const tfl_runtime_v1* runtime) {
+  return coll_entry("tfl_attach_runtime", [&]() -> tfl_status {
+    if (runtime == nullptr) {
+      return set_error(TFL_ERROR_INVALID_VALUE, "tfl_attach_runtime: runtime is NULL");
+    }
+    if (runtime != tfl_runtime_get(TFL_RUNTIME_ABI_VERSION)) {
+      return set_error(TFL_ERROR_INVALID_VALUE,
+                       "tfl_attach_runtime: sim's collectives run on sim's runtime only (the "
+                       "process runs runtime '%s')",
+                       runtime->name ? runtime->name : "?");
+    }
+    return TFL_OK;
+  });
+}
+
 const tfl_collective_v1 kTable = {
     /*abi_version=*/TFL_COLLECTIVE_ABI_VERSION,
     /*struct_size=*/sizeof(tfl_collective_v1),
@@ -528,6 +547,7 @@ const tfl_collective_v1 kTable = {
     /*recv=*/coll_recv,
     /*group_start=*/coll_group_start,
     /*group_end=*/coll_group_end,
+    /*attach_runtime=*/coll_attach_runtime,
 };
 
 }  // namespace
