@@ -1,22 +1,28 @@
 """all_reduce bus bandwidth on flagos against the same collective on native tensors.
 
-Two ranks (one subprocess each, launched by this script) run ``all_reduce(SUM)`` on float32
-tensors of several sizes through:
+``--world`` ranks (default 2; one subprocess each, launched by this script) run
+``all_reduce(SUM)`` on float32 tensors of several sizes through:
 
 - ``native``: the library the flagos tier wraps, on plain tensors in a group of its own
   (gloo on CPU tensors for the gloo tiers; NCCL on CUDA tensors for the nccl tier);
 - ``flagos``: the ``flagos`` backend on flagos tensors, as ``init_process_group("flagos")`` makes it;
 - ``flagos-nocheck``: the same with the cross-rank shape check off (``FLAGOS_DIST_CHECK_SHAPES=0``;
-  it is on by default on the gloo tiers only, see docs/distributed.md).
+  it is on by default on the gloo tiers only, see docs/distributed.md);
+- ``flagos-vendor``: a group on the ``vendor`` tier (the vendor's collective library through
+  core's c10d backend over the collective ABI), where that is not already the default tier and
+  the vendor has such a library (on the cuda vendor: NCCL through the seat, so the seat's cost is
+  measured against ProcessGroupNCCL).
 
 Method: per size, rounds alternate the variants (the first one rotates each round); a round
 times ``--iters`` back-to-back all-reduces followed by a device synchronize, so queued device
 work is inside the timed region. Per variant the median round is kept. Bus bandwidth is
-``2 (n-1)/n * bytes / time`` (NCCL's definition), ``ratio`` is flagos over native.
+``2 (n-1)/n * bytes / time`` (NCCL's definition); every variant's ``ratio`` is native's time over
+its time (1.00: as fast as native). With one rank (``--world 1``, one GPU) the collective moves no
+bytes between ranks, so the times are what each layer costs per call.
 
-    python benchmarks/collectives.py [--sizes 64K,1M,16M,64M] [--rounds 7] [--iters 3] [--json out.json]
+    python benchmarks/collectives.py [--world 2] [--sizes 64K,1M,16M,64M] [--rounds 7] [--iters 3] [--json out.json]
 
-On the H200 pair run it with ``FLAGOS_VENDOR=cuda``: the tier is then nccl and native is NCCL on
+On an H200 run it with ``FLAGOS_VENDOR=cuda``: the default tier is then nccl and native is NCCL on
 CUDA tensors. Prints figures; asserts nothing about timings.
 """
 
@@ -31,8 +37,6 @@ import subprocess
 import sys
 import tempfile
 import time
-
-WORLD = 2
 
 
 def _size(text: str) -> int:
@@ -61,12 +65,17 @@ def rank_main(args: argparse.Namespace) -> None:
         "flagos",
         init_method=f"file://{args.store}",
         rank=rank,
-        world_size=WORLD,
+        world_size=args.world,
         timeout=datetime.timedelta(seconds=120),
     )
     choice = fld.tier()
     os.environ["FLAGOS_DIST_CHECK_SHAPES"] = "0"
     nocheck = dist.new_group(backend="flagos")
+    vendor_group = None
+    if choice.name != "vendor" and fld.tiers.vendor_library_path() is not None:
+        os.environ["FLAGOS_DIST_TIER"] = "vendor"
+        vendor_group = dist.new_group(backend="flagos")
+        del os.environ["FLAGOS_DIST_TIER"]
     if choice.name == "nccl":
         native_group = dist.new_group(backend="nccl")
         native_device = torch.device("cuda", dev.index)
@@ -91,6 +100,8 @@ def rank_main(args: argparse.Namespace) -> None:
             "flagos": (torch.ones(n, device=dev), None, flagos_sync),
             "flagos-nocheck": (torch.ones(n, device=dev), nocheck, flagos_sync),
         }
+        if vendor_group is not None:
+            variants["flagos-vendor"] = (torch.ones(n, device=dev), vendor_group, flagos_sync)
         names = list(variants)
         times: dict[str, list[float]] = {k: [] for k in names}
         for name in names:  # warm up (connections, allocator)
@@ -115,13 +126,18 @@ def rank_main(args: argparse.Namespace) -> None:
             seconds = statistics.median(times[name])
             row[name] = {
                 "seconds": seconds,
-                "busbw_GBps": 2 * (WORLD - 1) / WORLD * nbytes / seconds / 1e9,
+                "busbw_GBps": 2 * (args.world - 1) / args.world * nbytes / seconds / 1e9,
             }
         results.append(row)
     if rank == 0:
         print(
             json.dumps(
-                {"tier": choice.name, "vendor": str(torch_fl.vendor().name), "rows": results}
+                {
+                    "tier": choice.name,
+                    "vendor": str(torch_fl.vendor().name),
+                    "world": args.world,
+                    "rows": results,
+                }
             )
         )
     dist.destroy_process_group()
@@ -131,6 +147,7 @@ def main() -> None:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    p.add_argument("--world", type=int, default=2, help="ranks (default 2)")
     p.add_argument("--sizes", default="64K,1M,16M,64M")
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--iters", type=int, default=3)
@@ -150,6 +167,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = os.path.join(tmp, "store")
         argv = [sys.executable, os.path.abspath(__file__), "--store", store]
+        argv += ["--world", str(args.world)]
         argv += ["--sizes", ",".join(str(s) for s in args.sizes), "--rounds", str(args.rounds)]
         argv += ["--iters", str(args.iters)]
         procs = [
@@ -159,23 +177,28 @@ def main() -> None:
                 text=True,
                 env={**os.environ, "OMP_NUM_THREADS": "1"},
             )
-            for r in range(WORLD)
+            for r in range(args.world)
         ]
         outs = [proc.communicate(timeout=900)[0] for proc in procs]
         if any(proc.returncode for proc in procs):
             sys.exit(f"a rank failed: exit codes {[proc.returncode for proc in procs]}")
     doc = json.loads(outs[0].strip().splitlines()[-1])
-    print(f"all_reduce(SUM) float32, {WORLD} ranks, vendor {doc['vendor']}, tier {doc['tier']}")
+    variants = [k for k in doc["rows"][0] if k not in ("bytes", "native")]
+    print(
+        f"all_reduce(SUM) float32, {args.world} ranks, vendor {doc['vendor']}, tier {doc['tier']}"
+        "; per call: microseconds, and native's time over the variant's (ratio)"
+    )
     table = Table(
-        "{:>9} | {:>11.3f} | {:>11.3f} {:>6.2f} | {:>13.3f} {:>6.2f}",
-        *("size", "native GB/s", "flagos GB/s", "ratio", "no-check GB/s", "ratio"),
+        "{:>9} | {:>10.1f}" + " | {:>10.1f} {:>6.2f}" * len(variants),
+        "size",
+        "native us",
+        *(title for v in variants for title in (f"{v} us", "ratio")),
     )
     print(table.line(*table.titles))
     for row in doc["rows"]:
-        nat = row["native"]["busbw_GBps"]
-        fl = row["flagos"]["busbw_GBps"]
-        nc = row["flagos-nocheck"]["busbw_GBps"]
-        table.row(_human(row["bytes"]), nat, fl, fl / nat, nc, nc / nat)
+        nat = row["native"]["seconds"]
+        cells = [x for v in variants for x in (row[v]["seconds"] * 1e6, nat / row[v]["seconds"])]
+        table.row(_human(row["bytes"]), nat * 1e6, *cells)
     write_record(args.json, "collectives", env, **doc)
 
 

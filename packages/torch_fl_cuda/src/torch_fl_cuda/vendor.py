@@ -14,6 +14,9 @@ __all__ = ["CudaVendor", "FLAGGEMS_ROUTE_TABLE", "ROUTE_TABLE", "vendor"]
 #: one with the surveyed FlagGems routes that includes it.
 ROUTE_TABLE = Path(__file__).resolve().parent / "routes" / "cuda.conf"
 FLAGGEMS_ROUTE_TABLE = ROUTE_TABLE.with_name("cuda-flaggems.conf")
+#: The collective library over NCCL's C API (csrc/nccl_collective.cpp), in the wheel's lib/.
+NCCL_LIBRARY_NAME = "libtorch_fl_cuda_nccl.so"
+NCCL_LIBRARY: Path | None = Path(__file__).resolve().parent / "lib" / NCCL_LIBRARY_NAME
 
 
 class CudaVendor(Vendor):
@@ -77,6 +80,21 @@ class CudaVendor(Vendor):
     def collective_profile(self) -> str:
         # torch.distributed reaches flagos memory as CUDA tensors over it: NCCL.
         return "cuda-abi"
+
+    def collective_library(self) -> tuple[str, str | None]:
+        import torch
+        import torch.distributed as dist
+
+        if NCCL_LIBRARY is None or not NCCL_LIBRARY.is_file():
+            return ("nccl", f"this torch-fl-cuda has no {NCCL_LIBRARY_NAME} (a build without it)")
+        if not dist.is_available() or not dist.is_nccl_available():
+            return ("nccl", f"torch {torch.__version__} is built without NCCL")
+        return ("nccl", None)
+
+    def collective_library_path(self) -> str | None:
+        # NCCL through core's collective seat: the vendor tier, after the nccl tier
+        # (ProcessGroupNCCL on CUDA alias views); FLAGOS_DIST_TIER=vendor chooses it.
+        return str(NCCL_LIBRARY) if NCCL_LIBRARY is not None and NCCL_LIBRARY.is_file() else None
 
     def lazy_init(self) -> None:
         # flagos:i is cuda:i: torch.cuda must be initialised from Python too, so the calls it
