@@ -1,6 +1,6 @@
 # The emulator framework: device-scoped memory, streams, events, live handles, the call ledger
-# (counters, injected faults, contract violations) and the test controls every SDK emulator
-# exports. Source only, never part of a wheel: an emulator's CMake project includes this file by
+# (counters, injected faults, contract violations), the test controls every SDK emulator
+# exports, and communicators over shared memory. Source only, never part of a wheel: an emulator's CMake project includes this file by
 # its relative path and links `emu_kit` into its runtime library.
 include_guard(GLOBAL)
 find_package(Threads REQUIRED)
@@ -9,8 +9,14 @@ add_library(emu_kit STATIC
   "${_emu_kit_dir}/src/ledger.cpp"
   "${_emu_kit_dir}/src/memory.cpp"
   "${_emu_kit_dir}/src/stream.cpp"
-  "${_emu_kit_dir}/src/event.cpp")
-target_include_directories(emu_kit PUBLIC "${_emu_kit_dir}/include")
+  "${_emu_kit_dir}/src/event.cpp"
+  # The shared-memory communicator engine (sim's collectives and the SDK emulators' HCCL/ECCL).
+  "${_emu_kit_dir}/src/comm.cpp"
+  "${_emu_kit_dir}/src/comm_ops.cpp"
+  "${_emu_kit_dir}/src/comm_reduce.cpp"
+  "${_emu_kit_dir}/src/comm_split.cpp")
+# torch_fl/collective.h (statuses, dtypes, reductions of the engine's operations).
+target_include_directories(emu_kit PUBLIC "${_emu_kit_dir}/include" "${_emu_kit_dir}/../include")
 target_link_libraries(emu_kit PUBLIC Threads::Threads)
 target_compile_features(emu_kit PUBLIC cxx_std_17)
 # Linked into shared libraries whose exports are only their SDK's (and control) functions.

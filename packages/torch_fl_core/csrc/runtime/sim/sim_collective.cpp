@@ -15,10 +15,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sim_comm.h"
-#include "sim_comm_ops.h"
-#include "sim_comm_reduce.h"
-#include "sim_comm_split.h"
+#include "emu_kit/comm.h"
+#include "emu_kit/comm_ops.h"
+#include "emu_kit/comm_reduce.h"
+#include "emu_kit/comm_split.h"
 #include "sim_config.h"
 #include "sim_control.h"
 #include "sim_device.h"
@@ -31,6 +31,10 @@ extern "C" const tfl_runtime_v1* tfl_runtime_get(uint32_t abi_version);
 
 namespace torch_fl::sim {
 namespace {
+
+// The shared-memory engine is the emulator kit's (emu_kit/comm*.h): sim's
+// streams, memory checks and table around it.
+using namespace emu_kit;
 
 // The prologue of every function: lazy init of the sim runtime (devices),
 // and no C++ exception across the ABI.

@@ -1,12 +1,12 @@
 // Element types and reductions of the collective ABI (collective.h): sizes,
-// names, and the host loops sim's collectives reduce with.
+// names, and the host loops emulated collectives reduce with.
 #pragma once
 
 #include <torch_fl/collective.h>
 
 #include <cstddef>
 
-namespace torch_fl::sim {
+namespace emu_kit {
 
 // Bytes per element of a tfl_dtype; 0 for a value that is not one.
 size_t dtype_size(int dtype) noexcept;
@@ -23,4 +23,4 @@ bool reduction_supported(int dtype, int op) noexcept;
 // buffer.
 void reduce_buffers(void* dst, const void* const* srcs, int nsrc, size_t count, int dtype, int op);
 
-}  // namespace torch_fl::sim
+}  // namespace emu_kit

@@ -1,13 +1,13 @@
-// Element types and reductions of the collective ABI: the host loops sim's
+// Element types and reductions of the collective ABI: the host loops emulated
 // collectives reduce with.
-#include "sim_comm_reduce.h"
+#include "emu_kit/comm_reduce.h"
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 
-namespace torch_fl::sim {
+namespace emu_kit {
 namespace {
 
 // IEEE half <-> float, round to nearest even: the SDK-free conversions a
@@ -209,4 +209,4 @@ void reduce_buffers(void* dst, const void* const* srcs, int nsrc, size_t count, 
   }
 }
 
-}  // namespace torch_fl::sim
+}  // namespace emu_kit

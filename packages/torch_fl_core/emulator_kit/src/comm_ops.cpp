@@ -1,4 +1,4 @@
-// Running collective and point-to-point operations of sim communicators.
+// Running collective and point-to-point operations of emulated communicators.
 //
 // A collective moves through the shared segment in steps: every rank copies
 // its part of the step into its own slot, passes a barrier, reads what it
@@ -10,7 +10,7 @@
 // A send fills its pair's mailbox one chunk at a time and the receiver drains
 // it; a group polls all its sends and receives in turn, so none of them
 // waits for another to finish first (no deadlock in a ring).
-#include "sim_comm_ops.h"
+#include "emu_kit/comm_ops.h"
 
 #include <algorithm>
 #include <chrono>
@@ -18,9 +18,9 @@
 #include <mutex>
 #include <string>
 
-#include "sim_comm_reduce.h"
+#include "emu_kit/comm_reduce.h"
 
-namespace torch_fl::sim {
+namespace emu_kit {
 
 const char* op_kind_name(OpKind kind) noexcept {
   switch (kind) {
@@ -287,4 +287,4 @@ void run_ops(const std::vector<Op>& ops) noexcept {
   }
 }
 
-}  // namespace torch_fl::sim
+}  // namespace emu_kit

@@ -1,4 +1,4 @@
-// Running collective and point-to-point operations of sim communicators:
+// Running collective and point-to-point operations of emulated communicators:
 // the work of one stream task, through the communicators' shared segments.
 #pragma once
 
@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim_comm.h"
+#include "emu_kit/comm.h"
 
-namespace torch_fl::sim {
+namespace emu_kit {
 
 enum class OpKind : uint32_t {
   all_reduce = 1,
@@ -47,4 +47,4 @@ void check_same_arguments(Comm& comm, const std::string& what);
 // communicator's asynchronous error. Never throws.
 void run_ops(const std::vector<Op>& ops) noexcept;
 
-}  // namespace torch_fl::sim
+}  // namespace emu_kit

@@ -1,6 +1,6 @@
-// A sim communicator: joining the shared segment, waits for peers bounded by
+// An emulated communicator: joining the shared segment, waits for peers bounded by
 // the timeout and broken by an abort, and the communicator's errors.
-#include "sim_comm.h"
+#include "emu_kit/comm.h"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -17,7 +17,7 @@
 #include <random>
 #include <thread>
 
-namespace torch_fl::sim {
+namespace emu_kit {
 
 // The ids unique_id makes: magic, then a token the segment repeats (so a
 // stale segment of the same name is never joined), then the shm name.
@@ -87,11 +87,14 @@ std::string errno_text(const char* call) { return std::string(call) + ": " + std
 
 namespace {
 
+CommIdentity g_identity{"sim", "flagos sim device", "FLAGOS_SIM_COMM_TIMEOUT"};
+
 tfl_comm_id id_from_token(uint64_t token, const char* tag) {
   IdLayout l{};
   std::memcpy(l.magic, kIdMagic, sizeof kIdMagic);
   l.token = token;
-  std::snprintf(l.name, sizeof l.name, "/tfl_sim_comm.%s.%016" PRIx64, tag, token);
+  std::snprintf(l.name, sizeof l.name, "/tfl_%s_comm.%s.%016" PRIx64, g_identity.tag, tag,
+                token);
   tfl_comm_id id;
   std::memset(id.bytes, 0, sizeof id.bytes);
   std::memcpy(id.bytes, &l, sizeof l);
@@ -108,6 +111,10 @@ uint64_t mix(uint64_t x) {
 
 }  // namespace
 
+void set_comm_identity(const CommIdentity& identity) noexcept { g_identity = identity; }
+
+const CommIdentity& comm_identity() noexcept { return g_identity; }
+
 void make_unique_id(tfl_comm_id* id) {
   std::random_device rd;
   const uint64_t token = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
@@ -121,7 +128,7 @@ tfl_comm_id Comm::derived_id(uint64_t serial, int color) const {
 }
 
 bool default_timeout_ms(uint32_t* out, std::string* error) {
-  const char* text = std::getenv("FLAGOS_SIM_COMM_TIMEOUT");
+  const char* text = std::getenv(g_identity.timeout_env);
   if (text == nullptr || *text == '\0') {
     *out = kDefaultTimeoutMs;
     return true;
@@ -129,7 +136,7 @@ bool default_timeout_ms(uint32_t* out, std::string* error) {
   char* end = nullptr;
   const double seconds = std::strtod(text, &end);
   if (*end != '\0' || !(seconds > 0) || seconds > 4.0e6) {
-    *error = std::string("FLAGOS_SIM_COMM_TIMEOUT=") + text +
+    *error = std::string(g_identity.timeout_env) + "=" + text +
              " is not a positive number of seconds (at most 4e6)";
     return false;
   }
@@ -154,7 +161,8 @@ Comm::~Comm() {
 
 std::string Comm::who() const {
   char buf[96];
-  std::snprintf(buf, sizeof buf, "rank %d of %d (flagos sim device %d)", rank_, nranks_, device_);
+  std::snprintf(buf, sizeof buf, "rank %d of %d (%s %d)", rank_, nranks_, g_identity.device_label,
+                device_);
   return buf;
 }
 
@@ -163,7 +171,8 @@ void Comm::join(const tfl_comm_id& id) {
   std::memcpy(&l, id.bytes, sizeof l);
   if (std::memcmp(l.magic, kIdMagic, sizeof kIdMagic) != 0 || l.name[0] != '/' ||
       std::memchr(l.name, '\0', sizeof l.name) == nullptr) {
-    throw CommError(TFL_ERROR_INVALID_VALUE, "the id was not made by the sim unique_id");
+    throw CommError(TFL_ERROR_INVALID_VALUE, std::string("the id was not made by the ") +
+                                                 g_identity.tag + " unique_id");
   }
   const Layout lay = layout(nranks_);
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_);
@@ -388,4 +397,4 @@ void Comm::drain() {
   work_cv_.wait(lock, [&] { return outstanding_ == 0; });
 }
 
-}  // namespace torch_fl::sim
+}  // namespace emu_kit

@@ -1,7 +1,7 @@
-// comm_split for sim communicators: a blocking collective of the parent in
+// comm_split for emulated communicators: a blocking collective of the parent in
 // which every rank publishes its color and key through its slot; each color
 // then joins a communicator whose id every member derives alike.
-#include "sim_comm_split.h"
+#include "emu_kit/comm_split.h"
 
 #include <algorithm>
 #include <cstring>
@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "sim_comm_ops.h"
+#include "emu_kit/comm_ops.h"
 
-namespace torch_fl::sim {
+namespace emu_kit {
 
 CommPtr split_comm(Comm& parent, int color, int key) {
   // Operations already enqueued on the parent run first, so the split's
@@ -58,4 +58,4 @@ CommPtr split_comm(Comm& parent, int color, int key) {
                                 rank, parent.device(), parent.timeout_ms());
 }
 
-}  // namespace torch_fl::sim
+}  // namespace emu_kit

@@ -1,6 +1,8 @@
-// A sim communicator: one rank's view of a shared-memory segment that every
-// rank of the group maps (POSIX shm named by the unique id), its waits for
-// peers (bounded by the timeout, broken by an abort), and its errors.
+// An emulated communicator: one rank's view of a shared-memory segment that
+// every rank of the group maps (POSIX shm named by the unique id), its waits
+// for peers (bounded by the timeout, broken by an abort), and its errors.
+// Ranks are processes or threads of one machine. Sim's collective library
+// and each SDK emulator's collective surface (HCCL's, ECCL's) run on it.
 //
 // Segment layout (sizes fixed by nranks, pages touched only when used):
 //   Header | RankCtl[nranks] | Mailbox[nranks * nranks]
@@ -18,12 +20,12 @@
 #include <stdexcept>
 #include <string>
 
-namespace torch_fl::sim {
+namespace emu_kit {
 
 // Bytes each rank stages per step of a collective, and per step of a send.
 constexpr size_t kCollectiveSlotBytes = size_t{1} << 20;
 constexpr size_t kPointToPointSlotBytes = size_t{256} << 10;
-// The most ranks one sim communicator has (the segment grows as nranks^2).
+// The most ranks one communicator has (the segment grows as nranks^2).
 constexpr int kMaxRanks = 64;
 // Wait for peers this long unless comm_init or FLAGOS_SIM_COMM_TIMEOUT says.
 constexpr uint32_t kDefaultTimeoutMs = 60000;
@@ -59,6 +61,17 @@ struct CollectiveDesc {
   int32_t root = 0;
   uint64_t count = 0;
 };
+
+// Whose communicators these are, for names and messages: sim's {"sim",
+// "flagos sim device", "FLAGOS_SIM_COMM_TIMEOUT"} (the default) or an SDK
+// emulator's. Set once when the library loads, before any communicator.
+struct CommIdentity {
+  const char* tag;           // in shared-memory names and "made by the <tag> unique_id"
+  const char* device_label;  // "rank 0 of 2 (<device_label> 0)"
+  const char* timeout_env;   // seconds; the default timeout when comm_init gives none
+};
+void set_comm_identity(const CommIdentity& identity) noexcept;
+const CommIdentity& comm_identity() noexcept;
 
 class Comm {
  public:
@@ -114,7 +127,7 @@ class Comm {
   void drain();
   std::atomic<bool> destroyed{false};
 
-  // "rank 0 of 2 (flagos sim device 0)" for messages.
+  // "rank 0 of 2 (flagos sim device 0)" for messages (the identity's label).
   std::string who() const;
 
  private:
@@ -148,8 +161,8 @@ using CommPtr = std::shared_ptr<Comm>;
 
 // Fills `id` with a fresh rendezvous name and token.
 void make_unique_id(tfl_comm_id* id);
-// The timeout comm_init uses for timeout_ms == 0 (FLAGOS_SIM_COMM_TIMEOUT,
+// The timeout comm_init uses for timeout_ms == 0 (the identity's variable,
 // seconds, else the default); false with *error for a bad value.
 bool default_timeout_ms(uint32_t* out, std::string* error);
 
-}  // namespace torch_fl::sim
+}  // namespace emu_kit
