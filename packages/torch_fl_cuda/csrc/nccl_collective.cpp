@@ -10,6 +10,7 @@
 // a communicator is made on.
 #include <dlfcn.h>
 #include <torch_fl/collective.h>
+#include <torch_fl/kit/collective_library.h>
 
 #include <atomic>
 #include <cstdarg>
@@ -54,7 +55,7 @@ struct Nccl {
   ncclResult_t (*GroupEnd)();
 };
 
-thread_local std::string t_error;
+using torch_fl::kit::thread_error;
 
 tfl_status fail(tfl_status status, const char* format, ...) {
   char buffer[1024];
@@ -62,14 +63,13 @@ tfl_status fail(tfl_status status, const char* format, ...) {
   va_start(args, format);
   std::vsnprintf(buffer, sizeof(buffer), format, args);
   va_end(args);
-  t_error = buffer;
-  return status;
+  return torch_fl::kit::fail(status, buffer);
 }
 
 std::once_flag g_load_once;
 Nccl g_nccl{};
 std::string g_load_error;  // why NCCL is not usable here ("" when it is)
-std::atomic<const tfl_runtime_v1*> g_runtime{nullptr};
+torch_fl::kit::AttachedRuntime g_runtime;
 
 void load_nccl() {
   void* lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
@@ -112,10 +112,7 @@ void load_nccl() {
 tfl_status ready(const char* fn) {
   std::call_once(g_load_once, load_nccl);
   if (!g_load_error.empty()) return fail(TFL_ERROR_NOT_SUPPORTED, "%s: %s", fn, g_load_error.c_str());
-  if (g_runtime.load() == nullptr) {
-    return fail(TFL_ERROR_NOT_INITIALIZED, "%s: no runtime attached (attach_runtime first)", fn);
-  }
-  return TFL_OK;
+  return g_runtime.require(fn);
 }
 
 struct Comm {
@@ -168,17 +165,6 @@ tfl_status usable(const char* fn, tfl_comm handle, Comm** out) {
   return TFL_OK;
 }
 
-tfl_status cuda_stream(const char* fn, Comm* c, tfl_stream stream, void** out) {
-  const tfl_runtime_v1* rt = g_runtime.load();
-  const tfl_status st = rt->native_stream(stream, c->device, out);
-  if (st != TFL_OK) {
-    const char* why = rt->last_error ? rt->last_error() : "";
-    return fail(st, "%s: %s: the runtime gives no CUDA stream for the stream: %s", fn,
-                who(c).c_str(), why ? why : "");
-  }
-  return TFL_OK;
-}
-
 // NCCL's type and reduction for a tfl pair. bool is one byte of 0/1: "or" is
 // MAX and "and" is MIN on uint8 (collective.h's logical reductions).
 tfl_status types(const char* fn, int dtype, int op, bool reduces, int* nd, int* nop) {
@@ -198,7 +184,7 @@ tfl_status types(const char* fn, int dtype, int op, bool reduces, int* nd, int* 
     if (op == TFL_REDUCE_AVG) {
       return fail(TFL_ERROR_NOT_SUPPORTED, "%s: AVG is not defined for bool", fn);
     }
-    *nop = (op == TFL_REDUCE_SUM || op == TFL_REDUCE_MAX) ? kMax : kMin;
+    *nop = torch_fl::kit::bool_reduces_as_max(op) ? kMax : kMin;
   }
   if (op == TFL_REDUCE_AVG && dtype != TFL_DTYPE_F16 && dtype != TFL_DTYPE_BF16 &&
       dtype != TFL_DTYPE_F32 && dtype != TFL_DTYPE_F64) {
@@ -208,24 +194,12 @@ tfl_status types(const char* fn, int dtype, int op, bool reduces, int* nd, int* 
 }
 
 // ---- the table ------------------------------------------------------------
-const char* c_status_name(tfl_status status) {
-  const tfl_runtime_v1* rt = g_runtime.load();
-  if (rt != nullptr && rt->status_name != nullptr) return rt->status_name(status);
-  return status == TFL_OK ? "TFL_OK" : "TFL_ERROR";
-}
+const char* c_status_name(tfl_status status) { return torch_fl::kit::status_name(status); }
 
-const char* c_last_error() { return t_error.c_str(); }
+const char* c_last_error() { return torch_fl::kit::last_error(); }
 
 tfl_status c_attach_runtime(const tfl_runtime_v1* runtime) {
-  if (runtime == nullptr) return fail(TFL_ERROR_INVALID_VALUE, "tfl_attach_runtime: NULL");
-  if (!TFL_RUNTIME_HAS(runtime, native_stream)) {
-    return fail(TFL_ERROR_NOT_SUPPORTED,
-                "tfl_attach_runtime: runtime '%s' has no native_stream (runtime ABI v1.2): NCCL "
-                "needs the CUDA stream behind each flagos stream",
-                runtime->name ? runtime->name : "?");
-  }
-  g_runtime.store(runtime);
-  return TFL_OK;
+  return g_runtime.attach(runtime, "NCCL");
 }
 
 tfl_status c_unique_id(tfl_comm_id* id) {
@@ -250,26 +224,20 @@ tfl_status c_comm_init(tfl_comm* out, int nranks, const tfl_comm_id* id, int ran
   if (nranks < 1 || rank < 0 || rank >= nranks) {
     return fail(TFL_ERROR_INVALID_VALUE, "tfl_comm_init: rank %d of %d", rank, nranks);
   }
-  const tfl_runtime_v1* rt = g_runtime.load();
-  int previous = 0;
-  st = rt->get_device(&previous);
-  if (st == TFL_OK) st = rt->set_device(device);
-  if (st != TFL_OK) {
-    return fail(st, "tfl_comm_init: rank %d cannot select flagos:%d: %s", rank, device,
-                rt->last_error ? rt->last_error() : "");
-  }
   ncclUniqueId nid;
   std::memcpy(nid.internal, id->bytes, sizeof(nid.internal));
   auto* c = new Comm();
   c->rank = rank;
   c->nranks = nranks;
   c->device = device;
-  const ncclResult_t r = g_nccl.CommInitRank(&c->nccl, nranks, nid, rank);
-  rt->set_device(previous);
-  if (r != kNcclSuccess) {
-    const tfl_status failed = nccl_fail(r, "tfl_comm_init", c);
+  // ncclCommInitRank makes the communicator on the current CUDA device.
+  st = g_runtime.on_device("tfl_comm_init", device, [&] {
+    const ncclResult_t r = g_nccl.CommInitRank(&c->nccl, nranks, nid, rank);
+    return r == kNcclSuccess ? TFL_OK : nccl_fail(r, "tfl_comm_init", c);
+  });
+  if (st != TFL_OK) {
     delete c;
-    return failed;
+    return st;
   }
   *out = reinterpret_cast<tfl_comm>(c);
   return TFL_OK;
@@ -317,14 +285,14 @@ tfl_status c_comm_async_error(tfl_comm handle, tfl_status* error) {
       std::lock_guard<std::mutex> lock(c->mutex);
       if (c->first_error.load() == TFL_OK) {
         nccl_fail(async, "an enqueued operation", c);
-        c->first_message = t_error;
+        c->first_message = thread_error();
         c->first_error.store(status_of(async));
       }
     }
     first = c->first_error.load();
   }
   *error = static_cast<tfl_status>(first);
-  if (first != TFL_OK) t_error = c->first_message;
+  if (first != TFL_OK) thread_error() = c->first_message;
   return TFL_OK;
 }
 
@@ -349,7 +317,7 @@ tfl_status issue(const char* fn, tfl_comm handle, tfl_stream stream, int dtype, 
   st = types(fn, dtype, op, reduces, &nd, &nop);
   if (st != TFL_OK) return st;
   void* cuda = nullptr;
-  st = cuda_stream(fn, c, stream, &cuda);
+  st = g_runtime.sdk_stream(fn, stream, c->device, &cuda, who(c));
   if (st != TFL_OK) return st;
   const ncclResult_t r = call(c, nd, nop, cuda);
   return r == kNcclSuccess ? TFL_OK : nccl_fail(r, fn, c);
@@ -395,8 +363,7 @@ tfl_status c_all_to_all(const void* send, void* recv, size_t count, int dtype, t
                         tfl_stream stream) {
   // NCCL has no all-to-all call: one send and one receive per rank in a group.
   return issue("tfl_all_to_all", comm, stream, dtype, 0, false, [&](Comm* c, int t, int, void* s) {
-    static const size_t kSizes[TFL_DTYPE_COUNT] = {2, 2, 4, 8, 1, 1, 4, 8, 1};
-    const size_t bytes = count * kSizes[dtype];
+    const size_t bytes = count * torch_fl::kit::dtype_bytes(dtype);
     ncclResult_t r = g_nccl.GroupStart();
     for (int p = 0; p < c->nranks && r == kNcclSuccess; ++p) {
       r = g_nccl.Send(static_cast<const char*>(send) + p * bytes, count, t, p, c->nccl, s);
