@@ -32,8 +32,16 @@ constexpr ncclResult_t kNcclInvalidArgument = 4;
 constexpr ncclResult_t kNcclInvalidUsage = 5;
 constexpr ncclResult_t kNcclRemoteError = 6;
 constexpr ncclResult_t kNcclInProgress = 7;
-enum : int { kInt8 = 0, kUint8 = 1, kInt32 = 2, kInt64 = 4, kFloat16 = 6, kFloat32 = 7,
-             kFloat64 = 8, kBfloat16 = 9 };
+enum : int {
+  kInt8 = 0,
+  kUint8 = 1,
+  kInt32 = 2,
+  kInt64 = 4,
+  kFloat16 = 6,
+  kFloat32 = 7,
+  kFloat64 = 8,
+  kBfloat16 = 9
+};
 enum : int { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4 };
 
 struct Nccl {
@@ -111,7 +119,8 @@ void load_nccl() {
 // The library's prologue: NCCL loaded, the runtime attached.
 tfl_status ready(const char* fn) {
   std::call_once(g_load_once, load_nccl);
-  if (!g_load_error.empty()) return fail(TFL_ERROR_NOT_SUPPORTED, "%s: %s", fn, g_load_error.c_str());
+  if (!g_load_error.empty())
+    return fail(TFL_ERROR_NOT_SUPPORTED, "%s: %s", fn, g_load_error.c_str());
   return g_runtime.require(fn);
 }
 
@@ -133,20 +142,23 @@ std::string who(const Comm* c) {
 
 tfl_status status_of(ncclResult_t r) {
   switch (r) {
-    case kNcclSuccess: return TFL_OK;
+    case kNcclSuccess:
+      return TFL_OK;
     case kNcclInvalidArgument:
-    case kNcclInvalidUsage: return TFL_ERROR_INVALID_VALUE;
-    case kNcclRemoteError: return TFL_ERROR_ABORTED;
-    default: return TFL_ERROR_DEVICE;
+    case kNcclInvalidUsage:
+      return TFL_ERROR_INVALID_VALUE;
+    case kNcclRemoteError:
+      return TFL_ERROR_ABORTED;
+    default:
+      return TFL_ERROR_DEVICE;
   }
 }
 
 // A failed NCCL call: the status, and NCCL's own words in last_error().
 tfl_status nccl_fail(ncclResult_t r, const char* fn, const Comm* c) {
   const char* detail = c && c->nccl && g_nccl.GetLastError ? g_nccl.GetLastError(c->nccl) : "";
-  return fail(status_of(r), "%s: %s: NCCL error %d (%s)%s%s", fn,
-              c ? who(c).c_str() : "NCCL", r, g_nccl.GetErrorString(r),
-              detail && *detail ? ": " : "", detail ? detail : "");
+  return fail(status_of(r), "%s: %s: NCCL error %d (%s)%s%s", fn, c ? who(c).c_str() : "NCCL", r,
+              g_nccl.GetErrorString(r), detail && *detail ? ": " : "", detail ? detail : "");
 }
 
 // Checks a communicator before an operation: usable, not failed or aborted.
@@ -325,9 +337,10 @@ tfl_status issue(const char* fn, tfl_comm handle, tfl_stream stream, int dtype, 
 
 tfl_status c_all_reduce(const void* send, void* recv, size_t count, int dtype, int op,
                         tfl_comm comm, tfl_stream stream) {
-  return issue("tfl_all_reduce", comm, stream, dtype, op, true, [&](Comm* c, int t, int o, void* s) {
-    return g_nccl.AllReduce(send, recv, count, t, o, c->nccl, s);
-  });
+  return issue("tfl_all_reduce", comm, stream, dtype, op, true,
+               [&](Comm* c, int t, int o, void* s) {
+                 return g_nccl.AllReduce(send, recv, count, t, o, c->nccl, s);
+               });
 }
 
 tfl_status c_broadcast(const void* send, void* recv, size_t count, int dtype, int root,
@@ -383,8 +396,7 @@ tfl_status c_send(const void* buf, size_t count, int dtype, int peer, tfl_comm c
   });
 }
 
-tfl_status c_recv(void* buf, size_t count, int dtype, int peer, tfl_comm comm,
-                  tfl_stream stream) {
+tfl_status c_recv(void* buf, size_t count, int dtype, int peer, tfl_comm comm, tfl_stream stream) {
   return issue("tfl_recv", comm, stream, dtype, 0, false, [&](Comm* c, int t, int, void* s) {
     return g_nccl.Recv(buf, count, t, peer, c->nccl, s);
   });

@@ -105,6 +105,14 @@ std::vector<at::Tensor> concat(std::vector<at::Tensor> a, const std::vector<at::
   return a;
 }
 
+// AVG through a library without it: the operations of one run() whose results are divided
+// by the group size once they were issued (after group_end in a library group).
+struct Averages {
+  bool grouped = false;
+  std::vector<at::Tensor> pending;
+};
+thread_local Averages* t_averages = nullptr;
+
 char* byte_at(void* base, int64_t elements, const at::Tensor& t) {
   return static_cast<char*>(base) + elements * static_cast<int64_t>(t.element_size());
 }
@@ -127,6 +135,27 @@ VendorBackend::~VendorBackend() = default;
 void VendorBackend::call(Communicator& comm, tfl_status status, const char* name) {
   comm.check(status, name);
   library_calls_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void VendorBackend::reduce_call(Communicator& comm, int op, const char* name,
+                                const std::function<tfl_status(int)>& issue,
+                                const at::Tensor& result, bool holds_result) {
+  const tfl_status status = issue(op);
+  const auto type = result.scalar_type();
+  if (status != TFL_ERROR_NOT_SUPPORTED || op != TFL_REDUCE_AVG ||
+      !(at::isFloatingType(type) || at::isComplexType(type))) {
+    call(comm, status, name);
+    return;
+  }
+  // The library has no AVG (HCCL): the sum, then divided by the group size on the
+  // communicator's stream, after the operation was issued.
+  call(comm, issue(TFL_REDUCE_SUM), name);
+  if (!holds_result) return;
+  if (t_averages != nullptr && t_averages->grouped) {
+    t_averages->pending.push_back(result);
+  } else {
+    result.div_(size_);
+  }
 }
 
 Communicator& VendorBackend::communicator(c10::DeviceIndex device) {
@@ -198,14 +227,25 @@ c10::intrusive_ptr<c10d::Work> VendorBackend::run(const char* op, c10d::OpType t
   for (const auto& t : tensors) impl.recordDataPtrOnStream(t.storage().data_ptr(), stream);
   {
     c10::StreamGuard guard(stream);  // temporaries and copies of `body` go on that stream
-    if (grouped) call(comm, comm.table().group_start(), "group_start");
+    Averages averages;
+    averages.grouped = grouped;
+    Averages* const outer = t_averages;
+    t_averages = &averages;
     try {
-      body(comm);
+      if (grouped) call(comm, comm.table().group_start(), "group_start");
+      try {
+        body(comm);
+      } catch (...) {
+        if (grouped) comm.table().group_end();
+        throw;
+      }
+      if (grouped) call(comm, comm.table().group_end(), "group_end");
     } catch (...) {
-      if (grouped) comm.table().group_end();
+      t_averages = outer;
       throw;
     }
-    if (grouped) call(comm, comm.table().group_end(), "group_end");
+    t_averages = outer;
+    for (auto& t : averages.pending) t.div_(size_);
   }
   c10::Event end(kFlagos);
   end.record(stream);
@@ -239,29 +279,37 @@ c10::intrusive_ptr<c10d::Work> VendorBackend::broadcast(std::vector<at::Tensor>&
 c10::intrusive_ptr<c10d::Work> VendorBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                         const c10d::AllreduceOptions& opts) {
   const int op = tfl_reduce_of(opts.reduceOp, "all_reduce");
-  return run(
-      "all_reduce", c10d::OpType::ALLREDUCE, tensors, tensors, tensors.size() > 1,
-      [&](Communicator& c) {
-        for (auto& t : tensors) {
-          const Flat f = flat(t, "all_reduce", op);
-          call(c, c.table().all_reduce(f.ptr, f.ptr, f.count, f.dtype, op, c.handle(), c.native()),
-               "all_reduce");
-        }
-      });
+  return run("all_reduce", c10d::OpType::ALLREDUCE, tensors, tensors, tensors.size() > 1,
+             [&](Communicator& c) {
+               for (auto& t : tensors) {
+                 const Flat f = flat(t, "all_reduce", op);
+                 reduce_call(
+                     c, op, "all_reduce",
+                     [&](int o) {
+                       return c.table().all_reduce(f.ptr, f.ptr, f.count, f.dtype, o, c.handle(),
+                                                   c.native());
+                     },
+                     t);
+               }
+             });
 }
 
 c10::intrusive_ptr<c10d::Work> VendorBackend::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
   const int op = tfl_reduce_of(opts.reduceOp, "all_reduce_coalesced");
-  return run(
-      "all_reduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors, tensors, true,
-      [&](Communicator& c) {
-        for (auto& t : tensors) {
-          const Flat f = flat(t, "all_reduce_coalesced", op);
-          call(c, c.table().all_reduce(f.ptr, f.ptr, f.count, f.dtype, op, c.handle(), c.native()),
-               "all_reduce");
-        }
-      });
+  return run("all_reduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors, tensors, true,
+             [&](Communicator& c) {
+               for (auto& t : tensors) {
+                 const Flat f = flat(t, "all_reduce_coalesced", op);
+                 reduce_call(
+                     c, op, "all_reduce",
+                     [&](int o) {
+                       return c.table().all_reduce(f.ptr, f.ptr, f.count, f.dtype, o, c.handle(),
+                                                   c.native());
+                     },
+                     t);
+               }
+             });
 }
 
 c10::intrusive_ptr<c10d::Work> VendorBackend::reduce(std::vector<at::Tensor>& tensors,
@@ -272,10 +320,13 @@ c10::intrusive_ptr<c10d::Work> VendorBackend::reduce(std::vector<at::Tensor>& te
              [&](Communicator& c) {
                for (auto& t : tensors) {
                  const Flat f = flat(t, "reduce", op);
-                 call(c,
-                      c.table().reduce(f.ptr, rank_ == root ? f.ptr : nullptr, f.count, f.dtype, op,
-                                       root, c.handle(), c.native()),
-                      "reduce");
+                 reduce_call(
+                     c, op, "reduce",
+                     [&](int o) {
+                       return c.table().reduce(f.ptr, rank_ == root ? f.ptr : nullptr, f.count,
+                                               f.dtype, o, root, c.handle(), c.native());
+                     },
+                     t, rank_ == root);
                }
              });
 }
@@ -379,10 +430,13 @@ c10::intrusive_ptr<c10d::Work> VendorBackend::_reduce_scatter_base(
              false, [&](Communicator& c) {
                const Flat in = flat(input, "reduce_scatter_tensor", op, true);
                const Flat out = flat(output, "reduce_scatter_tensor", op, true);
-               call(c,
-                    c.table().reduce_scatter(in.ptr, out.ptr, out.count, out.dtype, op, c.handle(),
-                                             c.native()),
-                    "reduce_scatter");
+               reduce_call(
+                   c, op, "reduce_scatter",
+                   [&](int o) {
+                     return c.table().reduce_scatter(in.ptr, out.ptr, out.count, out.dtype, o,
+                                                     c.handle(), c.native());
+                   },
+                   output);
              });
 }
 
@@ -401,10 +455,13 @@ c10::intrusive_ptr<c10d::Work> VendorBackend::reduce_scatter_tensor_coalesced(
                                    " must hold ", size_, " x ", outputs[i].numel(), " elements");
                  const Flat in = flat(inputs[i], "reduce_scatter_tensor_coalesced", op, true);
                  const Flat out = flat(outputs[i], "reduce_scatter_tensor_coalesced", op, true);
-                 call(c,
-                      c.table().reduce_scatter(in.ptr, out.ptr, out.count, out.dtype, op,
-                                               c.handle(), c.native()),
-                      "reduce_scatter");
+                 reduce_call(
+                     c, op, "reduce_scatter",
+                     [&](int o) {
+                       return c.table().reduce_scatter(in.ptr, out.ptr, out.count, out.dtype, o,
+                                                       c.handle(), c.native());
+                     },
+                     outputs[i]);
                }
              });
 }
@@ -429,10 +486,13 @@ c10::intrusive_ptr<c10d::Work> VendorBackend::reduce_scatter(
                at::Tensor target = direct ? output : at::empty({output.numel()}, output.options());
                const Flat in = flat(packed, "reduce_scatter", op);
                const Flat out = flat(target, "reduce_scatter", op);
-               call(c,
-                    c.table().reduce_scatter(in.ptr, out.ptr, out.count, out.dtype, op, c.handle(),
-                                             c.native()),
-                    "reduce_scatter");
+               reduce_call(
+                   c, op, "reduce_scatter",
+                   [&](int o) {
+                     return c.table().reduce_scatter(in.ptr, out.ptr, out.count, out.dtype, o,
+                                                     c.handle(), c.native());
+                   },
+                   target);
                if (!direct) output.copy_(target.view(output.sizes()));
              });
 }

@@ -6,7 +6,15 @@
 namespace emu_kit {
 
 Ledger::Ledger(std::string prefix, std::string label)
-    : prefix_(std::move(prefix)), label_(std::move(label)) {}
+    : label_(std::move(label)) {
+  size_t start = 0;
+  while (start <= prefix.size()) {
+    const size_t bar = prefix.find('|', start);
+    const size_t end = bar == std::string::npos ? prefix.size() : bar;
+    prefixes_.push_back(prefix.substr(start, end - start));
+    start = end + 1;
+  }
+}
 
 int Ledger::enter(const char* name) {
   std::lock_guard<std::mutex> lk(mu_);
@@ -24,7 +32,9 @@ int Ledger::enter(const char* name) {
 bool Ledger::inject(const char* name, int nth, int status) {
   if (!name || nth < 1 || status == 0) return false;
   const std::string call(name);
-  if (call.compare(0, prefix_.size(), prefix_) != 0) return false;
+  bool known = false;
+  for (const std::string& p : prefixes_) known = known || call.compare(0, p.size(), p) == 0;
+  if (!known) return false;
   std::lock_guard<std::mutex> lk(mu_);
   faults_.push_back(Fault{call, calls_[call] + static_cast<uint64_t>(nth), status});
   return true;

@@ -12,8 +12,9 @@ namespace emu_kit {
 
 class Ledger {
  public:
-  // `prefix`: what every entry point of the SDK is named with ("tops", "acl"); `label` names the
-  // emulator in the violation reports written to stderr.
+  // `prefix`: what every entry point of the SDK is named with ("tops", "acl"; several separated
+  // by '|', "acl|Hccl", where the SDK's libraries name theirs apart); `label` names the emulator
+  // in the violation reports written to stderr.
   Ledger(std::string prefix, std::string label);
 
   // Counts a call of `name`; the status injected for this very call, 0 when none.
@@ -38,7 +39,8 @@ class Ledger {
     uint64_t at;  // fails the call that brings the count of `name` to this
     int status;
   };
-  const std::string prefix_, label_;
+  std::vector<std::string> prefixes_;
+  const std::string label_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, uint64_t> calls_;
   std::vector<Fault> faults_;

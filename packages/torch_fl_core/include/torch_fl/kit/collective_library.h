@@ -35,8 +35,9 @@ class AttachedRuntime {
   // Every call but attach needs it: TFL_ERROR_NOT_INITIALIZED naming `fn` otherwise.
   tfl_status require(const char* fn) const {
     if (get() != nullptr) return TFL_OK;
-    return fail(TFL_ERROR_NOT_INITIALIZED, std::string(fn) + ": no runtime attached (core calls "
-                                                             "attach_runtime before any other call)");
+    return fail(TFL_ERROR_NOT_INITIALIZED, std::string(fn) +
+                                               ": no runtime attached (core calls "
+                                               "attach_runtime before any other call)");
   }
 
   // The SDK stream (cudaStream_t, aclrtStream, ...) behind `stream` on `device`.
@@ -46,8 +47,8 @@ class AttachedRuntime {
     const tfl_status st = rt->native_stream(stream, device, out);
     if (st == TFL_OK) return TFL_OK;
     const char* why = rt->last_error ? rt->last_error() : "";
-    return fail(st, std::string(fn) + ": " + who + ": the runtime gives no SDK stream for it: " +
-                        (why ? why : ""));
+    return fail(st, std::string(fn) + ": " + who +
+                        ": the runtime gives no SDK stream for it: " + (why ? why : ""));
   }
 
   // Runs `body()` (a tfl_status) with `device` current, then restores the thread's device.
