@@ -6,11 +6,14 @@
 #     KERNEL_LIBRARIES <SDK targets the kernels link>
 #     GENERATOR_ARGS <the SDK arguments of tools/gen_kernels.py (before --out)>
 #     GENERATOR_DEPENDS <files whose change re-runs the generator (the SDK library)>
-#     SDK_JSON <key> <value> [<key> <value> ...])
+#     SDK_JSON <key> <value> [<key> <value> ...]
+#     [COLLECTIVE_LIBRARIES <SDK targets the collective library links>])
 #
 # Conventions (one package layout for every native vendor): the runtime is csrc/runtime/*.cpp
 # (SDK + runtime.h, no torch), the kernels csrc/kernels/*.cpp plus what tools/gen_kernels.py
-# writes; both install into torch_fl_<name>/lib with the generator's kernels.json, the sdk.json
+# writes; with COLLECTIVE_LIBRARIES, the collective library is csrc/collective/*.cpp (SDK +
+# collective.h, no torch: the `vendor` tier of torch.distributed); all install into
+# torch_fl_<name>/lib with the generator's kernels.json, the sdk.json
 # of SDK_JSON (where the SDK was at build time: information only, the SDK is located at run
 # time) and _torch_build.py (the torch minor the kernels are built for).
 include_guard(GLOBAL)
@@ -75,7 +78,7 @@ endfunction()
 
 function(torch_fl_vendor name)
   cmake_parse_arguments(PARSE_ARGV 1 ARG ""
-    "" "RUNTIME_LIBRARIES;KERNEL_LIBRARIES;GENERATOR_ARGS;GENERATOR_DEPENDS;SDK_JSON")
+    "" "RUNTIME_LIBRARIES;KERNEL_LIBRARIES;GENERATOR_ARGS;GENERATOR_DEPENDS;SDK_JSON;COLLECTIVE_LIBRARIES")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "torch_fl_vendor(${name}): unknown arguments ${ARG_UNPARSED_ARGUMENTS}")
   endif()
@@ -103,6 +106,18 @@ function(torch_fl_vendor name)
   torch_fl_target_defaults(${package}_runtime)
   set_target_properties(${package}_runtime PROPERTIES INSTALL_RPATH "${runtime_rpath}")
   install(TARGETS ${package}_runtime LIBRARY DESTINATION ${package}/lib)
+
+  # ---- the collective table over the SDK's collective library: no torch ----
+  if(ARG_COLLECTIVE_LIBRARIES)
+    file(GLOB collective_sources CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/csrc/collective/*.cpp")
+    add_library(${package}_collective SHARED ${collective_sources})
+    target_include_directories(${package}_collective PRIVATE "${core_include}")
+    target_link_libraries(${package}_collective PRIVATE ${ARG_COLLECTIVE_LIBRARIES})
+    target_compile_features(${package}_collective PRIVATE cxx_std_17)
+    torch_fl_target_defaults(${package}_collective)
+    set_target_properties(${package}_collective PROPERTIES INSTALL_RPATH "${runtime_rpath}")
+    install(TARGETS ${package}_collective LIBRARY DESTINATION ${package}/lib)
+  endif()
 
   # ---- the kernels, generated from the ops table and the SDK's symbols ----
   include(TorchFlTorch)

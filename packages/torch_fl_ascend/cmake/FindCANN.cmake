@@ -6,7 +6,7 @@
 # ASCEND_HOME, else /usr/local/Ascend/ascend-toolkit/latest, for include/acl/acl.h,
 # include/aclnn/acl_meta.h and lib64/ (or lib/) libascendcl.so, libnnopbase.so, libopapi.so.
 # Defines
-#   CANN_FOUND, CANN_HOME, CANN_INCLUDE_DIR, CANN_ASCENDCL_LIBRARY, CANN_NNOPBASE_LIBRARY,
+#   CANN_FOUND, CANN_HOME, CANN_INCLUDE_DIR, CANN_ASCENDCL_LIBRARY, CANN_NNOPBASE_LIBRARY, CANN_HCCL_LIBRARY,
 #   CANN_OPAPI_LIBRARY, CANN_IS_EMULATOR (the torch-fl emulator's ascend_emulator.h is there)
 # and imported targets CANN::ascendcl, CANN::nnopbase, CANN::opapi.
 include_guard(GLOBAL)
@@ -25,7 +25,7 @@ endif()
 
 find_path(CANN_INCLUDE_DIR acl/acl.h PATHS "${CANN_HOME}/include" NO_DEFAULT_PATH)
 find_path(CANN_ACLNN_INCLUDE_DIR aclnn/acl_meta.h PATHS "${CANN_HOME}/include" NO_DEFAULT_PATH)
-foreach(_lib ascendcl nnopbase opapi)
+foreach(_lib ascendcl nnopbase opapi hccl)
   string(TOUPPER "${_lib}" _LIB)
   find_library(CANN_${_LIB}_LIBRARY ${_lib}
     PATHS "${CANN_HOME}/lib64" "${CANN_HOME}/lib" NO_DEFAULT_PATH)
@@ -33,7 +33,7 @@ endforeach()
 
 set(_cann_missing "")
 foreach(_v CANN_INCLUDE_DIR CANN_ACLNN_INCLUDE_DIR CANN_ASCENDCL_LIBRARY CANN_NNOPBASE_LIBRARY
-           CANN_OPAPI_LIBRARY)
+           CANN_OPAPI_LIBRARY CANN_HCCL_LIBRARY)
   if(NOT ${_v})
     list(APPEND _cann_missing "${_v}")
   endif()
@@ -45,7 +45,7 @@ if(_cann_missing)
   string(CONCAT _cann_msg
     "CANN toolkit not found under ${CANN_HOME} (missing: ${_cann_missing}; looked for "
     "include/acl/acl.h, include/aclnn/acl_meta.h, lib64/libascendcl.so, lib64/libnnopbase.so, "
-    "lib64/libopapi.so).\n"
+    "lib64/libopapi.so, lib64/libhccl.so).\n"
     "Point ASCEND_TOOLKIT_HOME at a CANN toolkit (source /usr/local/Ascend/ascend-toolkit/set_env.sh, "
     "or -DCANN_HOME=...), or build the CANN emulator that ships with torch-fl-ascend and use it:\n"
     "  cmake -S packages/torch_fl_ascend/emulator -B packages/torch_fl_ascend/emulator/build "
@@ -78,6 +78,11 @@ if(NOT TARGET CANN::ascendcl)
   set_target_properties(CANN::nnopbase PROPERTIES
     IMPORTED_LOCATION "${CANN_NNOPBASE_LIBRARY}"
     INTERFACE_INCLUDE_DIRECTORIES "${CANN_ACLNN_INCLUDE_DIR}"
+    INTERFACE_LINK_LIBRARIES CANN::ascendcl)
+  add_library(CANN::hccl SHARED IMPORTED)
+  set_target_properties(CANN::hccl PROPERTIES
+    IMPORTED_LOCATION "${CANN_HCCL_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${CANN_INCLUDE_DIR}"
     INTERFACE_LINK_LIBRARIES CANN::ascendcl)
   add_library(CANN::opapi SHARED IMPORTED)
   set_target_properties(CANN::opapi PROPERTIES

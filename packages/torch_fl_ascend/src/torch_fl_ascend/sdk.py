@@ -2,7 +2,8 @@
 
 The toolkit lives outside the wheel (``set_env.sh`` of a CANN install exports
 ``ASCEND_TOOLKIT_HOME``), so the package's libraries carry no path to it. Before core loads the
-runtime library, :func:`load` loads ``libascendcl.so``, ``libnnopbase.so`` and ``libopapi.so``
+runtime library, :func:`load` loads ``libascendcl.so``, ``libnnopbase.so``, ``libopapi.so`` and
+``libhccl.so``
 (``RTLD_GLOBAL``) from ``$ASCEND_TOOLKIT_HOME/lib64``, else ``$ASCEND_HOME/lib64``, else
 ``/usr/local/Ascend/ascend-toolkit/latest/lib64``, else the loader path
 (:mod:`torch_fl.vendors.sdk`). A missing library raises :class:`SdkNotFoundError` naming it, where
@@ -26,7 +27,7 @@ __all__ = [  # noqa: F822 -- load, loaded, search_dirs, SdkNotFoundError: core's
 ]
 
 ENV_VARS = ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME")
-LIBRARIES = ("libascendcl.so", "libnnopbase.so", "libopapi.so")
+LIBRARIES = ("libascendcl.so", "libnnopbase.so", "libopapi.so", "libhccl.so")
 DEFAULT_HOME = "/usr/local/Ascend/ascend-toolkit/latest"
 
 #: Core's :class:`torch_fl.vendors.sdk.SdkSpec` fields: a plain dict, so that importing this module

@@ -9,6 +9,10 @@ from torch_fl.vendors.native import NativeVendor
 __all__ = ["AscendVendor", "vendor"]
 
 
+#: The collective table over HCCL (csrc/collective/hccl_collective.cpp), in the package's lib/.
+COLLECTIVE_LIBRARY = Path(__file__).resolve().parent / "lib" / "libtorch_fl_ascend_collective.so"
+
+
 class AscendVendor(NativeVendor):
     name = "ascend"
     description = "Huawei Ascend NPU (aclrt runtime, generated ACLNN kernels)"
@@ -28,18 +32,19 @@ class AscendVendor(NativeVendor):
     compile_graphs = True
 
     def collective_library(self) -> tuple[str, str | None]:
-        """HCCL, reported by the ``vendor`` tier of torch.distributed (``FLAGOS_LOG=dist``): its
-        only torch bindings live in torch_npu, which cannot share the process, so flagos groups
-        run the staged gloo tier."""
+        """HCCL, through core's collective seat (the ``vendor`` tier of torch.distributed): the
+        package's libtorch_fl_ascend_collective.so over the toolkit's libhccl.so."""
         found = self.sdk.loaded()
         homes = [Path(found.lib_dir)] if found else list(self.sdk.search_dirs())
         if not any((d / "libhccl.so").is_file() for d in homes):
             where = ", ".join(str(d) for d in homes)
             return "hccl", f"libhccl.so is not in the CANN toolkit ({where})"
-        return "hccl", (
-            "libhccl.so is installed, but its only torch bindings are torch_npu's, which cannot "
-            "be loaded with torch-fl; collectives use gloo on pinned host copies"
-        )
+        if not COLLECTIVE_LIBRARY.is_file():
+            return "hccl", f"this torch-fl-ascend has no {COLLECTIVE_LIBRARY.name}"
+        return "hccl", None
 
+    def collective_library_path(self) -> str | None:
+        name, unavailable = self.collective_library()
+        return None if unavailable else str(COLLECTIVE_LIBRARY)
 
 vendor = AscendVendor()
