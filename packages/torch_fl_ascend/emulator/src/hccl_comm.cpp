@@ -7,7 +7,7 @@
 // and takes only that device's streams and memory; every rank issues the same operations with the
 // same count and type (else every rank's communicator fails, naming the rank that differs); the
 // types each operation takes; a peer that never arrives is HCCL_E_TIMEOUT within the timeout
-// (HCCL_EXEC_TIMEOUT seconds, else 120); a failure of queued work is the communicator's
+// (HCCL_EXEC_TIMEOUT seconds, else 60); a failure of queued work is the communicator's
 // asynchronous error (HcclGetCommAsyncError) and fails every later operation at once. HCCL has no
 // abort call: HcclCommDestroy while operations are queued breaks them (their peers' waits end too).
 #include <hccl/hccl.h>

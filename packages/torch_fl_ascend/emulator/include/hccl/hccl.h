@@ -13,7 +13,8 @@ extern "C" {
 
 HcclResult HcclGetRootInfo(HcclRootInfo* rootInfo);
 /* Joins `rank` of `nRanks` on the calling thread's current device (aclrtSetDevice); blocks until
- * every rank joined, or HCCL_E_TIMEOUT after HCCL_CONNECT_TIMEOUT seconds (emulator: 120). */
+ * every rank joined, or HCCL_E_TIMEOUT after the timeout (the emulator: HCCL_EXEC_TIMEOUT seconds,
+ * default 60, for joining and for every later wait). */
 HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo* rootInfo, uint32_t rank,
                                 HcclComm* comm);
 HcclResult HcclCommDestroy(HcclComm comm);
