@@ -47,4 +47,5 @@ class AscendVendor(NativeVendor):
         name, unavailable = self.collective_library()
         return None if unavailable else str(COLLECTIVE_LIBRARY)
 
+
 vendor = AscendVendor()
