@@ -93,8 +93,7 @@ tfl_comm_id id_from_token(uint64_t token, const char* tag) {
   IdLayout l{};
   std::memcpy(l.magic, kIdMagic, sizeof kIdMagic);
   l.token = token;
-  std::snprintf(l.name, sizeof l.name, "/tfl_%s_comm.%s.%016" PRIx64, g_identity.tag, tag,
-                token);
+  std::snprintf(l.name, sizeof l.name, "/tfl_%s_comm.%s.%016" PRIx64, g_identity.tag, tag, token);
   tfl_comm_id id;
   std::memset(id.bytes, 0, sizeof id.bytes);
   std::memcpy(id.bytes, &l, sizeof l);
@@ -171,8 +170,8 @@ void Comm::join(const tfl_comm_id& id) {
   std::memcpy(&l, id.bytes, sizeof l);
   if (std::memcmp(l.magic, kIdMagic, sizeof kIdMagic) != 0 || l.name[0] != '/' ||
       std::memchr(l.name, '\0', sizeof l.name) == nullptr) {
-    throw CommError(TFL_ERROR_INVALID_VALUE, std::string("the id was not made by the ") +
-                                                 g_identity.tag + " unique_id");
+    throw CommError(TFL_ERROR_INVALID_VALUE,
+                    std::string("the id was not made by the ") + g_identity.tag + " unique_id");
   }
   const Layout lay = layout(nranks_);
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_);

@@ -5,8 +5,7 @@
 
 namespace emu_kit {
 
-Ledger::Ledger(std::string prefix, std::string label)
-    : label_(std::move(label)) {
+Ledger::Ledger(std::string prefix, std::string label) : label_(std::move(label)) {
   size_t start = 0;
   while (start <= prefix.size()) {
     const size_t bar = prefix.find('|', start);
