@@ -145,15 +145,21 @@ def test_torch_npu_is_refused_with_the_ascend_vendor(toolkit_lib, tmp_path):
     assert "torch_npu was imported first" in before.stderr
 
 
-def test_flagos_groups_report_hccl_and_run_staged_gloo(ascend, monkeypatch, capsys):
+def test_without_the_collective_library_groups_say_why_and_run_staged_gloo(
+    ascend, monkeypatch, capsys
+):
     import torch
     import torch.distributed as dist
+    import torch_fl_ascend.vendor as ascend_vendor
     from torch_fl import distributed as fld
 
     monkeypatch.setenv("FLAGOS_LOG", "dist")
+    monkeypatch.setattr(
+        ascend_vendor, "COLLECTIVE_LIBRARY", ascend_vendor.COLLECTIVE_LIBRARY.with_name("gone.so")
+    )
     choice = fld.choose()
     assert choice.name == "gloo-staged", choice.describe()
-    assert choice.skipped["vendor"].startswith("hccl: "), choice.skipped
+    assert choice.skipped["vendor"] == "hccl: this torch-fl-ascend has no gone.so", choice.skipped
     pg = fld.ProcessGroupFlagos(
         dist.HashStore(), 0, 1, datetime.timedelta(seconds=10), choice=choice
     )
