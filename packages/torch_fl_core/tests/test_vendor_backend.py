@@ -206,7 +206,10 @@ def test_peer_never_arrives_is_an_error_naming_the_rank(library, monkeypatch):
     dev = torch.device("flagos", 0)
     start = time.monotonic()
     t = torch.ones(2, device=dev)
-    with pytest.raises(dist.DistBackendError, match=r"rank 0/2 on flagos:0 \(vendor 'sim'"):
+    with pytest.raises(
+        dist.DistBackendError,
+        match=r"flagos all_reduce on flagos:0 \(vendor 'sim', tier vendor, library sim, rank 0/2\)",
+    ):
         groups[0].allreduce([t]).wait()  # rank 1 never calls it
     assert time.monotonic() - start < 30
     # From then on the communicator fails every operation at once, saying so.

@@ -42,6 +42,7 @@ Communicator::Communicator(const CollectiveLibrary& library, const tfl_comm_id& 
   where_ = "rank " + std::to_string(rank) + "/" + std::to_string(size) +
            " on flagos:" + std::to_string(device) + " (vendor '" + vendor + "', library " +
            library.name() + ")";
+  vendor_ = vendor;
   const auto ms = timeout.count() <= 0             ? 0u
                   : timeout.count() > 0xffffffffLL ? 0xffffffffu
                                                    : static_cast<uint32_t>(timeout.count());
@@ -59,10 +60,15 @@ Communicator::~Communicator() {
   if (comm_ != nullptr) table().comm_destroy(comm_);
 }
 
+std::string Communicator::where(const char* op) const {
+  return std::string("flagos ") + op + " on flagos:" + std::to_string(device_) + " (vendor '" +
+         vendor_ + "', tier vendor, library " + library_.name() + ", rank " +
+         std::to_string(rank_) + "/" + std::to_string(size_) + ")";
+}
+
 void Communicator::check(tfl_status status, const char* call) const {
   if (status == TFL_OK) return;
-  C10_THROW_ERROR(DistBackendError,
-                  "flagos vendor collective " + where_ + ": " + library_.describe(status, call));
+  C10_THROW_ERROR(DistBackendError, where(call) + ": " + library_.describe(status, call));
 }
 
 std::string Communicator::async_error() const {
@@ -75,8 +81,7 @@ std::string Communicator::async_error() const {
 
 void Communicator::check_async() const {
   const std::string error = async_error();
-  if (!error.empty())
-    C10_THROW_ERROR(DistBackendError, "flagos vendor collective " + where_ + ": " + error);
+  if (!error.empty()) C10_THROW_ERROR(DistBackendError, where_ + ": " + error);
 }
 
 void Communicator::abort() {

@@ -40,6 +40,9 @@ class Communicator {
   tfl_stream native() const { return native_; }
   // "rank 0/2 on flagos:0 (vendor 'sim', library sim)".
   const std::string& where() const { return where_; }
+  // What an error of operation `op` starts with, as the flagos group words its own:
+  // "flagos all_reduce on flagos:0 (vendor 'sim', tier vendor, library sim, rank 0/2)".
+  std::string where(const char* op) const;
 
   // Throws a DistBackendError for a failed `call` (TIMEOUT and ABORTED keep
   // their names in the message); no-op for TFL_OK.
@@ -70,6 +73,7 @@ class Communicator {
   c10::Stream stream_;
   tfl_stream native_ = nullptr;
   std::string where_;
+  std::string vendor_;
   std::atomic<bool> aborted_{false};
   std::mutex watch_mutex_;
   std::condition_variable watch_cv_;

@@ -34,7 +34,7 @@ bool VendorWork::isCompleted() {
   }
   const std::string error = comm_->async_error();
   if (!error.empty()) {
-    fail("flagos vendor collective " + comm_->where() + ": " + op_ + ": " + error);
+    fail(comm_->where(op_) + ": " + error);
     return true;
   }
   if (!end_.query()) return false;
@@ -60,8 +60,7 @@ void VendorWork::host_wait(std::chrono::milliseconds timeout) {
   while (!isCompleted()) {
     if (limit.count() > 0 && std::chrono::steady_clock::now() - start > limit) {
       comm_->abort();  // its peers' waits end too: never a hang
-      fail("flagos vendor collective " + comm_->where() + ": " + op_ + " timed out after " +
-           std::to_string(limit.count()) +
+      fail(comm_->where(op_) + ": timed out after " + std::to_string(limit.count()) +
            " ms (the group's timeout); the communicator is "
            "aborted");
       break;
@@ -71,8 +70,7 @@ void VendorWork::host_wait(std::chrono::milliseconds timeout) {
   }
   // The end event completes even when the operation failed in the library.
   const std::string error = comm_->async_error();
-  if (!error.empty())
-    fail("flagos vendor collective " + comm_->where() + ": " + op_ + ": " + error);
+  if (!error.empty()) fail(comm_->where(op_) + ": " + error);
   std::lock_guard<std::mutex> lock(mutex_);
   if (exception_) std::rethrow_exception(exception_);
 }
@@ -88,7 +86,7 @@ bool VendorWork::wait(std::chrono::milliseconds timeout) {
     // Ask the library without blocking: a failure known by now is raised.
     const std::string error = comm_->async_error();
     if (!error.empty()) {
-      fail("flagos vendor collective " + comm_->where() + ": " + op_ + ": " + error);
+      fail(comm_->where(op_) + ": " + error);
       std::lock_guard<std::mutex> lock(mutex_);
       std::rethrow_exception(exception_);
     }

@@ -140,11 +140,14 @@ class ProcessGroupFlagos(dist.ProcessGroup):
         value: Any,
         post: Callable[[], None] | None = None,
         agree: Sequence[torch.Tensor] = (),
-    ) -> FlagosWork:
+        direct: bool = False,
+    ) -> dist.Work:
         """Run ``body`` on the inner backend for this call's tensors and wrap its work.
 
         ``agree``: tensors whose dtype and shape must be the same on every rank (checked across
         ranks first when :mod:`~torch_fl.distributed.shape_check` is enabled for the tier).
+        ``direct``: the call's value is the inner operation's outputs as they are; on the vendor
+        tier its work is then returned unwrapped (see below).
         """
         kind = device_kind(op, *structures)
         flat = [t for s in structures for t in _tensors(s)]
@@ -157,18 +160,24 @@ class ProcessGroupFlagos(dist.ProcessGroup):
             except Exception as exc:  # a lost or hung peer shows up here first
                 raise _rewrap(exc, where) from exc
         call = Call(self._choice, op, kind)
-        device_async = kind == "flagos" and self._choice.name in (
-            tiers.NCCL,
-            tiers.FLAGCX,
-            tiers.VENDOR,
+        vendor = kind == "flagos" and self._choice.name == tiers.VENDOR
+        device_async = vendor or (
+            kind == "flagos" and self._choice.name in (tiers.NCCL, tiers.FLAGCX)
         )
         backend = self._inner.device if kind == "flagos" else self._inner.cpu
-        if device_async and _blocking_wait():
+        if device_async and not vendor and _blocking_wait():
             backend = _AlwaysWork(backend)
         try:
             works = body(backend, call)
         except Exception as exc:
             raise _rewrap(exc, where) from exc
+        if vendor and direct and post is None and isinstance(works, dist.Work):
+            # Core's vendor backend already answers as the flagos group would: its work's
+            # future holds these flagos tensors and completes on the communicator's stream,
+            # wait() orders the current stream (or, with blocking wait, raises within the
+            # timeout), and its errors name op, device, vendor, tier and rank. No Python
+            # wrapper and future per collective (the per-call cost on the H200).
+            return works
         if works is None:
             # A backend may finish a non-async collective "at the C++ level" and return no work
             # (ProcessGroupNCCL with opts.asyncOp=False on torch 2.11: it enqueued on the current
@@ -209,7 +218,7 @@ class ProcessGroupFlagos(dist.ProcessGroup):
         def body(b: dist.Backend, c: Call) -> dist.Work:
             return b.allreduce(c.convert(tensors, read=True, write=True), opts)
 
-        return self._run("all_reduce", [tensors], body, tensors, agree=tensors)
+        return self._run("all_reduce", [tensors], body, tensors, agree=tensors, direct=True)
 
     def allreduce_coalesced(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
         opts = opts if opts is not None else _c10d.AllreduceCoalescedOptions()
@@ -217,13 +226,15 @@ class ProcessGroupFlagos(dist.ProcessGroup):
         def body(b: dist.Backend, c: Call) -> dist.Work:
             return b.allreduce_coalesced(c.convert(tensors, read=True, write=True), opts)
 
-        return self._run("all_reduce_coalesced", [tensors], body, tensors, agree=tensors)
+        return self._run(
+            "all_reduce_coalesced", [tensors], body, tensors, agree=tensors, direct=True
+        )
 
     def reduce(self, tensors: list[torch.Tensor], opts: Any) -> dist.Work:
         def body(b: dist.Backend, c: Call) -> dist.Work:
             return b.reduce(c.convert(tensors, read=True, write=True), opts)
 
-        return self._run("reduce", [tensors], body, tensors, agree=tensors)
+        return self._run("reduce", [tensors], body, tensors, agree=tensors, direct=True)
 
     # ---- broadcast -----------------------------------------------------------------------
     def broadcast(self, tensors: list[torch.Tensor], opts: Any = None) -> dist.Work:
@@ -233,7 +244,7 @@ class ProcessGroupFlagos(dist.ProcessGroup):
         def body(b: dist.Backend, c: Call) -> dist.Work:
             return b.broadcast(c.convert(tensors, read=is_root, write=not is_root), opts)
 
-        return self._run("broadcast", [tensors], body, tensors, agree=tensors)
+        return self._run("broadcast", [tensors], body, tensors, agree=tensors, direct=True)
 
     # ---- all-gather ----------------------------------------------------------------------
     def allgather(
@@ -275,7 +286,7 @@ class ProcessGroupFlagos(dist.ProcessGroup):
             ins = c.convert(input, read=True)
             return b._allgather_base(c.convert(output, read=False, write=True), ins, opts)
 
-        return self._run(op, [output, input], body, [output], agree=[input])
+        return self._run(op, [output, input], body, [output], agree=[input], direct=True)
 
     _allgather_base = all_gather_single
 
@@ -348,7 +359,7 @@ class ProcessGroupFlagos(dist.ProcessGroup):
             ins = c.convert(input, read=True)
             return b._reduce_scatter_base(c.convert(output, read=False, write=True), ins, opts)
 
-        return self._run(op, [output, input], body, [output], agree=[input])
+        return self._run(op, [output, input], body, [output], agree=[input], direct=True)
 
     _reduce_scatter_base = reduce_scatter_single
 
@@ -401,7 +412,7 @@ class ProcessGroupFlagos(dist.ProcessGroup):
                 out, ins, list(output_split_sizes), list(input_split_sizes), opts
             )
 
-        return self._run(op, [output, input], body, [output])
+        return self._run(op, [output, input], body, [output], direct=True)
 
     alltoall_base = all_to_all_single
 
@@ -469,13 +480,13 @@ class ProcessGroupFlagos(dist.ProcessGroup):
         def body(b: dist.Backend, c: Call) -> dist.Work:
             return b.send(c.convert(tensors, read=True), dst, tag)
 
-        return self._run("send", [tensors], body, tensors)
+        return self._run("send", [tensors], body, tensors, direct=True)
 
     def recv(self, tensors: list[torch.Tensor], src: int, tag: int = 0) -> dist.Work:
         def body(b: dist.Backend, c: Call) -> dist.Work:
             return b.recv(c.convert(tensors, read=False, write=True), src, tag)
 
-        return self._run("recv", [tensors], body, tensors)
+        return self._run("recv", [tensors], body, tensors, direct=True)
 
     def recv_anysource(self, tensors: list[torch.Tensor], tag: int = 0) -> dist.Work:
         def body(b: dist.Backend, c: Call) -> dist.Work:
