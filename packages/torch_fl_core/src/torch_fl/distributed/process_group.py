@@ -150,15 +150,17 @@ class ProcessGroupFlagos(dist.ProcessGroup):
         tier its work is then returned unwrapped (see below).
         """
         kind = device_kind(op, *structures)
-        flat = [t for s in structures for t in _tensors(s)]
-        where = self._where(op, kind, flat)
+
+        def where() -> str:  # worded only where a message or a wrapper needs it
+            return self._where(op, kind, [t for s in structures for t in _tensors(s)])
+
         if agree and self.size() > 1 and self._check_shapes:
             try:
-                shape_check.check(self._inner.cpu, self.size(), op, list(agree), where)
+                shape_check.check(self._inner.cpu, self.size(), op, list(agree), where())
             except ValueError:
                 raise  # already names op, device, vendor and every rank's shapes
             except Exception as exc:  # a lost or hung peer shows up here first
-                raise _rewrap(exc, where) from exc
+                raise _rewrap(exc, where()) from exc
         call = Call(self._choice, op, kind)
         vendor = kind == "flagos" and self._choice.name == tiers.VENDOR
         device_async = vendor or (
@@ -170,7 +172,7 @@ class ProcessGroupFlagos(dist.ProcessGroup):
         try:
             works = body(backend, call)
         except Exception as exc:
-            raise _rewrap(exc, where) from exc
+            raise _rewrap(exc, where()) from exc
         if vendor and direct and post is None and isinstance(works, dist.Work):
             # Core's vendor backend already answers as the flagos group would: its work's
             # future holds these flagos tensors and completes on the communicator's stream,
@@ -185,7 +187,7 @@ class ProcessGroupFlagos(dist.ProcessGroup):
             works = []
         elif isinstance(works, dist.Work):
             works = [works]
-        return FlagosWork(where, works, call, value, post, device_async=device_async)
+        return FlagosWork(where(), works, call, value, post, device_async=device_async)
 
     def _per_pair(
         self,
