@@ -63,8 +63,6 @@ struct Nccl {
   ncclResult_t (*GroupEnd)();
 };
 
-using torch_fl::kit::thread_error;
-
 tfl_status fail(tfl_status status, const char* format, ...) {
   char buffer[1024];
   va_list args;
@@ -124,21 +122,9 @@ tfl_status ready(const char* fn) {
   return g_runtime.require(fn);
 }
 
-struct Comm {
-  ncclComm_t nccl = nullptr;
-  int rank = 0;
-  int nranks = 0;
-  int device = 0;
-  std::atomic<bool> aborted{false};
-  std::atomic<int> first_error{TFL_OK};
-  std::string first_message;  // written once, before first_error is published
-  std::mutex mutex;
-};
+using Comm = torch_fl::kit::CommRecord<ncclComm_t>;
 
-std::string who(const Comm* c) {
-  return "rank " + std::to_string(c->rank) + " of " + std::to_string(c->nranks) +
-         " (flagos:" + std::to_string(c->device) + ", NCCL)";
-}
+std::string who(const Comm* c) { return c->who(); }
 
 tfl_status status_of(ncclResult_t r) {
   switch (r) {
@@ -156,25 +142,16 @@ tfl_status status_of(ncclResult_t r) {
 
 // A failed NCCL call: the status, and NCCL's own words in last_error().
 tfl_status nccl_fail(ncclResult_t r, const char* fn, const Comm* c) {
-  const char* detail = c && c->nccl && g_nccl.GetLastError ? g_nccl.GetLastError(c->nccl) : "";
+  const char* detail = c && c->sdk && g_nccl.GetLastError ? g_nccl.GetLastError(c->sdk) : "";
   return fail(status_of(r), "%s: %s: NCCL error %d (%s)%s%s", fn, c ? who(c).c_str() : "NCCL", r,
               g_nccl.GetErrorString(r), detail && *detail ? ": " : "", detail ? detail : "");
 }
 
 // Checks a communicator before an operation: usable, not failed or aborted.
 tfl_status usable(const char* fn, tfl_comm handle, Comm** out) {
-  const tfl_status st = ready(fn);
-  if (st != TFL_OK) return st;
-  if (handle == nullptr) return fail(TFL_ERROR_INVALID_HANDLE, "%s: communicator is NULL", fn);
-  Comm* c = reinterpret_cast<Comm*>(handle);
-  if (c->aborted.load()) return fail(TFL_ERROR_ABORTED, "%s: %s was aborted", fn, who(c).c_str());
-  const int first = c->first_error.load();
-  if (first != TFL_OK) {
-    return fail(static_cast<tfl_status>(first), "%s: %s failed earlier: %s", fn, who(c).c_str(),
-                c->first_message.c_str());
-  }
-  *out = c;
-  return TFL_OK;
+  if (tfl_status st = ready(fn); st != TFL_OK) return st;
+  if (tfl_status st = torch_fl::kit::comm_record(fn, handle, out); st != TFL_OK) return st;
+  return (*out)->usable(fn);
 }
 
 // NCCL's type and reduction for a tfl pair. bool is one byte of 0/1: "or" is
@@ -239,12 +216,13 @@ tfl_status c_comm_init(tfl_comm* out, int nranks, const tfl_comm_id* id, int ran
   ncclUniqueId nid;
   std::memcpy(nid.internal, id->bytes, sizeof(nid.internal));
   auto* c = new Comm();
+  c->library = "NCCL";
   c->rank = rank;
   c->nranks = nranks;
   c->device = device;
   // ncclCommInitRank makes the communicator on the current CUDA device.
   st = g_runtime.on_device("tfl_comm_init", device, [&] {
-    const ncclResult_t r = g_nccl.CommInitRank(&c->nccl, nranks, nid, rank);
+    const ncclResult_t r = g_nccl.CommInitRank(&c->sdk, nranks, nid, rank);
     return r == kNcclSuccess ? TFL_OK : nccl_fail(r, "tfl_comm_init", c);
   });
   if (st != TFL_OK) {
@@ -261,7 +239,7 @@ tfl_status c_comm_destroy(tfl_comm handle) {
   if (handle == nullptr) return fail(TFL_ERROR_INVALID_HANDLE, "tfl_comm_destroy: NULL");
   Comm* c = reinterpret_cast<Comm*>(handle);
   // An aborted communicator was already released by ncclCommAbort.
-  const ncclResult_t r = c->aborted.load() ? kNcclSuccess : g_nccl.CommDestroy(c->nccl);
+  const ncclResult_t r = c->aborted.load() ? kNcclSuccess : g_nccl.CommDestroy(c->sdk);
   delete c;
   return r == kNcclSuccess ? TFL_OK : nccl_fail(r, "tfl_comm_destroy", nullptr);
 }
@@ -272,49 +250,35 @@ tfl_status c_comm_abort(tfl_comm handle) {
   if (handle == nullptr) return fail(TFL_ERROR_INVALID_HANDLE, "tfl_comm_abort: NULL");
   Comm* c = reinterpret_cast<Comm*>(handle);
   if (c->aborted.exchange(true)) return TFL_OK;
-  const ncclResult_t r = g_nccl.CommAbort(c->nccl);
+  const ncclResult_t r = g_nccl.CommAbort(c->sdk);
   return r == kNcclSuccess ? TFL_OK : nccl_fail(r, "tfl_comm_abort", c);
 }
 
 tfl_status c_comm_async_error(tfl_comm handle, tfl_status* error) {
-  tfl_status st = ready("tfl_comm_async_error");
-  if (st != TFL_OK) return st;
-  if (handle == nullptr || error == nullptr) {
-    return fail(TFL_ERROR_INVALID_VALUE, "tfl_comm_async_error: NULL argument");
+  if (tfl_status st = ready("tfl_comm_async_error"); st != TFL_OK) return st;
+  Comm* c = nullptr;
+  if (tfl_status st = torch_fl::kit::comm_record("tfl_comm_async_error", handle, &c);
+      st != TFL_OK) {
+    return st;
   }
-  Comm* c = reinterpret_cast<Comm*>(handle);
-  if (c->aborted.load()) {
-    *error = TFL_ERROR_ABORTED;
-    fail(TFL_ERROR_ABORTED, "%s was aborted", who(c).c_str());
-    return TFL_OK;
-  }
-  int first = c->first_error.load();
-  if (first == TFL_OK) {
+  if (error == nullptr) return fail(TFL_ERROR_INVALID_VALUE, "tfl_comm_async_error: error is NULL");
+  if (!c->aborted.load() && c->first_error.load() == TFL_OK) {
     ncclResult_t async = kNcclSuccess;
-    const ncclResult_t r = g_nccl.CommGetAsyncError(c->nccl, &async);
+    const ncclResult_t r = g_nccl.CommGetAsyncError(c->sdk, &async);
     if (r != kNcclSuccess) return nccl_fail(r, "tfl_comm_async_error", c);
     if (async != kNcclSuccess && async != kNcclInProgress) {
-      std::lock_guard<std::mutex> lock(c->mutex);
-      if (c->first_error.load() == TFL_OK) {
-        nccl_fail(async, "an enqueued operation", c);
-        c->first_message = thread_error();
-        c->first_error.store(status_of(async));
-      }
+      c->keep_first_failure(nccl_fail(async, "an enqueued operation", c));
     }
-    first = c->first_error.load();
   }
-  *error = static_cast<tfl_status>(first);
-  if (first != TFL_OK) thread_error() = c->first_message;
-  return TFL_OK;
+  return c->answer_async_error(error);
 }
 
 tfl_status c_comm_info(tfl_comm handle, int* rank, int* nranks, int* device) {
-  if (handle == nullptr) return fail(TFL_ERROR_INVALID_HANDLE, "tfl_comm_info: NULL");
-  const Comm* c = reinterpret_cast<const Comm*>(handle);
-  if (rank) *rank = c->rank;
-  if (nranks) *nranks = c->nranks;
-  if (device) *device = c->device;
-  return TFL_OK;
+  Comm* c = nullptr;
+  if (tfl_status st = torch_fl::kit::comm_record("tfl_comm_info", handle, &c); st != TFL_OK) {
+    return st;
+  }
+  return c->info(rank, nranks, device);
 }
 
 // One stream-ordered NCCL call: checks, types, the CUDA stream, the call.
@@ -339,28 +303,28 @@ tfl_status c_all_reduce(const void* send, void* recv, size_t count, int dtype, i
                         tfl_comm comm, tfl_stream stream) {
   return issue("tfl_all_reduce", comm, stream, dtype, op, true,
                [&](Comm* c, int t, int o, void* s) {
-                 return g_nccl.AllReduce(send, recv, count, t, o, c->nccl, s);
+                 return g_nccl.AllReduce(send, recv, count, t, o, c->sdk, s);
                });
 }
 
 tfl_status c_broadcast(const void* send, void* recv, size_t count, int dtype, int root,
                        tfl_comm comm, tfl_stream stream) {
   return issue("tfl_broadcast", comm, stream, dtype, 0, false, [&](Comm* c, int t, int, void* s) {
-    return g_nccl.Broadcast(send, recv, count, t, root, c->nccl, s);
+    return g_nccl.Broadcast(send, recv, count, t, root, c->sdk, s);
   });
 }
 
 tfl_status c_reduce(const void* send, void* recv, size_t count, int dtype, int op, int root,
                     tfl_comm comm, tfl_stream stream) {
   return issue("tfl_reduce", comm, stream, dtype, op, true, [&](Comm* c, int t, int o, void* s) {
-    return g_nccl.Reduce(send, recv, count, t, o, root, c->nccl, s);
+    return g_nccl.Reduce(send, recv, count, t, o, root, c->sdk, s);
   });
 }
 
 tfl_status c_all_gather(const void* send, void* recv, size_t count, int dtype, tfl_comm comm,
                         tfl_stream stream) {
   return issue("tfl_all_gather", comm, stream, dtype, 0, false, [&](Comm* c, int t, int, void* s) {
-    return g_nccl.AllGather(send, recv, count, t, c->nccl, s);
+    return g_nccl.AllGather(send, recv, count, t, c->sdk, s);
   });
 }
 
@@ -368,7 +332,7 @@ tfl_status c_reduce_scatter(const void* send, void* recv, size_t count, int dtyp
                             tfl_comm comm, tfl_stream stream) {
   return issue("tfl_reduce_scatter", comm, stream, dtype, op, true,
                [&](Comm* c, int t, int o, void* s) {
-                 return g_nccl.ReduceScatter(send, recv, count, t, o, c->nccl, s);
+                 return g_nccl.ReduceScatter(send, recv, count, t, o, c->sdk, s);
                });
 }
 
@@ -379,9 +343,9 @@ tfl_status c_all_to_all(const void* send, void* recv, size_t count, int dtype, t
     const size_t bytes = count * torch_fl::kit::dtype_bytes(dtype);
     ncclResult_t r = g_nccl.GroupStart();
     for (int p = 0; p < c->nranks && r == kNcclSuccess; ++p) {
-      r = g_nccl.Send(static_cast<const char*>(send) + p * bytes, count, t, p, c->nccl, s);
+      r = g_nccl.Send(static_cast<const char*>(send) + p * bytes, count, t, p, c->sdk, s);
       if (r == kNcclSuccess) {
-        r = g_nccl.Recv(static_cast<char*>(recv) + p * bytes, count, t, p, c->nccl, s);
+        r = g_nccl.Recv(static_cast<char*>(recv) + p * bytes, count, t, p, c->sdk, s);
       }
     }
     const ncclResult_t end = g_nccl.GroupEnd();
@@ -392,13 +356,13 @@ tfl_status c_all_to_all(const void* send, void* recv, size_t count, int dtype, t
 tfl_status c_send(const void* buf, size_t count, int dtype, int peer, tfl_comm comm,
                   tfl_stream stream) {
   return issue("tfl_send", comm, stream, dtype, 0, false, [&](Comm* c, int t, int, void* s) {
-    return g_nccl.Send(buf, count, t, peer, c->nccl, s);
+    return g_nccl.Send(buf, count, t, peer, c->sdk, s);
   });
 }
 
 tfl_status c_recv(void* buf, size_t count, int dtype, int peer, tfl_comm comm, tfl_stream stream) {
   return issue("tfl_recv", comm, stream, dtype, 0, false, [&](Comm* c, int t, int, void* s) {
-    return g_nccl.Recv(buf, count, t, peer, c->nccl, s);
+    return g_nccl.Recv(buf, count, t, peer, c->sdk, s);
   });
 }
 

@@ -23,7 +23,6 @@
 
 namespace {
 
-using torch_fl::kit::thread_error;
 
 torch_fl::kit::AttachedRuntime g_runtime;
 
@@ -37,21 +36,9 @@ tfl_status fail(tfl_status status, const char* format, ...) {
   return torch_fl::kit::fail(status, buffer);
 }
 
-struct Comm {
-  HcclComm hccl = nullptr;
-  int rank = 0;
-  int nranks = 0;
-  int device = 0;
-  std::atomic<bool> aborted{false};
-  std::mutex mutex;
-  std::atomic<int> first_error{TFL_OK};
-  std::string first_message;  // written once, before first_error is published
-};
+using Comm = torch_fl::kit::CommRecord<HcclComm>;
 
-std::string who(const Comm* c) {
-  return "rank " + std::to_string(c->rank) + " of " + std::to_string(c->nranks) +
-         " (flagos:" + std::to_string(c->device) + ", HCCL)";
-}
+std::string who(const Comm* c) { return c->who(); }
 
 tfl_status status_of(HcclResult r) {
   switch (r) {
@@ -84,16 +71,8 @@ tfl_status hccl_fail(HcclResult r, const char* fn, const Comm* c) {
 
 tfl_status usable(const char* fn, tfl_comm handle, Comm** out) {
   if (tfl_status st = g_runtime.require(fn); st != TFL_OK) return st;
-  if (handle == nullptr) return fail(TFL_ERROR_INVALID_HANDLE, "%s: communicator is NULL", fn);
-  Comm* c = reinterpret_cast<Comm*>(handle);
-  if (c->aborted.load()) return fail(TFL_ERROR_ABORTED, "%s: %s was aborted", fn, who(c).c_str());
-  const int first = c->first_error.load();
-  if (first != TFL_OK) {
-    return fail(static_cast<tfl_status>(first), "%s: %s failed earlier: %s", fn, who(c).c_str(),
-                c->first_message.c_str());
-  }
-  *out = c;
-  return TFL_OK;
+  if (tfl_status st = torch_fl::kit::comm_record(fn, handle, out); st != TFL_OK) return st;
+  return (*out)->usable(fn);
 }
 
 // HCCL's type and reduction for a tfl pair.
@@ -154,7 +133,7 @@ const char* name_of(Op::Kind k) {
 }
 
 HcclResult call(const Op& o) {
-  HcclComm h = o.comm->hccl;
+  HcclComm h = o.comm->sdk;
   auto* s = static_cast<aclrtStream>(o.stream);
   void* send = const_cast<void*>(o.send_buf);
   switch (o.kind) {
@@ -212,7 +191,7 @@ tfl_status issue_all(const std::vector<Op>& ops) {
                        p.type, static_cast<uint32_t>(p.peer)});
     }
     const HcclResult r = HcclBatchSendRecv(items.data(), static_cast<uint32_t>(items.size()),
-                                           o.comm->hccl, static_cast<aclrtStream>(o.stream));
+                                           o.comm->sdk, static_cast<aclrtStream>(o.stream));
     if (r != HCCL_SUCCESS) return hccl_fail(r, "HcclBatchSendRecv", o.comm);
     i = j;
   }
@@ -283,13 +262,14 @@ tfl_status c_comm_init(
   HcclRootInfo root;
   std::memcpy(root.internal, id->bytes, sizeof(root.internal));
   auto* c = new Comm();
+  c->library = "HCCL";
   c->rank = rank;
   c->nranks = nranks;
   c->device = device;
   // HcclCommInitRootInfo makes the communicator on the current device.
   const tfl_status st = g_runtime.on_device("tfl_comm_init", device, [&] {
     const HcclResult r = HcclCommInitRootInfo(static_cast<uint32_t>(nranks), &root,
-                                              static_cast<uint32_t>(rank), &c->hccl);
+                                              static_cast<uint32_t>(rank), &c->sdk);
     return r == HCCL_SUCCESS ? TFL_OK : hccl_fail(r, "tfl_comm_init (HcclCommInitRootInfo)", c);
   });
   if (st != TFL_OK) {
@@ -303,7 +283,7 @@ tfl_status c_comm_init(
 tfl_status c_comm_destroy(tfl_comm handle) {
   if (handle == nullptr) return fail(TFL_ERROR_INVALID_HANDLE, "tfl_comm_destroy: NULL");
   Comm* c = reinterpret_cast<Comm*>(handle);
-  const HcclResult r = c->aborted.load() ? HCCL_SUCCESS : HcclCommDestroy(c->hccl);
+  const HcclResult r = c->aborted.load() ? HCCL_SUCCESS : HcclCommDestroy(c->sdk);
   const tfl_status st = r == HCCL_SUCCESS ? TFL_OK : hccl_fail(r, "tfl_comm_destroy", c);
   delete c;
   return st;
@@ -313,46 +293,34 @@ tfl_status c_comm_abort(tfl_comm handle) {
   if (handle == nullptr) return fail(TFL_ERROR_INVALID_HANDLE, "tfl_comm_abort: NULL");
   Comm* c = reinterpret_cast<Comm*>(handle);
   if (c->aborted.exchange(true)) return TFL_OK;
-  const HcclResult r = HcclCommDestroy(c->hccl);
+  const HcclResult r = HcclCommDestroy(c->sdk);
   return r == HCCL_SUCCESS ? TFL_OK : hccl_fail(r, "tfl_comm_abort (HcclCommDestroy)", c);
 }
 
 tfl_status c_comm_async_error(tfl_comm handle, tfl_status* error) {
-  if (handle == nullptr || error == nullptr) {
-    return fail(TFL_ERROR_INVALID_VALUE, "tfl_comm_async_error: NULL argument");
+  Comm* c = nullptr;
+  if (tfl_status st = torch_fl::kit::comm_record("tfl_comm_async_error", handle, &c);
+      st != TFL_OK) {
+    return st;
   }
-  Comm* c = reinterpret_cast<Comm*>(handle);
-  if (c->aborted.load()) {
-    *error = TFL_ERROR_ABORTED;
-    fail(TFL_ERROR_ABORTED, "%s was aborted", who(c).c_str());
-    return TFL_OK;
-  }
-  if (c->first_error.load() == TFL_OK) {
+  if (error == nullptr) return fail(TFL_ERROR_INVALID_VALUE, "tfl_comm_async_error: error is NULL");
+  if (!c->aborted.load() && c->first_error.load() == TFL_OK) {
     HcclResult async = HCCL_SUCCESS;
-    const HcclResult r = HcclGetCommAsyncError(c->hccl, &async);
+    const HcclResult r = HcclGetCommAsyncError(c->sdk, &async);
     if (r != HCCL_SUCCESS) return hccl_fail(r, "tfl_comm_async_error", c);
     if (async != HCCL_SUCCESS) {
-      std::lock_guard<std::mutex> lock(c->mutex);
-      if (c->first_error.load() == TFL_OK) {
-        hccl_fail(async, "an enqueued operation", c);
-        c->first_message = thread_error();
-        c->first_error.store(status_of(async));
-      }
+      c->keep_first_failure(hccl_fail(async, "an enqueued operation", c));
     }
   }
-  const int first = c->first_error.load();
-  *error = static_cast<tfl_status>(first);
-  if (first != TFL_OK) thread_error() = c->first_message;
-  return TFL_OK;
+  return c->answer_async_error(error);
 }
 
 tfl_status c_comm_info(tfl_comm handle, int* rank, int* nranks, int* device) {
-  if (handle == nullptr) return fail(TFL_ERROR_INVALID_HANDLE, "tfl_comm_info: NULL");
-  const Comm* c = reinterpret_cast<const Comm*>(handle);
-  if (rank) *rank = c->rank;
-  if (nranks) *nranks = c->nranks;
-  if (device) *device = c->device;
-  return TFL_OK;
+  Comm* c = nullptr;
+  if (tfl_status st = torch_fl::kit::comm_record("tfl_comm_info", handle, &c); st != TFL_OK) {
+    return st;
+  }
+  return c->info(rank, nranks, device);
 }
 
 tfl_status c_all_reduce(const void* send, void* recv, size_t count, int dtype, int op,

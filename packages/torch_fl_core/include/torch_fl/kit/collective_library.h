@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <mutex>
 #include <string>
 
 namespace torch_fl::kit {
@@ -71,6 +72,78 @@ class AttachedRuntime {
  private:
   std::atomic<const tfl_runtime_v1*> runtime_{nullptr};
 };
+
+// One rank's communicator as a collective library keeps it beside its SDK's
+// handle: who it is (for messages), whether it was aborted, and the first
+// failure of its queued work, which fails every later operation at once.
+// `Handle` is the SDK's communicator type (ncclComm_t, HcclComm).
+template <class Handle>
+struct CommRecord {
+  Handle sdk{};
+  int rank = 0;
+  int nranks = 0;
+  int device = 0;
+  const char* library = "";  // "NCCL", "HCCL"
+  std::atomic<bool> aborted{false};
+  std::mutex mutex;
+  std::atomic<int> first_error{TFL_OK};
+  std::string first_message;  // written once, before first_error is published
+
+  // "rank 0 of 2 (flagos:0, HCCL)".
+  std::string who() const {
+    return "rank " + std::to_string(rank) + " of " + std::to_string(nranks) +
+           " (flagos:" + std::to_string(device) + ", " + library + ")";
+  }
+
+  // An operation may run: TFL_OK, or the abort or the earlier failure, worded for `fn`.
+  tfl_status usable(const char* fn) const {
+    if (aborted.load())
+      return fail(TFL_ERROR_ABORTED, std::string(fn) + ": " + who() + " was aborted");
+    const int first = first_error.load();
+    if (first == TFL_OK) return TFL_OK;
+    return fail(static_cast<tfl_status>(first),
+                std::string(fn) + ": " + who() + " failed earlier: " + first_message);
+  }
+
+  // Keeps `status` (this thread's last error its message) as the first failure, once.
+  void keep_first_failure(tfl_status status) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (first_error.load() != TFL_OK) return;
+    first_message = thread_error();
+    first_error.store(status);
+  }
+
+  // comm_async_error's answer from what is kept (the SDK asked before, by the caller).
+  tfl_status answer_async_error(tfl_status* error) const {
+    if (aborted.load()) {
+      *error = TFL_ERROR_ABORTED;
+      fail(TFL_ERROR_ABORTED, who() + " was aborted");
+      return TFL_OK;
+    }
+    const int first = first_error.load();
+    *error = static_cast<tfl_status>(first);
+    if (first != TFL_OK) thread_error() = first_message;
+    return TFL_OK;
+  }
+
+  // comm_info (any out-parameter may be NULL).
+  tfl_status info(int* out_rank, int* out_nranks, int* out_device) const {
+    if (out_rank) *out_rank = rank;
+    if (out_nranks) *out_nranks = nranks;
+    if (out_device) *out_device = device;
+    return TFL_OK;
+  }
+};
+
+// The record behind a tfl_comm, or TFL_ERROR_INVALID_HANDLE naming `fn`.
+template <class Record>
+tfl_status comm_record(const char* fn, tfl_comm handle, Record** out) {
+  if (handle == nullptr) {
+    return fail(TFL_ERROR_INVALID_HANDLE, std::string(fn) + ": communicator is NULL");
+  }
+  *out = reinterpret_cast<Record*>(handle);
+  return TFL_OK;
+}
 
 // collective.h's bool is one byte of 0 or 1 reduced logically; an SDK without
 // bool reduces it as unsigned bytes: "or" (SUM, MAX) is MAX, "and" (PROD,
