@@ -24,5 +24,9 @@ class GcuVendor(NativeVendor):
     triton_backends = ("enflame",)
     triton_label = "'enflame'"
 
+    def collective_library(self) -> tuple[str, str | None]:
+        # Reported by the vendor tier (FLAGOS_LOG=dist): groups run gloo on pinned host copies.
+        return "eccl", "torch-fl-gcu has no collective library over ECCL yet (docs/gcu.md)"
+
 
 vendor = GcuVendor()
