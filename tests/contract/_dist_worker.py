@@ -222,6 +222,16 @@ def scenario_collectives(
     close(recv_a, data(prv))
     close(recv_b, data(nxt) * 2)
 
+    # The coalescing manager with a device (start/end on the backend), on device libraries.
+    if choice.name == "vendor":
+        a, b = data(rank).to(dev), data(rank, n=3).to(dev)
+        with dist._coalescing_manager(device=dev, async_ops=True) as cm:
+            dist.all_reduce(a)
+            dist.all_reduce(b)
+        cm.wait()
+        close(a, sum(data(r) for r in ranks))
+        close(b, sum(data(r, n=3) for r in ranks))
+
     # Coalesced all-reduce (deprecated API, what older DDP paths use) and DDP's broadcast.
     a, b = data(rank).to(dev), data(rank, n=3).to(dev)
     dist.all_reduce_coalesced([a, b])

@@ -196,6 +196,29 @@ def test_two_thread_ranks(library):
 
 
 @pytest.mark.multidevice
+def test_coalescing_completes_after_every_operation(library):
+    # dist._coalescing_manager(device=...): start, operations as they come, one work at the end.
+    _two_devices()
+    groups = _groups(2)
+
+    def body(rank: int):
+        dev = torch.device("flagos", rank)
+        a = torch.full((1 << 16,), float(rank + 1), device=dev)
+        b = torch.full((3,), float(rank + 10), device=dev)
+        g = groups[rank]
+        g._start_coalescing(dev)
+        g.allreduce([a])
+        g.allreduce([b])
+        work = g._end_coalescing(dev)
+        work.wait()
+        return a.cpu(), b.cpu(), work.get_future().wait()
+
+    for a, b, value in _on_ranks(2, body):
+        assert torch.equal(a, torch.full((1 << 16,), 3.0)) and b.tolist() == [21.0] * 3
+        assert len(value) == 2  # the work carries every coalesced operation's tensors
+
+
+@pytest.mark.multidevice
 def test_peer_never_arrives_is_an_error_naming_the_rank(library, monkeypatch):
     # Blocking wait: Work.wait() raises within the group's timeout (and the watchdog stays off).
     _two_devices()

@@ -249,6 +249,10 @@ c10::intrusive_ptr<c10d::Work> VendorBackend::run(const char* op, c10d::OpType t
   }
   c10::Event end(kFlagos);
   end.record(stream);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (coalescing_) coalesced_.insert(coalesced_.end(), outputs.begin(), outputs.end());
+  }
   auto future = c10::make_intrusive<c10::ivalue::Future>(
       c10::ListType::create(c10::TensorType::get()),
       std::vector<c10::Device>{c10::Device(kFlagos, device)});
@@ -260,6 +264,44 @@ c10::intrusive_ptr<c10d::Work> VendorBackend::run(const char* op, c10d::OpType t
   }
   return c10::make_intrusive<VendorWork>(keep, rank_, type, op, std::move(outputs), std::move(end),
                                          std::move(future));
+}
+
+void VendorBackend::startCoalescing() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  TORCH_CHECK(!coalescing_, "flagos vendor backend: startCoalescing while coalescing already");
+  coalescing_ = true;
+  coalesced_.clear();
+}
+
+c10::intrusive_ptr<c10d::Work> VendorBackend::endCoalescing() {
+  std::vector<at::Tensor> outputs;
+  std::shared_ptr<Communicator> comm;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    TORCH_CHECK(coalescing_, "flagos vendor backend: endCoalescing without startCoalescing");
+    coalescing_ = false;
+    outputs.swap(coalesced_);
+    comm = comm_;
+  }
+  if (!comm) {
+    // Nothing was issued: a work that is already done.
+    auto future =
+        c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+    future->markCompleted(c10::IValue(std::vector<at::Tensor>{}));
+    return c10d::Work::create_from_future(future);
+  }
+  const c10::Stream& stream = comm->stream();
+  c10::Event end(kFlagos);
+  end.record(stream);
+  auto future = c10::make_intrusive<c10::ivalue::Future>(
+      c10::ListType::create(c10::TensorType::get()),
+      std::vector<c10::Device>{c10::Device(kFlagos, comm->device())});
+  {
+    c10::StreamGuard guard(stream);
+    future->markCompleted(c10::IValue(outputs));
+  }
+  return c10::make_intrusive<VendorWork>(comm, rank_, c10d::OpType::COALESCED, "coalesced",
+                                         std::move(outputs), std::move(end), std::move(future));
 }
 
 c10::intrusive_ptr<c10d::Work> VendorBackend::broadcast(std::vector<at::Tensor>& tensors,

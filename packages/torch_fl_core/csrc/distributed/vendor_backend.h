@@ -32,6 +32,12 @@ class VendorBackend : public c10d::Backend {
 
   const std::string getBackendName() const override { return "flagos-vendor"; }
   void eagerConnectSingleDevice(at::Device device) override;
+  // dist._coalescing_manager(device=...): the operations issued in between are enqueued as
+  // they come (in order, on the communicator's stream), and endCoalescing's work completes
+  // after all of them.
+  bool supportsCoalescing() const override { return true; }
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override;
@@ -109,6 +115,8 @@ class VendorBackend : public c10d::Backend {
   std::mutex mutex_;
   std::shared_ptr<Communicator> comm_;
   std::atomic<uint64_t> library_calls_{0};
+  bool coalescing_ = false;  // guarded by mutex_
+  std::vector<at::Tensor> coalesced_;
 };
 
 }  // namespace torch_fl::distributed
