@@ -232,6 +232,14 @@ def scenario_collectives(
         close(a, sum(data(r) for r in ranks))
         close(b, sum(data(r, n=3) for r in ranks))
 
+        # Functional collectives reach the group's C++ side directly.
+        import torch.distributed._functional_collectives as fc
+
+        summed = fc.all_reduce(data(rank).to(dev), "sum", dist.group.WORLD)
+        close(summed, sum(data(r) for r in ranks))
+        gathered = fc.all_gather_tensor(data(rank).to(dev), 0, dist.group.WORLD)
+        close(gathered, torch.cat([data(r) for r in ranks]))
+
     # Coalesced all-reduce (deprecated API, what older DDP paths use) and DDP's broadcast.
     a, b = data(rank).to(dev), data(rank, n=3).to(dev)
     dist.all_reduce_coalesced([a, b])
