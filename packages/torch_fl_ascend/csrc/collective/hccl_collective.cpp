@@ -23,7 +23,6 @@
 
 namespace {
 
-
 torch_fl::kit::AttachedRuntime g_runtime;
 
 tfl_status fail(tfl_status status, const char* format, ...) __attribute__((format(printf, 2, 3)));
