@@ -376,14 +376,20 @@ def test_threads_capture_their_own_graphs(capturing):
     import threading
 
     errors: list[str] = []
+    # torch.flagos.graph, as torch.cuda.graph, synchronizes the device on entry, and CUDA refuses
+    # a device-wide wait while another thread's stream captures (it would wait for that stream;
+    # the H200 answered cudaErrorStreamCaptureUnsupported and invalidated the other capture):
+    # the captures take turns, the graphs are each thread's own and replay concurrently.
+    capture_turn = threading.Lock()
 
     def work(k: int) -> None:
         try:
             x = torch.full((64,), float(k), device="flagos")
             g = torch.flagos.Graph()
             side = torch.flagos.Stream()
-            with torch.flagos.graph(g, stream=side, capture_error_mode="thread_local"):
-                y = x * 2 + 1
+            with capture_turn:
+                with torch.flagos.graph(g, stream=side, capture_error_mode="thread_local"):
+                    y = x * 2 + 1
             for _ in range(3):
                 g.replay()
             assert y.cpu().eq(2 * k + 1).all()

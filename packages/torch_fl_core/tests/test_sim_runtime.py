@@ -1135,12 +1135,22 @@ def _on_thread(fn) -> list:
 
 def test_capture_modes_decide_which_threads_are_refused(capturing) -> None:
     rt, s = capturing
-    # THREAD_LOCAL: another thread may synchronize the device, the capturing one may not.
+    # THREAD_LOCAL: another thread may make unsafe calls (host_malloc), the capturing one may not.
     rt.check(rt.t.graph_capture_begin(s, MODE_THREAD_LOCAL))
-    assert _on_thread(rt.t.device_synchronize) == [OK]
+    p = c_void_p()
+    assert _on_thread(lambda: rt.t.host_malloc(byref(p), 8)) == [OK]
+    rt.check(rt.t.host_free(p))
     assert rt.capture_status(s) == CAPTURE_ACTIVE
-    assert rt.t.device_synchronize() == CAPTURE
+    assert rt.t.host_malloc(byref(c_void_p()), 8) == CAPTURE
     assert "TFL_CAPTURE_MODE_THREAD_LOCAL" in rt.error()
+    assert rt.capture_end(s)[0] == CAPTURE
+
+    # device_synchronize waits for the capturing stream: refused from any thread in any mode, and
+    # the capture is invalidated (the H200's CUDA does the same: cudaErrorStreamCaptureUnsupported
+    # in the other thread, cudaErrorStreamCaptureInvalidated in the capturing one).
+    rt.check(rt.t.graph_capture_begin(s, MODE_THREAD_LOCAL))
+    assert _on_thread(rt.t.device_synchronize) == [CAPTURE]
+    assert rt.capture_status(s) == CAPTURE_INVALIDATED
     assert rt.capture_end(s)[0] == CAPTURE
 
     # GLOBAL: every thread is refused.
@@ -1149,14 +1159,15 @@ def test_capture_modes_decide_which_threads_are_refused(capturing) -> None:
     assert rt.capture_status(s) == CAPTURE_INVALIDATED
     assert rt.capture_end(s)[0] == CAPTURE
 
-    # RELAXED: unsafe calls are allowed anywhere, the capturing stream itself still cannot be
-    # synchronized (its work is recorded, not run).
+    # RELAXED: unsafe calls are allowed anywhere; what waits for the capturing stream still cannot.
     rt.check(rt.t.graph_capture_begin(s, MODE_RELAXED))
-    rt.check(rt.t.device_synchronize())
     p = rt.host_malloc(8)
     rt.check(rt.t.host_free(p))
     assert rt.capture_status(s) == CAPTURE_ACTIVE
     assert rt.t.stream_synchronize(s) == CAPTURE
+    assert rt.capture_end(s)[0] == CAPTURE
+    rt.check(rt.t.graph_capture_begin(s, MODE_RELAXED))
+    assert rt.t.device_synchronize() == CAPTURE
     assert rt.capture_end(s)[0] == CAPTURE
 
 

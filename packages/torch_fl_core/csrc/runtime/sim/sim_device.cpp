@@ -65,7 +65,7 @@ tfl_status sim_device_synchronize() {
     int device;
     tfl_status st = checked_current_device("tfl_device_synchronize", &device);
     if (st != TFL_OK) return st;
-    if ((st = check_unsafe_call("tfl_device_synchronize", device)) != TFL_OK) return st;
+    if ((st = check_device_wait("tfl_device_synchronize", device)) != TFL_OK) return st;
     synchronize_device_streams(device);
     return TFL_OK;
   });

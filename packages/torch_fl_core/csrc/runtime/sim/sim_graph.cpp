@@ -195,6 +195,26 @@ tfl_status check_unsafe_call(const char* fn, int device) {
   return result;
 }
 
+tfl_status check_device_wait(const char* fn, int device) {
+  if (!any_capture()) return TFL_OK;
+  GraphState& st = state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  tfl_status result = TFL_OK;
+  for (auto& [stream, c] : st.captures) {
+    if (c->stream->device() != device) continue;
+    const std::string what = format(
+        "%s: would wait for stream %p, which captures a graph on flagos sim device %d (its work "
+        "is recorded, not run): not allowed in any capture mode, from any thread",
+        fn, handle_of(*c), device);
+    if (result == TFL_OK) {
+      result = forbid(*c, what);
+    } else {
+      invalidate(*c, what);
+    }
+  }
+  return result;
+}
+
 tfl_status check_stream_call_slow(const char* fn, Stream& stream) {
   GraphState& st = state();
   std::lock_guard<std::mutex> lock(st.mutex);

@@ -43,10 +43,14 @@ bool record_if_capturing(const char* fn, Stream& stream, const Work& work, tfl_s
 }
 
 // TFL_ERROR_CAPTURE, invalidating them, where a capture forbids call `fn`
-// that waits for a device's work (device_synchronize, memcpy) or may (as in
+// that waits for a device's work (a synchronous memcpy) or may (as in
 // CUDA) synchronize the process (host_malloc): every capture of `device` (-1:
 // of any device) whose mode reaches the calling thread. Else TFL_OK.
 tfl_status check_unsafe_call(const char* fn, int device);
+// device_synchronize waits for every stream of `device`, a capturing one included, whatever
+// the capture's mode and thread: as CUDA's cudaDeviceSynchronize, it is refused while any
+// stream of the device captures, and the capture is invalidated.
+tfl_status check_device_wait(const char* fn, int device);
 
 // Synchronizing, querying or destroying the capturing stream itself: its work
 // is recorded, not run, so there is nothing to wait for (every mode, as CUDA).
