@@ -207,19 +207,12 @@ tfl_status c_comm_init(tfl_comm* out, int nranks, const tfl_comm_id* id, int ran
                        uint32_t /*timeout_ms: NCCL's blocking init has none; see docs*/) {
   tfl_status st = ready("tfl_comm_init");
   if (st != TFL_OK) return st;
-  if (out == nullptr || id == nullptr) {
-    return fail(TFL_ERROR_INVALID_VALUE, "tfl_comm_init: comm or id is NULL");
-  }
-  if (nranks < 1 || rank < 0 || rank >= nranks) {
-    return fail(TFL_ERROR_INVALID_VALUE, "tfl_comm_init: rank %d of %d", rank, nranks);
+  if (tfl_status bad = torch_fl::kit::check_comm_init(out, nranks, id, rank); bad != TFL_OK) {
+    return bad;
   }
   ncclUniqueId nid;
   std::memcpy(nid.internal, id->bytes, sizeof(nid.internal));
-  auto* c = new Comm();
-  c->library = "NCCL";
-  c->rank = rank;
-  c->nranks = nranks;
-  c->device = device;
+  auto* c = torch_fl::kit::new_record<Comm>("NCCL", rank, nranks, device);
   // ncclCommInitRank makes the communicator on the current CUDA device.
   st = g_runtime.on_device("tfl_comm_init", device, [&] {
     const ncclResult_t r = g_nccl.CommInitRank(&c->sdk, nranks, nid, rank);

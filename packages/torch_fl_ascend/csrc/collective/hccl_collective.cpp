@@ -252,19 +252,12 @@ tfl_status c_comm_init(
     tfl_comm* out, int nranks, const tfl_comm_id* id, int rank, int device,
     uint32_t /*timeout_ms: HCCL takes HCCL_CONNECT_TIMEOUT / HCCL_EXEC_TIMEOUT*/) {
   if (tfl_status st = g_runtime.require("tfl_comm_init"); st != TFL_OK) return st;
-  if (out == nullptr || id == nullptr) {
-    return fail(TFL_ERROR_INVALID_VALUE, "tfl_comm_init: comm or id is NULL");
-  }
-  if (nranks < 1 || rank < 0 || rank >= nranks) {
-    return fail(TFL_ERROR_INVALID_VALUE, "tfl_comm_init: rank %d of %d", rank, nranks);
+  if (tfl_status bad = torch_fl::kit::check_comm_init(out, nranks, id, rank); bad != TFL_OK) {
+    return bad;
   }
   HcclRootInfo root;
   std::memcpy(root.internal, id->bytes, sizeof(root.internal));
-  auto* c = new Comm();
-  c->library = "HCCL";
-  c->rank = rank;
-  c->nranks = nranks;
-  c->device = device;
+  auto* c = torch_fl::kit::new_record<Comm>("HCCL", rank, nranks, device);
   // HcclCommInitRootInfo makes the communicator on the current device.
   const tfl_status st = g_runtime.on_device("tfl_comm_init", device, [&] {
     const HcclResult r = HcclCommInitRootInfo(static_cast<uint32_t>(nranks), &root,

@@ -318,40 +318,32 @@ c10::intrusive_ptr<c10d::Work> VendorBackend::broadcast(std::vector<at::Tensor>&
       });
 }
 
+c10::intrusive_ptr<c10d::Work> VendorBackend::all_reduce_each(const char* name, c10d::OpType type,
+                                                              std::vector<at::Tensor>& tensors,
+                                                              int op, bool grouped) {
+  return run(name, type, tensors, tensors, grouped, [&](Communicator& c) {
+    for (auto& t : tensors) {
+      const Flat f = flat(t, name, op);
+      reduce_call(
+          c, op, "all_reduce",
+          [&](int o) {
+            return c.table().all_reduce(f.ptr, f.ptr, f.count, f.dtype, o, c.handle(), c.native());
+          },
+          t);
+    }
+  });
+}
+
 c10::intrusive_ptr<c10d::Work> VendorBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                         const c10d::AllreduceOptions& opts) {
-  const int op = tfl_reduce_of(opts.reduceOp, "all_reduce");
-  return run("all_reduce", c10d::OpType::ALLREDUCE, tensors, tensors, tensors.size() > 1,
-             [&](Communicator& c) {
-               for (auto& t : tensors) {
-                 const Flat f = flat(t, "all_reduce", op);
-                 reduce_call(
-                     c, op, "all_reduce",
-                     [&](int o) {
-                       return c.table().all_reduce(f.ptr, f.ptr, f.count, f.dtype, o, c.handle(),
-                                                   c.native());
-                     },
-                     t);
-               }
-             });
+  return all_reduce_each("all_reduce", c10d::OpType::ALLREDUCE, tensors,
+                         tfl_reduce_of(opts.reduceOp, "all_reduce"), tensors.size() > 1);
 }
 
 c10::intrusive_ptr<c10d::Work> VendorBackend::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
-  const int op = tfl_reduce_of(opts.reduceOp, "all_reduce_coalesced");
-  return run("all_reduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors, tensors, true,
-             [&](Communicator& c) {
-               for (auto& t : tensors) {
-                 const Flat f = flat(t, "all_reduce_coalesced", op);
-                 reduce_call(
-                     c, op, "all_reduce",
-                     [&](int o) {
-                       return c.table().all_reduce(f.ptr, f.ptr, f.count, f.dtype, o, c.handle(),
-                                                   c.native());
-                     },
-                     t);
-               }
-             });
+  return all_reduce_each("all_reduce_coalesced", c10d::OpType::ALLREDUCE_COALESCED, tensors,
+                         tfl_reduce_of(opts.reduceOp, "all_reduce_coalesced"), true);
 }
 
 c10::intrusive_ptr<c10d::Work> VendorBackend::reduce(std::vector<at::Tensor>& tensors,

@@ -99,6 +99,10 @@ class VendorBackend : public c10d::Backend {
                                      const std::vector<at::Tensor>& tensors,
                                      std::vector<at::Tensor> outputs, bool grouped,
                                      const Body& body);
+  // all_reduce of each tensor in place (in one library group when `grouped`).
+  c10::intrusive_ptr<c10d::Work> all_reduce_each(const char* name, c10d::OpType type,
+                                                 std::vector<at::Tensor>& tensors, int op,
+                                                 bool grouped);
   Communicator& communicator(c10::DeviceIndex device);
   c10::DeviceIndex device_of(const char* op, const std::vector<at::Tensor>& tensors) const;
   void call(Communicator& comm, tfl_status status, const char* name);

@@ -135,6 +135,30 @@ struct CommRecord {
   }
 };
 
+// comm_init's arguments, checked as every library checks them; TFL_OK or the failure.
+inline tfl_status check_comm_init(const tfl_comm* out, int nranks, const tfl_comm_id* id,
+                                  int rank) {
+  if (out == nullptr || id == nullptr) {
+    return fail(TFL_ERROR_INVALID_VALUE, "tfl_comm_init: comm or id is NULL");
+  }
+  if (nranks < 1 || rank < 0 || rank >= nranks) {
+    return fail(TFL_ERROR_INVALID_VALUE,
+                "tfl_comm_init: rank " + std::to_string(rank) + " of " + std::to_string(nranks));
+  }
+  return TFL_OK;
+}
+
+// A new record for comm_init, its identity filled (the caller makes the SDK communicator).
+template <class Record>
+Record* new_record(const char* library, int rank, int nranks, int device) {
+  auto* r = new Record();
+  r->library = library;
+  r->rank = rank;
+  r->nranks = nranks;
+  r->device = device;
+  return r;
+}
+
 // The record behind a tfl_comm, or TFL_ERROR_INVALID_HANDLE naming `fn`.
 template <class Record>
 tfl_status comm_record(const char* fn, tfl_comm handle, Record** out) {
