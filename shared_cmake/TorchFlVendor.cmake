@@ -7,15 +7,18 @@
 #     GENERATOR_ARGS <the SDK arguments of tools/gen_kernels.py (before --out)>
 #     GENERATOR_DEPENDS <files whose change re-runs the generator (the SDK library)>
 #     SDK_JSON <key> <value> [<key> <value> ...]
-#     [COLLECTIVE_LIBRARIES <SDK targets the collective library links>])
+#     [COLLECTIVE_LIBRARIES <SDK targets the collective library links, if it links any>])
 #
 # Conventions (one package layout for every native vendor): the runtime is csrc/runtime/*.cpp
 # (SDK + runtime.h, no torch), the kernels csrc/kernels/*.cpp plus what tools/gen_kernels.py
-# writes; with COLLECTIVE_LIBRARIES, the collective library is csrc/collective/*.cpp (SDK +
-# collective.h, no torch: the `vendor` tier of torch.distributed); all install into
+# writes, the collective library csrc/collective/*.cpp (SDK + collective.h, no torch: the
+# `vendor` tier of torch.distributed); all install into
 # torch_fl_<name>/lib with the generator's kernels.json, the sdk.json
 # of SDK_JSON (where the SDK was at build time: information only, the SDK is located at run
 # time) and _torch_build.py (the torch minor the kernels are built for).
+# The collective library is built wherever csrc/collective/*.cpp exist: over the SDK's headers and
+# COLLECTIVE_LIBRARIES (ascend's HCCL), or over the kit's NCCL-style library, which opens the SDK's
+# collective library at run time and links none (gcu's ECCL).
 include_guard(GLOBAL)
 include(TorchFlModule)
 if(NOT CMAKE_BUILD_TYPE)
@@ -108,11 +111,11 @@ function(torch_fl_vendor name)
   install(TARGETS ${package}_runtime LIBRARY DESTINATION ${package}/lib)
 
   # ---- the collective table over the SDK's collective library: no torch ----
-  if(ARG_COLLECTIVE_LIBRARIES)
-    file(GLOB collective_sources CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/csrc/collective/*.cpp")
+  file(GLOB collective_sources CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/csrc/collective/*.cpp")
+  if(collective_sources)
     add_library(${package}_collective SHARED ${collective_sources})
     target_include_directories(${package}_collective PRIVATE "${core_include}")
-    target_link_libraries(${package}_collective PRIVATE ${ARG_COLLECTIVE_LIBRARIES})
+    target_link_libraries(${package}_collective PRIVATE ${ARG_COLLECTIVE_LIBRARIES} ${CMAKE_DL_LIBS})
     target_compile_features(${package}_collective PRIVATE cxx_std_17)
     torch_fl_target_defaults(${package}_collective)
     set_target_properties(${package}_collective PROPERTIES INSTALL_RPATH "${runtime_rpath}")

@@ -150,12 +150,16 @@ def test_without_the_collective_library_groups_say_why_and_run_staged_gloo(
 ):
     import torch
     import torch.distributed as dist
-    import torch_fl_ascend.vendor as ascend_vendor
+    import torch_fl
     from torch_fl import distributed as fld
 
     monkeypatch.setenv("FLAGOS_LOG", "dist")
+    vendor = torch_fl.vendor()
+    library = vendor.library
     monkeypatch.setattr(
-        ascend_vendor, "COLLECTIVE_LIBRARY", ascend_vendor.COLLECTIVE_LIBRARY.with_name("gone.so")
+        vendor,
+        "library",
+        lambda role: library(role).with_name("gone.so") if role == "collective" else library(role),
     )
     choice = fld.choose()
     assert choice.name == "gloo-staged", choice.describe()

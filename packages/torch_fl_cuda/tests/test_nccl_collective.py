@@ -115,8 +115,9 @@ def test_one_rank_group_through_the_seat():
     bc = torch.full((7,), 5.0, device=dev)
     pg.broadcast([bc]).wait()
     assert bc.cpu().tolist() == [5.0] * 7
-    pg.barrier().wait()
-    assert _C._vendor_backend_library_calls(pg._inner.device) >= 8
+    pg.barrier().wait()  # no device named: a host barrier, as on ProcessGroupNCCL without one
+    # One library call for each of the seven device operations above.
+    assert _C._vendor_backend_library_calls(pg._inner.device) == 7
     assert fld.staged_bytes() == staged
 
 

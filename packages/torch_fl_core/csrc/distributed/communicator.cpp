@@ -72,11 +72,21 @@ void Communicator::check(tfl_status status, const char* call) const {
 }
 
 std::string Communicator::async_error() const {
+  std::string stall;
+  {
+    std::lock_guard<std::mutex> lock(stall_mutex_);
+    stall = stall_;
+  }
   tfl_status error = TFL_OK;
   const tfl_status st = table().comm_async_error(comm_, &error);
-  if (st != TFL_OK) return library_.describe(st, "comm_async_error");
-  if (error == TFL_OK) return "";
-  return library_.describe(error, "an enqueued operation");
+  std::string reported;
+  if (st != TFL_OK) {
+    reported = library_.describe(st, "comm_async_error");
+  } else if (error != TFL_OK) {
+    reported = library_.describe(error, "an enqueued operation");
+  }
+  if (stall.empty()) return reported;
+  return reported.empty() ? stall : stall + " (" + reported + ")";
 }
 
 void Communicator::check_async() const {
@@ -89,15 +99,47 @@ void Communicator::abort() {
 }
 
 void Communicator::start_watchdog() {
-  if (blocking_wait_requested() || !teardown_on_async_error()) return;
+  teardown_ = !blocking_wait_requested() && teardown_on_async_error();
   watchdog_ = std::thread([this] { watch(); });
+}
+
+Communicator::InLibrary::InLibrary(Communicator& comm, const char* op) : comm_(comm) {
+  if (comm_.in_library_.fetch_add(1) == 0) {
+    comm_.in_library_op_.store(op);
+    comm_.in_library_since_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count());
+  }
+}
+
+Communicator::InLibrary::~InLibrary() {
+  if (comm_.in_library_.fetch_sub(1) == 1) comm_.in_library_since_ns_.store(0);
+}
+
+void Communicator::abort_stalled_call(std::unique_lock<std::mutex>& lock) {
+  const int64_t since = in_library_since_ns_.load();
+  if (since == 0 || timeout_.count() <= 0 || aborted_.load()) return;
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  const auto in_flight = std::chrono::duration_cast<std::chrono::milliseconds>(
+      now - std::chrono::steady_clock::duration(since));
+  if (in_flight <= timeout_) return;
+  const char* op = in_library_op_.load();
+  {
+    std::lock_guard<std::mutex> stall_lock(stall_mutex_);
+    stall_ = std::string(op ? op : "an operation") + " did not return from the library within " +
+             std::to_string(timeout_.count()) +
+             " ms (the group's timeout): a peer never arrived; the communicator is aborted";
+  }
+  lock.unlock();
+  abort();  // ends the call's waits here and at the peers
+  lock.lock();
 }
 
 void Communicator::watch() {
   std::unique_lock<std::mutex> lock(watch_mutex_);
   while (!stopping_) {
     watch_cv_.wait_for(lock, std::chrono::milliseconds(100));
-    if (stopping_ || aborted_.load()) continue;
+    if (stopping_) continue;
+    abort_stalled_call(lock);
+    if (!teardown_ || aborted_.load()) continue;
     const std::string error = async_error();
     if (error.empty()) continue;
     // As ProcessGroupNCCL's watchdog: results of the failed operation are

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -58,11 +59,30 @@ class Communicator {
 
   // Starts the thread that, as ProcessGroupNCCL's watchdog does, takes the
   // process down once the library reports an asynchronous failure (unless
-  // blocking wait or TORCH_NCCL_ASYNC_ERROR_HANDLING=0 asked otherwise).
+  // blocking wait or TORCH_NCCL_ASYNC_ERROR_HANDLING=0 asked otherwise), and
+  // aborts the communicator when a library call stalls (InLibrary).
   void start_watchdog();
+
+  // A library call in flight for operation `op`. A library whose operations
+  // run at submission (the TopsRider emulator's ECCL) or otherwise block
+  // returns only once every rank arrived: the watchdog aborts the
+  // communicator when a call has been in flight longer than the timeout, so a
+  // dead peer is an error within the timeout there too, never a hang.
+  class InLibrary {
+   public:
+    InLibrary(Communicator& comm, const char* op);
+    ~InLibrary();
+    InLibrary(const InLibrary&) = delete;
+    InLibrary& operator=(const InLibrary&) = delete;
+
+   private:
+    Communicator& comm_;
+  };
 
  private:
   void watch();
+  // Aborts the communicator once a call has been in flight too long (watch_mutex_ held).
+  void abort_stalled_call(std::unique_lock<std::mutex>& lock);
 
   const CollectiveLibrary& library_;
   tfl_comm comm_ = nullptr;
@@ -75,6 +95,12 @@ class Communicator {
   std::string where_;
   std::string vendor_;
   std::atomic<bool> aborted_{false};
+  bool teardown_ = false;  // the watchdog takes the process down on an asynchronous failure
+  std::atomic<int> in_library_{0};
+  std::atomic<int64_t> in_library_since_ns_{0};
+  std::atomic<const char*> in_library_op_{nullptr};
+  mutable std::mutex stall_mutex_;
+  std::string stall_;  // why the watchdog aborted (guarded by stall_mutex_)
   std::mutex watch_mutex_;
   std::condition_variable watch_cv_;
   bool stopping_ = false;

@@ -105,13 +105,39 @@ std::vector<at::Tensor> concat(std::vector<at::Tensor> a, const std::vector<at::
   return a;
 }
 
-// AVG through a library without it: the operations of one run() whose results are divided
-// by the group size once they were issued (after group_end in a library group).
-struct Averages {
+// Work that must wait until one run()'s operations were issued (after group_end in a library
+// group): AVG's division where the library has no AVG, the local reduction where it cannot
+// reduce a type. Each goes on the communicator's stream behind the operations.
+struct Deferred {
   bool grouped = false;
-  std::vector<at::Tensor> pending;
+  std::vector<std::function<void()>> after;
 };
-thread_local Averages* t_averages = nullptr;
+thread_local Deferred* t_deferred = nullptr;
+
+void after_issue(std::function<void()> work) {
+  if (t_deferred != nullptr && t_deferred->grouped) {
+    t_deferred->after.push_back(std::move(work));
+  } else {
+    work();
+  }
+}
+
+// The rows of `gathered` (one per rank, in rank order) reduced with `op`, in `type`.
+at::Tensor reduce_rows(const at::Tensor& gathered, int op, int64_t ranks) {
+  const at::ScalarType type = gathered.scalar_type();
+  switch (op) {
+    case TFL_REDUCE_SUM:
+      return at::sum(gathered, {0}, false, type);
+    case TFL_REDUCE_AVG:
+      return at::sum(gathered, {0}, false, type).div_(ranks);
+    case TFL_REDUCE_PROD:
+      return at::prod(gathered, 0, false, type);
+    case TFL_REDUCE_MIN:
+      return at::amin(gathered, {0});
+    default:
+      return at::amax(gathered, {0});
+  }
+}
 
 char* byte_at(void* base, int64_t elements, const at::Tensor& t) {
   return static_cast<char*>(base) + elements * static_cast<int64_t>(t.element_size());
@@ -139,23 +165,46 @@ void VendorBackend::call(Communicator& comm, tfl_status status, const char* name
 
 void VendorBackend::reduce_call(Communicator& comm, int op, const char* name,
                                 const std::function<tfl_status(int)>& issue,
-                                const at::Tensor& result, bool holds_result) {
-  const tfl_status status = issue(op);
+                                const at::Tensor& result, bool holds_result,
+                                const at::Tensor& input, int64_t keep_from) {
+  tfl_status status = issue(op);
   const auto type = result.scalar_type();
-  if (status != TFL_ERROR_NOT_SUPPORTED || op != TFL_REDUCE_AVG ||
-      !(at::isFloatingType(type) || at::isComplexType(type))) {
+  if (status == TFL_ERROR_NOT_SUPPORTED && op == TFL_REDUCE_AVG &&
+      (at::isFloatingType(type) || at::isComplexType(type))) {
+    // The library has no AVG (HCCL): the sum, then divided by the group size on the
+    // communicator's stream, after the operation was issued.
+    status = issue(TFL_REDUCE_SUM);
+    if (status != TFL_ERROR_NOT_SUPPORTED) {
+      call(comm, status, name);
+      if (holds_result) {
+        at::Tensor r = result;
+        const int64_t ranks = size_;
+        after_issue([r, ranks]() mutable { r.div_(ranks); });
+      }
+      return;
+    }
+  }
+  if (status != TFL_ERROR_NOT_SUPPORTED || !input.defined()) {
     call(comm, status, name);
     return;
   }
-  // The library has no AVG (HCCL): the sum, then divided by the group size on the
-  // communicator's stream, after the operation was issued.
-  call(comm, issue(TFL_REDUCE_SUM), name);
+  // The library cannot reduce this type (ECCL's 64-bit types): every rank's input all-gathered
+  // as bytes, then reduced here in rank order, on the communicator's stream. No host copy.
+  const at::Tensor source = input.is_contiguous() ? input : input.contiguous();
+  const int64_t n = source.numel();
+  at::Tensor gathered = at::empty({size_, n}, source.options());
+  call(comm,
+       comm.table().all_gather(source.data_ptr(), gathered.data_ptr(),
+                               static_cast<size_t>(n) * source.element_size(), TFL_DTYPE_U8,
+                               comm.handle(), comm.native()),
+       "all_gather");
   if (!holds_result) return;
-  if (t_averages != nullptr && t_averages->grouped) {
-    t_averages->pending.push_back(result);
-  } else {
-    result.div_(size_);
-  }
+  at::Tensor r = result;
+  const int64_t ranks = size_;
+  after_issue([r, gathered, op, ranks, keep_from]() mutable {
+    const at::Tensor whole = reduce_rows(gathered, op, ranks);
+    r.copy_(whole.narrow(0, keep_from, r.numel()).view(r.sizes()));
+  });
 }
 
 Communicator& VendorBackend::communicator(c10::DeviceIndex device) {
@@ -227,11 +276,12 @@ c10::intrusive_ptr<c10d::Work> VendorBackend::run(const char* op, c10d::OpType t
   for (const auto& t : tensors) impl.recordDataPtrOnStream(t.storage().data_ptr(), stream);
   {
     c10::StreamGuard guard(stream);  // temporaries and copies of `body` go on that stream
-    Averages averages;
-    averages.grouped = grouped;
-    Averages* const outer = t_averages;
-    t_averages = &averages;
+    Deferred deferred;
+    deferred.grouped = grouped;
+    Deferred* const outer = t_deferred;
+    t_deferred = &deferred;
     try {
+      const Communicator::InLibrary in_library(comm, op);
       if (grouped) call(comm, comm.table().group_start(), "group_start");
       try {
         body(comm);
@@ -241,11 +291,11 @@ c10::intrusive_ptr<c10d::Work> VendorBackend::run(const char* op, c10d::OpType t
       }
       if (grouped) call(comm, comm.table().group_end(), "group_end");
     } catch (...) {
-      t_averages = outer;
+      t_deferred = outer;
       throw;
     }
-    t_averages = outer;
-    for (auto& t : averages.pending) t.div_(size_);
+    t_deferred = outer;
+    for (auto& work : deferred.after) work();
   }
   c10::Event end(kFlagos);
   end.record(stream);
@@ -329,7 +379,7 @@ c10::intrusive_ptr<c10d::Work> VendorBackend::all_reduce_each(const char* name, 
           [&](int o) {
             return c.table().all_reduce(f.ptr, f.ptr, f.count, f.dtype, o, c.handle(), c.native());
           },
-          t);
+          t, true, t);
     }
   });
 }
@@ -360,7 +410,7 @@ c10::intrusive_ptr<c10d::Work> VendorBackend::reduce(std::vector<at::Tensor>& te
                        return c.table().reduce(f.ptr, rank_ == root ? f.ptr : nullptr, f.count,
                                                f.dtype, o, root, c.handle(), c.native());
                      },
-                     t, rank_ == root);
+                     t, rank_ == root, t);
                }
              });
 }
@@ -470,7 +520,7 @@ c10::intrusive_ptr<c10d::Work> VendorBackend::_reduce_scatter_base(
                      return c.table().reduce_scatter(in.ptr, out.ptr, out.count, out.dtype, o,
                                                      c.handle(), c.native());
                    },
-                   output);
+                   output, true, input, rank_ * output.numel());
              });
 }
 
@@ -495,7 +545,7 @@ c10::intrusive_ptr<c10d::Work> VendorBackend::reduce_scatter_tensor_coalesced(
                        return c.table().reduce_scatter(in.ptr, out.ptr, out.count, out.dtype, o,
                                                        c.handle(), c.native());
                      },
-                     outputs[i]);
+                     outputs[i], true, inputs[i], rank_ * outputs[i].numel());
                }
              });
 }
@@ -526,7 +576,7 @@ c10::intrusive_ptr<c10d::Work> VendorBackend::reduce_scatter(
                      return c.table().reduce_scatter(in.ptr, out.ptr, out.count, out.dtype, o,
                                                      c.handle(), c.native());
                    },
-                   target);
+                   target, true, packed, rank_ * target.numel());
                if (!direct) output.copy_(target.view(output.sizes()));
              });
 }

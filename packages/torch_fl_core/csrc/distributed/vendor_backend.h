@@ -106,11 +106,13 @@ class VendorBackend : public c10d::Backend {
   Communicator& communicator(c10::DeviceIndex device);
   c10::DeviceIndex device_of(const char* op, const std::vector<at::Tensor>& tensors) const;
   void call(Communicator& comm, tfl_status status, const char* name);
-  // A reduction's library call; AVG on a library without it (TFL_ERROR_NOT_SUPPORTED) is the
-  // sum, then `result` divided by the group size (where this rank `holds_result`).
+  // A reduction's library call. Where the library lacks it (TFL_ERROR_NOT_SUPPORTED): AVG is
+  // the sum, then `result` divided by the group size; a type it cannot reduce is `input`
+  // all-gathered and reduced on the device, `result` the elements from `keep_from` of that
+  // (where this rank `holds_result`).
   void reduce_call(Communicator& comm, int op, const char* name,
                    const std::function<tfl_status(int)>& issue, const at::Tensor& result,
-                   bool holds_result = true);
+                   bool holds_result, const at::Tensor& input, int64_t keep_from = 0);
 
   c10::intrusive_ptr<c10d::Store> store_;
   std::chrono::milliseconds timeout_;

@@ -2,6 +2,8 @@
 #include "tops_state.h"
 
 #include <algorithm>
+#include <memory>
+#include <vector>
 
 #include "emu_internal.h"
 
@@ -80,3 +82,29 @@ EMU_API int topsEmuInternalStreamDevice(topsStream_t stream) {
 }
 
 EMU_API int topsEmuInternalEnter(const char* name) { return S().ledger.enter(name); }
+
+EMU_API topsError_t topsEmuInternalPin(topsStream_t stream, const topsEmuRange* ranges, size_t n,
+                                       void** host, int* card, void** pin, size_t* bad) {
+  Lock lock(S().mu);
+  itopsStream_t* s = stream_of(stream);
+  if (s == nullptr) return topsErrorInvalidHandle;
+  auto held = std::make_unique<std::vector<emu_kit::AllocRef>>();
+  for (size_t i = 0; i < n; ++i) {
+    const size_t bytes = std::max<size_t>(ranges[i].bytes, 1);
+    emu_kit::AllocRef a = S().allocs.range(ranges[i].ptr, bytes);
+    char* h = resolve_on(s->device(), ranges[i].ptr, bytes);
+    if (!a || h == nullptr) {
+      *bad = i;
+      return topsErrorInvalidValue;
+    }
+    host[i] = h;
+    held->push_back(std::move(a));
+  }
+  *card = s->device();
+  *pin = held.release();
+  return topsSuccess;
+}
+
+EMU_API void topsEmuInternalUnpin(void* pin) {
+  delete static_cast<std::vector<emu_kit::AllocRef>*>(pin);
+}

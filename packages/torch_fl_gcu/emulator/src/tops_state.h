@@ -69,7 +69,7 @@ struct State {
   emu_kit::AllocationMap host_allocs;  // topsHostMalloc blocks
   emu_kit::HandleTable<itopsStream_t> streams;
   emu_kit::HandleTable<itopsEvent_t> events;
-  emu_kit::Ledger ledger{"tops", "TopsRider emulator"};
+  emu_kit::Ledger ledger{"tops|eccl", "TopsRider emulator"};  // libeccl.so counts through it too
 };
 
 // The emulated cards, from TOPS_EMU_DEVICE_COUNT / TOPS_EMU_MEMORY_MB at first use.

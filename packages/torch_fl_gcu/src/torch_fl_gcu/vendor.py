@@ -23,10 +23,8 @@ class GcuVendor(NativeVendor):
     gems_vendor = "enflame"
     triton_backends = ("enflame",)
     triton_label = "'enflame'"
-
-    def collective_library(self) -> tuple[str, str | None]:
-        # Reported by the vendor tier (FLAGOS_LOG=dist): groups run gloo on pinned host copies.
-        return "eccl", "torch-fl-gcu has no collective library over ECCL yet (docs/gcu.md)"
+    #: ECCL, through core's collective seat (lib/libtorch_fl_gcu_collective.so).
+    collective_sdk = ("eccl", "libeccl.so")
 
 
 vendor = GcuVendor()

@@ -20,6 +20,7 @@ Triton runs, and what ``python -m <package>`` prints (:meth:`NativeVendor.build_
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import types
 from pathlib import Path
@@ -58,6 +59,10 @@ class NativeVendor(Vendor):
     gems_vendor: str = ""
     triton_backends: tuple[str, ...] = ()
     triton_label: str = ""
+    #: The SDK's collective library that ``lib<package>_collective.so`` (csrc/collective, the
+    #: ``vendor`` tier of torch.distributed) runs on, as ``(name, file)``: ``("hccl",
+    #: "libhccl.so")``; None: the vendor has none.
+    collective_sdk: tuple[str, str] | None = None
 
     def __init__(self) -> None:
         self._absent = "not checked yet"
@@ -86,8 +91,20 @@ class NativeVendor(Vendor):
         return importlib.import_module(f"{self.package}.sdk")
 
     def library(self, role: str) -> Path:
-        """``lib<package>_<role>.so`` of the installed package (``role``: runtime, kernels)."""
+        """``lib<package>_<role>.so`` of the installed package (``role``: runtime, kernels,
+        collective)."""
         return self.module.library_dir() / f"lib{self.package}_{role}.so"
+
+    def _collective_sdk_file(self) -> Path | None:
+        """Where the SDK's collective library is: the directory the SDK was loaded from, else
+        where the SDK is looked for."""
+        assert self.collective_sdk is not None
+        found = self.sdk.loaded()
+        dirs = [Path(found.lib_dir)] if found else [Path(d) for d in self.sdk.search_dirs()]
+        return next(
+            (d / self.collective_sdk[1] for d in dirs if (d / self.collective_sdk[1]).is_file()),
+            None,
+        )
 
     # ---- Vendor --------------------------------------------------------------------------------
 
@@ -122,6 +139,28 @@ class NativeVendor(Vendor):
 
     def why_absent(self) -> str:
         return self._absent
+
+    def collective_library(self) -> tuple[str, str | None] | None:
+        if self.collective_sdk is None:
+            return None
+        name, file = self.collective_sdk
+        if self._collective_sdk_file() is None:
+            found = self.sdk.loaded()
+            where = found.lib_dir if found else ", ".join(str(d) for d in self.sdk.search_dirs())
+            return name, f"{file} is not in the {self.sdk.SPEC['product']} ({where})"
+        ours = self.library("collective")
+        if not ours.is_file():
+            return name, f"this {self.distribution} has no {ours.name}"
+        return name, None
+
+    def collective_library_path(self) -> str | None:
+        answer = self.collective_library()
+        if answer is None or answer[1] is not None:
+            return None
+        # The collective library finds the SDK's by its soname (DT_NEEDED, or dlopen at first
+        # use): loaded here first, from where the SDK is, as the runtime's SDK libraries are.
+        ctypes.CDLL(str(self._collective_sdk_file()), mode=ctypes.RTLD_GLOBAL)
+        return str(self.library("collective"))
 
     def activate(self) -> None:
         # The vendor's own hook, as in any vendor package: routing is imported here and in the
