@@ -418,6 +418,19 @@ def scenario_rank_hangs(rank: int, world: int, store_file: str, out: dict) -> No
     scenario_rank_dies_tail(t, out)
 
 
+def scenario_rank_never_joins(rank: int, world: int, store_file: str, out: dict) -> None:
+    # The last rank makes the group but never issues a device collective: the others' first one
+    # (which creates the communicator) fails within the group's timeout, naming it.
+    dev = init(rank, world, store_file)
+    if rank == world - 1:
+        import time
+
+        out["ok"] = True
+        time.sleep(float(os.environ["FLAGOS_TEST_HANG_S"]))
+        os._exit(0)
+    scenario_rank_dies_tail(data(rank).to(dev), out)
+
+
 def scenario_rank_dies_tail(t: torch.Tensor, out: dict) -> None:
     import time
 
@@ -786,6 +799,7 @@ SCENARIOS = {
     ),
     "rank_dies": scenario_rank_dies,
     "rank_hangs": scenario_rank_hangs,
+    "rank_never_joins": scenario_rank_never_joins,
     "mismatch": scenario_mismatch,
     "gloo_training": scenario_gloo_training,
     "gloo_cpu_only": scenario_gloo_cpu_only,

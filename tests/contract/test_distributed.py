@@ -310,6 +310,24 @@ def test_rank_hangs_mid_collective(flagos, tmp_path):
     assert 3 < reports[0]["seconds"] < 15, reports[0]
 
 
+def test_rank_never_joins(flagos, tmp_path):
+    # A library's init blocks until every rank joined (NCCL's and ECCL's have no timeout of their
+    # own): a rank that never arrives is an error within the group's timeout, not a hang.
+    env = {
+        "FLAGOS_TEST_DIST_TIMEOUT": "4",
+        "FLAGOS_TEST_HANG_S": "12",
+        "TORCH_NCCL_BLOCKING_WAIT": "1",
+    }
+    reports = launch("rank_never_joins", 2, tmp_path, env=env, deadline=90)
+    error = reports[0]["error"]
+    assert error and "flagos" in error, error
+    assert 3 < reports[0]["seconds"] < 11, reports[0]
+    from torch_fl import distributed as fld
+
+    if fld.choose().name == "vendor":
+        assert "rank(s) 1 never joined the communicator within 4000 ms" in error, error
+
+
 @neutral
 def test_mismatched_shapes(flagos, tmp_path):
     # The cross-rank check is opt-in on the nccl tier (docs/distributed.md); on gloo it is default.

@@ -139,7 +139,14 @@ void Communicator::watch() {
     watch_cv_.wait_for(lock, std::chrono::milliseconds(100));
     if (stopping_) continue;
     abort_stalled_call(lock);
-    if (!teardown_ || aborted_.load()) continue;
+    bool stalled = false;
+    {
+      std::lock_guard<std::mutex> stall_lock(stall_mutex_);
+      stalled = !stall_.empty();
+    }
+    // An abort by the caller ends the watch; one for a stalled call is that call's failure, and
+    // a collective timeout takes the process down as ProcessGroupNCCL's watchdog does.
+    if (!teardown_ || (aborted_.load() && !stalled)) continue;
     const std::string error = async_error();
     if (error.empty()) continue;
     // As ProcessGroupNCCL's watchdog: results of the failed operation are

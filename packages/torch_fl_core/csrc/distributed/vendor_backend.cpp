@@ -233,9 +233,37 @@ Communicator& VendorBackend::communicator(c10::DeviceIndex device) {
                 TFL_COMM_ID_SIZE);
     std::memcpy(id.bytes, bytes.data(), TFL_COMM_ID_SIZE);
   }
+  join_or_throw(device);
   comm_ = std::make_shared<Communicator>(library_, id, rank_, size_, device, timeout_, vendor_);
   comm_->start_watchdog();
   return *comm_;
+}
+
+void VendorBackend::join_or_throw(c10::DeviceIndex device) {
+  const std::string prefix = "flagos_vendor_comm_joined_";
+  store_->set(prefix + std::to_string(rank_), std::vector<uint8_t>{1});
+  std::vector<std::string> keys;
+  for (int r = 0; r < size_; ++r) keys.push_back(prefix + std::to_string(r));
+  try {
+    store_->wait(keys, timeout_);
+  } catch (const std::exception&) {
+    std::string missing;
+    for (int r = 0; r < size_; ++r) {
+      bool present = false;
+      try {
+        present = store_->check({keys[r]});
+      } catch (const std::exception&) {
+      }
+      if (!present) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    }
+    C10_THROW_ERROR(DistBackendError,
+                    "flagos vendor collective rank " + std::to_string(rank_) + "/" +
+                        std::to_string(size_) + " on flagos:" + std::to_string(device) +
+                        " (vendor '" + vendor_ + "', tier vendor, library " + library_.name() +
+                        "): rank(s) " + (missing.empty() ? std::string("?") : missing) +
+                        " never joined the communicator within " +
+                        std::to_string(timeout_.count()) + " ms (the group's timeout)");
+  }
 }
 
 c10::DeviceIndex VendorBackend::device_of(const char* op,

@@ -104,6 +104,10 @@ class VendorBackend : public c10d::Backend {
                                                  std::vector<at::Tensor>& tensors, int op,
                                                  bool grouped);
   Communicator& communicator(c10::DeviceIndex device);
+  // Every rank announces itself in the store before the library's init, which blocks until all
+  // ranks joined (NCCL-style ones with no timeout of their own): a rank that never arrives is a
+  // DistBackendError naming it within the group's timeout, never a hang.
+  void join_or_throw(c10::DeviceIndex device);
   c10::DeviceIndex device_of(const char* op, const std::vector<at::Tensor>& tensors) const;
   void call(Communicator& comm, tfl_status status, const char* name);
   // A reduction's library call. Where the library lacks it (TFL_ERROR_NOT_SUPPORTED): AVG is
