@@ -44,6 +44,29 @@ def _blocking_wait() -> bool:
     )
 
 
+class _AsIs:
+    """The conversion of a vendor-tier call: the library takes flagos tensors as they are."""
+
+    @staticmethod
+    def convert(structure: Any, *, read: bool = True, write: bool = False) -> Any:
+        return structure
+
+
+_AS_IS = _AsIs()
+
+
+def _first_tensor(structures: Sequence[Any]) -> torch.Tensor | None:
+    """The first tensor of a call's nested lists, without flattening them."""
+    for s in structures:
+        if isinstance(s, torch.Tensor):
+            return s
+        if isinstance(s, (list, tuple)):
+            found = _first_tensor(s)
+            if found is not None:
+                return found
+    return None
+
+
 class _AlwaysWork:
     """The inner device backend, called with ``opts.asyncOp = True`` (with blocking wait only).
 
@@ -106,6 +129,10 @@ class ProcessGroupFlagos(dist.ProcessGroup):
             torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, self._inner.cpu
         )
         self._check_shapes = shape_check.enabled(self._choice.name)
+        # Direct calls skip the Python machinery where nothing of it applies (see _run).
+        self._vendor_direct = self._choice.name == tiers.VENDOR and not (
+            self._check_shapes and size > 1
+        )
         log.log(f"group rank {rank}/{size}: {self._choice.describe()}")
 
     # ---- identity ------------------------------------------------------------------------
@@ -149,6 +176,18 @@ class ProcessGroupFlagos(dist.ProcessGroup):
         ``direct``: the call's value is the inner operation's outputs as they are; on the vendor
         tier its work is then returned unwrapped (see below).
         """
+        if direct and post is None and self._vendor_direct:
+            # The vendor tier with flagos tensors: core's C++ backend as it is (it checks that
+            # every tensor is on its one flagos device, and its errors and works name op, device,
+            # vendor, tier and rank), without the per-call conversion and wrapping below.
+            first = _first_tensor(structures)
+            if first is not None and first.device.type == "flagos":
+                try:
+                    works = body(self._inner.device, _AS_IS)
+                except Exception as exc:
+                    raise _rewrap(exc, self._where(op, "flagos", [first])) from exc
+                if isinstance(works, dist.Work):
+                    return works
         kind = device_kind(op, *structures)
 
         def where() -> str:  # worded only where a message or a wrapper needs it
