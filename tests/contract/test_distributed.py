@@ -206,6 +206,44 @@ def test_one_rank_group_ops(flagos, tier):
     assert pg.name() == "flagos" and pg._get_backend_name() == "flagos"
 
 
+def test_vendor_tier_one_rank_operations(flagos):
+    # Every operation core's backend issues through the vendor's collective library, on a
+    # one-rank group: results, one library call per operation, no byte staged through host
+    # memory; 64-bit and complex reductions too (a library that cannot reduce a type has core
+    # gather and reduce it on the device).
+    from torch_fl import _C
+    from torch_fl import distributed as fld
+
+    if fld.choose().name != "vendor":
+        pytest.skip(f"vendor {_vendor()!r} runs tier {fld.choose().name}: {fld.choose().reason}")
+    pg = _one_rank_group()
+    dev = torch.device("flagos", 0)
+    staged = fld.staged_bytes()
+    t = torch.arange(6.0, device=dev)
+    pg.allreduce([t]).wait()
+    assert t.cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    out = torch.empty(6, device=dev)
+    pg.all_gather_single(out, t * 2).wait()
+    assert out.cpu().tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+    rs = torch.empty(6, device=dev)
+    pg.reduce_scatter_single(rs, t + 1).wait()
+    assert rs.cpu().tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    a2a = torch.empty(6, device=dev)
+    pg.all_to_all_single(a2a, t - 1, [], []).wait()
+    assert a2a.cpu().tolist() == [-1.0, 0.0, 1.0, 2.0, 3.0, 4.0]
+    bc = torch.full((3,), 7.0, device=dev)
+    pg.broadcast([bc]).wait()
+    assert bc.cpu().tolist() == [7.0] * 3
+    pg.barrier().wait()  # no device named: the group's host barrier
+    assert _C._vendor_backend_library_calls(pg._inner.device) == 5
+    for dtype, value in ((torch.int64, 2**53 + 1), (torch.float64, 0.1), (torch.complex128, 1j)):
+        x = torch.full((4,), value, dtype=dtype, device=dev)
+        pg.allreduce([x]).wait()
+        assert torch.equal(x.cpu(), torch.full((4,), value, dtype=dtype)), dtype
+    assert fld.staged_bytes() == staged
+    pg.abort()
+
+
 @neutral
 def test_log_dist(flagos, monkeypatch, capsys):
     monkeypatch.setenv("FLAGOS_LOG", "dist")

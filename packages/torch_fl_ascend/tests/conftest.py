@@ -34,6 +34,7 @@ def _emulator_home() -> None:
 
 _emulator_home()
 
-from torch_fl.testing import native_vendor_fixtures  # noqa: E402
+from torch_fl.testing import native_vendor_fixtures, vendor_group_fixture  # noqa: E402
 
 ascend, emu, _no_faults_left = native_vendor_fixtures("ascend")
+group = vendor_group_fixture("ascend")  # the vendor tier, one rank

@@ -7,15 +7,12 @@ type HCCL does not reduce, is refused at the call.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
+from torch_fl.testing import run_rank_scripts
 
 pytestmark = pytest.mark.ascend
 
@@ -103,29 +100,18 @@ RANK = textwrap.dedent(
 
 
 def _ranks(tmp_path: Path, scenario: str, world: int, timeout_s: int = 30) -> list[dict]:
-    lib64 = PREFIX / "lib64"
-    if not (lib64 / "libhccl.so").is_file():
+    lib = PREFIX / "lib64"
+    if not (lib / "libhccl.so").is_file():
         pytest.fail(
-            f"{lib64 / 'libhccl.so'} is missing: build the CANN emulator (nox -s build-ascend)"
+            f"{lib / 'libhccl.so'} is missing: build the CANN emulator (nox -s build-ascend)"
         )
-    env = {**os.environ, "HCCL_EXEC_TIMEOUT": str(timeout_s), "ASCEND_EMU_DEVICES": "2"}
     idfile = str(tmp_path / "root")
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", RANK, str(lib64), scenario, str(r), str(world), idfile],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for r in range(world)
-    ]
-    outs = []
-    for p in procs:
-        stdout, stderr = p.communicate(timeout=60)
-        assert p.returncode == 0, stderr[-2000:]
-        outs.append(json.loads(stdout.strip().splitlines()[-1]))
-    return outs
+    return run_rank_scripts(
+        RANK,
+        world,
+        lambda r: [str(lib), scenario, str(r), str(world), idfile],
+        env={"HCCL_EXEC_TIMEOUT": str(timeout_s), "ASCEND_EMU_DEVICES": "2"},
+    )
 
 
 def test_two_ranks_reduce_for_real(tmp_path):

@@ -33,6 +33,7 @@ def _emulator_home() -> None:
 
 _emulator_home()
 
-from torch_fl.testing import native_vendor_fixtures  # noqa: E402
+from torch_fl.testing import native_vendor_fixtures, vendor_group_fixture  # noqa: E402
 
 gcu, emu, _no_faults_left = native_vendor_fixtures("gcu")
+group = vendor_group_fixture("gcu")  # the vendor tier, one rank

@@ -9,8 +9,6 @@ suite (tests/contract/test_distributed.py, not vendor-neutral) with FLAGOS_VENDO
 
 from __future__ import annotations
 
-import datetime
-
 import pytest
 import torch
 import torch.distributed as dist
@@ -19,21 +17,6 @@ pytestmark = [
     pytest.mark.gcu,
     pytest.mark.skipif(not dist.is_available(), reason="this torch build has no torch.distributed"),
 ]
-
-
-@pytest.fixture
-def group(gcu, monkeypatch):
-    from torch_fl import distributed as fld
-
-    # A failure must reach the test as an exception, not the watchdog's teardown.
-    monkeypatch.setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "0")
-    choice = fld.choose()
-    assert choice.name == "vendor", choice.describe()
-    pg = fld.ProcessGroupFlagos(
-        dist.HashStore(), 0, 1, datetime.timedelta(seconds=30), choice=choice
-    )
-    yield pg
-    pg.abort()
 
 
 def test_tier_names_eccl(gcu):
@@ -45,41 +28,21 @@ def test_tier_names_eccl(gcu):
     assert choice.name == "vendor" and "libtorch_fl_gcu_collective.so" in choice.reason
 
 
-def test_one_rank_operations(group, emu):
-    from torch_fl import _C
-    from torch_fl import distributed as fld
-
-    dev = torch.device("flagos", 0)
-    staged = fld.staged_bytes()
+def test_reductions_are_ecclallreduce_calls(group, emu):
+    # AVG and bool (as uint8 with MAX/MIN) are ECCL's own; every other operation runs in the
+    # contract suite (test_vendor_tier_one_rank_operations).
     before = emu.call_count("ecclAllReduce")
-    t = torch.arange(6.0, device=dev)
-    group.allreduce([t]).wait()
-    assert t.cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
     opts = dist.AllreduceOptions()
     opts.reduceOp = dist.ReduceOp.AVG
-    a = torch.full((5,), 3.0, device=dev)
+    a = torch.full((5,), 3.0, device="flagos:0")
     group.allreduce([a], opts).wait()
     assert a.cpu().tolist() == [3.0] * 5
-    b = torch.tensor([True, False], device=dev)
+    b = torch.tensor([True, False], device="flagos:0")
     opts = dist.AllreduceOptions()
     opts.reduceOp = dist.ReduceOp.MIN
     group.allreduce([b], opts).wait()
     assert b.cpu().tolist() == [True, False]
-    assert emu.call_count("ecclAllReduce") - before == 3
-    out = torch.empty(6, device=dev)
-    group.all_gather_single(out, t * 2).wait()
-    assert out.cpu().tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
-    rs = torch.empty(6, device=dev)
-    group.reduce_scatter_single(rs, t + 1).wait()
-    assert rs.cpu().tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
-    a2a = torch.empty(6, device=dev)
-    group.all_to_all_single(a2a, t - 1, [], []).wait()
-    assert a2a.cpu().tolist() == [-1.0, 0.0, 1.0, 2.0, 3.0, 4.0]
-    bc = torch.full((3,), 7.0, device=dev)
-    group.broadcast([bc]).wait()
-    assert bc.cpu().tolist() == [7.0] * 3
-    assert _C._vendor_backend_library_calls(group._inner.device) == 7
-    assert fld.staged_bytes() == staged
+    assert emu.call_count("ecclAllReduce") - before == 2
 
 
 @pytest.mark.parametrize("dtype", [torch.int64, torch.float64, torch.complex128])

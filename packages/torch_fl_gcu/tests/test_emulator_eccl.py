@@ -8,15 +8,12 @@ at the call.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
+from torch_fl.testing import run_rank_scripts
 
 pytestmark = pytest.mark.gcu
 
@@ -141,24 +138,13 @@ def _ranks(tmp_path: Path, scenario: str, world: int, timeout_s: int = 30) -> li
         pytest.fail(
             f"{lib / 'libeccl.so'} is missing: build the TopsRider emulator (nox -s build-gcu)"
         )
-    env = {**os.environ, "TOPS_EMU_ECCL_TIMEOUT": str(timeout_s), "TOPS_EMU_DEVICE_COUNT": "2"}
     idfile = str(tmp_path / "uid")
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", RANK, str(lib), scenario, str(r), str(world), idfile],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for r in range(world)
-    ]
-    outs = []
-    for p in procs:
-        stdout, stderr = p.communicate(timeout=60)
-        assert p.returncode == 0, stderr[-2000:]
-        outs.append(json.loads(stdout.strip().splitlines()[-1]))
-    return outs
+    return run_rank_scripts(
+        RANK,
+        world,
+        lambda r: [str(lib), scenario, str(r), str(world), idfile],
+        env={"TOPS_EMU_ECCL_TIMEOUT": str(timeout_s), "TOPS_EMU_DEVICE_COUNT": "2"},
+    )
 
 
 def test_two_ranks_reduce_for_real(tmp_path):

@@ -5,6 +5,8 @@
 //    communicator and stream go as one HcclBatchSendRecv (so rings and all pairs progress
 //    together), collectives in issue order;
 //  - AVG: HCCL has none (TFL_ERROR_NOT_SUPPORTED: core then sums and divides);
+//  - fp64, and uint8 other than MAX/MIN, are not HCCL reduction types (TFL_ERROR_NOT_SUPPORTED:
+//    core then all-gathers and reduces on the device);
 //  - bool: unsigned bytes reduced with MAX ("or") or MIN ("and");
 //  - abort: HCCL has no abort call; a flag every later call checks, then HcclCommDestroy, which
 //    ends queued operations' waits.
@@ -106,6 +108,13 @@ tfl_status types(const char* fn, int dtype, int op, bool reduces, HcclDataType* 
   }
   if (dtype == TFL_DTYPE_BOOL) {
     *hop = torch_fl::kit::bool_reduces_as_max(op) ? HCCL_REDUCE_MAX : HCCL_REDUCE_MIN;
+  }
+  // HCCL's documented reduction types: no fp64, uint8 for MAX/MIN only. Refused before anything
+  // is queued (inside a group too), so core gathers and reduces them on the device.
+  if (dtype == TFL_DTYPE_F64 ||
+      (dtype == TFL_DTYPE_U8 && *hop != HCCL_REDUCE_MAX && *hop != HCCL_REDUCE_MIN)) {
+    return fail(TFL_ERROR_NOT_SUPPORTED, "%s: HCCL does not reduce %s data with this operation", fn,
+                dtype == TFL_DTYPE_F64 ? "fp64" : "uint8");
   }
   return TFL_OK;
 }

@@ -141,3 +141,69 @@ def native_vendor_fixtures(name: str) -> tuple[Callable[..., Any], ...]:
             pass
 
     return device, emu, no_faults_left
+
+
+def vendor_group_fixture(name: str) -> Callable[..., Any]:
+    """A one-rank flagos process group on the ``vendor`` tier (the vendor's collective library
+    through core's seat), for a native vendor package's tests (``conftest.py``)::
+
+        group = vendor_group_fixture("gcu")
+
+    A failure reaches the test as an exception, not the watchdog's teardown; the group is aborted
+    after the test.
+    """
+    import datetime
+
+    import pytest
+
+    @pytest.fixture(name="group")
+    def group(request: Any, monkeypatch: Any) -> Iterator[Any]:
+        import torch.distributed as dist
+
+        from torch_fl import distributed as fld
+
+        request.getfixturevalue(name)
+        monkeypatch.setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "0")
+        choice = fld.choose()
+        assert choice.name == "vendor", choice.describe()
+        pg = fld.ProcessGroupFlagos(
+            dist.HashStore(), 0, 1, datetime.timedelta(seconds=30), choice=choice
+        )
+        yield pg
+        pg.abort()
+
+    return group
+
+
+def run_rank_scripts(
+    script: str,
+    world: int,
+    argv: Callable[[int], list[str]],
+    env: dict[str, str],
+    timeout: float = 60,
+) -> list[dict]:
+    """Runs ``script`` (Python source) as ``world`` processes, rank ``r`` with ``argv(r)``, and
+    returns each rank's report: the JSON object its last output line holds (a rank that exits
+    non-zero fails the test with its stderr). SDK-level tests of an emulator's collective library
+    use it (ranks exchange the unique id through a file)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, *argv(r)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **env},
+        )
+        for r in range(world)
+    ]
+    reports = []
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=timeout)
+        assert p.returncode == 0, stderr[-2000:]
+        reports.append(json.loads(stdout.strip().splitlines()[-1]))
+    return reports
