@@ -70,8 +70,14 @@ RANK = textwrap.dedent(
             rt.topsSetDevice(0)
             c = c_void_p()
             ranks[0] = eccl.ecclCommInitRank(byref(c), 2, uid, 0)
+        rt.topsEmuCallCount.argtypes = [c_char_p]
+        rt.topsEmuCallCount.restype = ctypes.c_uint64
         t = threading.Thread(target=rank0)
         t.start()
+        # Rank 0 is inside ecclCommInitRank (counted on entry; it claims its card right after).
+        deadline = time.monotonic() + 30
+        while rt.topsEmuCallCount(b"ecclCommInitRank") < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
         time.sleep(0.2)
         out["same_card"] = eccl.ecclCommInitRank(byref(comm), 2, uid, 1)
         out["msg"] = message()
