@@ -6,9 +6,10 @@ with a small malloc-counting library preloaded (call_budget/malloc_count.c, buil
 compiler that builds core), and reports the allocations of one flagos call beyond those of the same
 call on CPU, in steady state. Ordinary calls of up to a few tensors make none of their own (the
 operand aliases come from the thread's pool, the call's bookkeeping lives on the stack); a call
-returning a new tensor makes one (the flagos tensor over the kernel's result). A list operator's
-count does not grow with the list: ``_foreach_add_`` over 150 pairs of tensors costs what it costs
-over 10 (the same pairs come back every optimizer step). A convolution (ATen's overrideable path,
+returning a new tensor makes one (the flagos tensor over the kernel's result). A list operator
+whose lists come back (an optimizer's, every step) makes none either, over 10 tensors or 150: the
+router keeps the lists' aliases (csrc/boxing/list_aliases.h) and hands them to the kernel as they
+are. A convolution (ATen's overrideable path,
 boxed) has a budget of its own, so that what counting and layout add to it stays counted.
 ``_foreach_add_.List`` is routed to
 ``box:cpu`` for the child, so the list reaches the router as one call, as on the cuda vendor.
@@ -36,8 +37,8 @@ BUDGET = {
     "add": (1, "the flagos tensor over the kernel's result"),
     "addmm": (1, "the flagos tensor over the kernel's result"),
     "add_ (other thread)": (0, "nothing, on a thread other than the one that imported torch"),
-    "foreach_add_10": (4, "the two converted lists and the call's argument table, grown twice"),
-    "foreach_add_150": (4, "the same as over 10 tensors"),
+    "foreach_add_10": (0, "nothing: both lists' aliases are kept sets, borrowed for the call"),
+    "foreach_add_150": (0, "nothing, as over 10 tensors"),
     # ATen's overrideable convolution reaches the router boxed: a stack, its int-list IValues,
     # the box call's operand aliases and result (the same before and after it was counted).
     "conv2d": (33, "the boxed call of convolution_overrideable and its box:cpu call"),

@@ -122,31 +122,14 @@ uint64_t alias_kind(const at::Tensor& t, c10::Device device, c10::DispatchKey ke
          static_cast<uint64_t>(static_cast<uint8_t>(t.device().index())) << 40;
 }
 
-// Whether the pooled alias is free: nobody but the pool holds it or its
-// storage (a kernel may keep neither past the call it got them for; an alias
-// sharing its storage within a call goes with the call).
-bool is_free(const at::Tensor& a) {
-  return a.use_count() == 1 && a.storage().use_count() == 1 &&
-         a.unsafeGetTensorImpl()->allow_tensor_metadata_change();
-}
-
-// Points a free pooled alias at t's memory and geometry. Its storage's data
-// pointer never owns memory, except after a kernel grew it (the grow
-// allocator's wrapper, whose block the flagos tensor has taken over, or which
-// nobody took when the kernel failed): replacing it frees only what is ours.
+// Points a free pooled alias at t's memory and geometry.
 at::Tensor repoint(AliasSlot& slot, const at::Tensor& t, void* data, size_t nbytes,
                    c10::Device device) {
-  at::Tensor& a = slot.alias;
-  c10::StorageImpl* storage = a.unsafeGetTensorImpl()->storage().unsafeGetStorageImpl();
-  if (storage->data() != data || storage->nbytes() != nbytes ||
-      storage->data_ptr().get_context() != nullptr) {
-    storage->set_data_ptr_noswap(c10::DataPtr(data, device));
-    storage->set_nbytes(nbytes);
-  }
+  point_alias_at(slot.alias, data, nbytes, device);
   slot.data = data;
   slot.nbytes = nbytes;
-  copy_geometry(a, t);
-  return a;
+  copy_geometry(slot.alias, t);
+  return slot.alias;
 }
 
 LongSlot* LongTable::find(const void* data, size_t nbytes, uint64_t kind, bool& found) {
@@ -158,7 +141,7 @@ LongSlot* LongTable::find(const void* data, size_t nbytes, uint64_t kind, bool& 
     if (!s.slot.alias.defined()) return &s;
     // The same memory held twice at once (two storages over one block) takes
     // another slot further on.
-    if (s.slot.data == data && s.slot.nbytes == nbytes && s.kind == kind && is_free(s.slot.alias)) {
+    if (s.slot.data == data && s.slot.nbytes == nbytes && s.kind == kind && alias_is_free(s.slot.alias)) {
       found = true;
       return &s;
     }
@@ -220,17 +203,17 @@ at::Tensor pooled_alias(const at::Tensor& t, c10::Device device, c10::DispatchKe
   // recently used one almost always is.
   AliasSlot* oldest = nullptr;
   for (AliasSlot& slot : kp.slots) {
-    if (slot.data == data && slot.nbytes == nbytes && is_free(slot.alias)) {
+    if (slot.data == data && slot.nbytes == nbytes && alias_is_free(slot.alias)) {
       ++pool.stats.hits;
       slot.used = tick;
       return repoint(slot, t, data, nbytes, device);
     }
     if (oldest == nullptr || slot.used < oldest->used) oldest = &slot;
   }
-  if (oldest != nullptr && !is_free(oldest->alias)) {
+  if (oldest != nullptr && !alias_is_free(oldest->alias)) {
     oldest = nullptr;
     for (AliasSlot& slot : kp.slots) {
-      if (is_free(slot.alias) && (oldest == nullptr || slot.used < oldest->used)) oldest = &slot;
+      if (alias_is_free(slot.alias) && (oldest == nullptr || slot.used < oldest->used)) oldest = &slot;
     }
   }
   if (oldest != nullptr) {

@@ -20,6 +20,7 @@ CallMapper::CallMapper(c10::DeviceIndex device, c10::Device target, c10::Dispatc
     : device_(device), target_(target), key_(key), aliases_(aliases) {}
 
 CallMapper::~CallMapper() {
+  for (const KeptList& k : kept_) k.set->give_back();
   if (index_ != nullptr) PointerIndex::release(index_);
 }
 
@@ -49,6 +50,10 @@ at::Tensor CallMapper::arg(const at::Tensor& t) {
       if (entries_[i].source == source) return entries_[i].alias;
     }
   }
+  if (C10_UNLIKELY(!kept_.empty()) && first < 0) {
+    at::Tensor kept = kept_alias(t, source, storage);
+    if (kept.defined()) return kept;
+  }
   at::Tensor alias = first >= 0 ? alias_sharing_storage(entries_[first].alias, t, key_)
                      : aliases_ == Aliases::kPooled
                          ? pooled_alias(t, target_, key_, index_ != nullptr)
@@ -66,6 +71,75 @@ at::Tensor CallMapper::arg(const at::Tensor& t) {
     for (size_t i = 0; i < entries_.size(); ++i) index(i);
   }
   return entries_.back().alias;
+}
+
+at::Tensor CallMapper::kept_alias(const at::Tensor& t, const c10::TensorImpl* source,
+                                  const c10::StorageImpl* storage) {
+  const void* data = storage->data();
+  if (data == nullptr) return {};
+  for (const KeptList& k : kept_) {
+    const int64_t i = k.set->find_data(data);
+    if (i < 0) continue;
+    const at::Tensor& sibling = k.sources[i];
+    if (sibling.unsafeGetTensorImpl() == source) return k.set->aliases()[i];
+    if (sibling.storage().unsafeGetStorageImpl() != storage) return {};
+    // Another tensor over a kept list tensor's storage: one alias storage, as
+    // natively. The kept alias is then not free for the next call, which goes
+    // tensor by tensor and keeps a new set.
+    at::Tensor alias = alias_sharing_storage(k.set->aliases()[i], t, key_);
+    entries_.push_back(Entry{source, storage, alias});
+    if (index_ != nullptr) index(entries_.size() - 1);
+    return alias;
+  }
+  return {};
+}
+
+bool CallMapper::shares_memory_with_call(const ListAliases& set) const {
+  for (const Entry& e : entries_) {
+    const void* data = e.source->unsafe_storage().data();
+    if (data != nullptr && set.find_data(data) >= 0) return true;
+  }
+  for (const KeptList& k : kept_) {
+    // The held sets' memory is their lists' (checked when they were taken).
+    for (const void* data : k.set->data()) {
+      if (set.find_data(data) >= 0) return true;
+    }
+  }
+  return false;
+}
+
+at::TensorList CallMapper::arg_list(at::TensorList l, std::vector<at::Tensor>& owned) {
+  const bool long_list = aliases_ == Aliases::kPooled && l.size() >= ListAliases::kMinLength;
+  ListAliases::Found found = ListAliases::Found::kNone;
+  if (long_list) {
+    ListAliases* set = ListAliases::find(l, target_, key_, found);
+    if (found == ListAliases::Found::kInUse) {
+      // Held already: by this call when the caller passed the same list twice
+      // (addcmul_(s, g, g)), and then these aliases again.
+      for (const KeptList& k : kept_) {
+        if (k.set != set || k.sources.size() != l.size()) continue;
+        bool same = true;
+        for (size_t i = 0; i < l.size() && same; ++i) {
+          same = k.sources[i].unsafeGetTensorImpl() == l[i].unsafeGetTensorImpl();
+        }
+        if (same) return set->aliases();
+      }
+    } else if (found == ListAliases::Found::kFound && !shares_memory_with_call(*set)) {
+      set->hold();
+      kept_.push_back(KeptList{set, l});
+      return set->aliases();
+    }
+  }
+  owned.reserve(l.size());
+  reserve(l.size());
+  for (const auto& t : l) owned.push_back(arg(t));
+  // A set that exists (held elsewhere, or sharing memory with this call's
+  // other arguments) is not rebuilt.
+  if (long_list) {
+    ListAliases::missed();
+    if (found == ListAliases::Found::kNone) ListAliases::note(l, target_, key_);
+  }
+  return owned;
 }
 
 c10::IValue CallMapper::arg_value(const c10::IValue& v) {
@@ -92,6 +166,10 @@ at::Tensor CallMapper::result(const at::Tensor& r) const {
       }
       const int64_t i = index_->find(data, kData);
       if (i >= 0) return flagos_over(entries_[i].source->unsafe_storage(), r);
+    }
+    for (const KeptList& k : kept_) {
+      const int64_t i = k.set->find_data(data);
+      if (i >= 0) return flagos_over(k.sources[i].storage(), r);
     }
   }
   return to_flagos(r, device_, target_.type());

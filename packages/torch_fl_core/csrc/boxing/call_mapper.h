@@ -16,6 +16,7 @@
 
 #include <vector>
 
+#include "boxing/list_aliases.h"
 #include "boxing/pointer_index.h"
 
 namespace torch_fl::boxing {
@@ -41,6 +42,10 @@ class CallMapper {
   at::Tensor arg(const at::Tensor& t);
   // Room for n more tensor arguments (a list argument), grown once.
   void reserve(size_t n) { entries_.reserve(entries_.size() + n); }
+  // A list argument as the target sees it: a kept set of aliases (see
+  // ListAliases) where the list's memory has one and nothing else in the call
+  // shares that memory, else each tensor through arg(), into `owned`.
+  at::TensorList arg_list(at::TensorList l, std::vector<at::Tensor>& owned);
   // A device argument (factories): flagos devices become the target.
   c10::Device arg_device(c10::Device d) const { return d.is_privateuseone() ? target_ : d; }
   // Any boxed value: tensors, tensor lists, optional tensor lists, devices.
@@ -69,6 +74,16 @@ class CallMapper {
   c10::DispatchKey key_;
   Aliases aliases_;
   c10::SmallVector<Entry, 6> entries_;
+  // List arguments served by a kept set: the set and the caller's list.
+  struct KeptList {
+    ListAliases* set;
+    at::TensorList sources;
+  };
+  c10::SmallVector<KeptList, 2> kept_;
+  // An argument over the memory of a kept list: its alias, or undefined.
+  at::Tensor kept_alias(const at::Tensor& t, const c10::TensorImpl* source,
+                        const c10::StorageImpl* storage);
+  bool shares_memory_with_call(const ListAliases& set) const;
   // A call with many tensors (a cat, a foreach over a model's parameters)
   // looks them up by hash once it has kScanned of them, instead of scanning,
   // and takes their aliases from the pool's long-call table (below the

@@ -39,6 +39,7 @@
 #include "router/backend.h"
 #include "boxing/call_arguments.h"
 #include "boxing/alias_pool.h"
+#include "boxing/list_aliases.h"
 #include "boxing/host_results.h"
 #include "router/box_backend.h"
 #include "router/library_backend.h"
@@ -438,6 +439,14 @@ NB_MODULE(_C, m) {
     d["hits"] = s.hits;
     d["rebinds"] = s.rebinds;
     d["builds"] = s.builds;
+    return d;
+  });
+  m.def("list_alias_stats", [] {
+    const boxing::ListAliases::Stats s = boxing::ListAliases::stats();
+    nb::dict d;
+    d["served"] = s.served;
+    d["built"] = s.built;
+    d["missed"] = s.missed;
     return d;
   });
   m.def("reset_dispatch_counts", &reset_dispatch_counts);

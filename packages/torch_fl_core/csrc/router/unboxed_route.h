@@ -106,11 +106,26 @@ inline at::Tensor convert(const Converter& c, const at::Tensor& t) { return c.al
 inline std::optional<at::Tensor> convert(const Converter& c, const std::optional<at::Tensor>& t) {
   return t ? std::optional<at::Tensor>(c.alias(*t)) : t;
 }
-inline std::vector<at::Tensor> convert(const Converter& c, at::TensorList l) {
-  std::vector<at::Tensor> out;
-  out.reserve(l.size());
-  c.mapper.reserve(l.size());
-  for (const auto& t : l) out.push_back(c.alias(t));
+// A converted list: a kept set's aliases (borrowed for the call) or the
+// call's own vector of them.
+struct ListArg {
+  std::vector<at::Tensor> owned;
+  const at::Tensor* data = nullptr;
+  size_t size = 0;
+  bool kept = false;
+
+  operator at::TensorList() const {  // NOLINT: passed where the kernel takes a TensorList
+    return kept ? at::TensorList(data, size) : at::TensorList(owned);
+  }
+};
+inline ListArg convert(const Converter& c, at::TensorList l) {
+  ListArg out;
+  const at::TensorList got = c.mapper.arg_list(l, out.owned);
+  if (got.data() != out.owned.data() || got.empty()) {
+    out.kept = true;
+    out.data = got.data();
+    out.size = got.size();
+  }
   return out;
 }
 inline std::vector<at::Tensor> convert(const Converter& c, const at::ITensorListRef& l) {
