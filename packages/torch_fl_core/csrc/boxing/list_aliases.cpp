@@ -157,7 +157,8 @@ ListAliases* ListAliases::find(at::TensorList l, c10::Device target, c10::Dispat
                                Found& found) {
   found = Found::kNone;
   ListAliasTable& tab = table();
-  if (tab.sets.empty() || !eligible(l.front(), l.front().device().index()) ||
+  if (tab.sets.empty() || !l.front().defined() ||
+      !eligible(l.front(), l.front().device().index()) ||
       !eligible(l.back(), l.front().device().index())) {
     return nullptr;
   }
@@ -182,6 +183,7 @@ void ListAliases::hold() {
 
 void ListAliases::note(at::TensorList l, c10::Device target, c10::DispatchKey key) {
   ListAliasTable& tab = table();
+  if (!l.front().defined()) return;
   const c10::DeviceIndex device = l.front().device().index();
   if (!eligible(l.front(), device) || !eligible(l.back(), device)) return;
   const uint64_t kind = set_kind(l, target, key);
