@@ -141,7 +141,8 @@ LongSlot* LongTable::find(const void* data, size_t nbytes, uint64_t kind, bool& 
     if (!s.slot.alias.defined()) return &s;
     // The same memory held twice at once (two storages over one block) takes
     // another slot further on.
-    if (s.slot.data == data && s.slot.nbytes == nbytes && s.kind == kind && alias_is_free(s.slot.alias)) {
+    if (s.slot.data == data && s.slot.nbytes == nbytes && s.kind == kind &&
+        alias_is_free(s.slot.alias)) {
       found = true;
       return &s;
     }
@@ -213,7 +214,8 @@ at::Tensor pooled_alias(const at::Tensor& t, c10::Device device, c10::DispatchKe
   if (oldest != nullptr && !alias_is_free(oldest->alias)) {
     oldest = nullptr;
     for (AliasSlot& slot : kp.slots) {
-      if (alias_is_free(slot.alias) && (oldest == nullptr || slot.used < oldest->used)) oldest = &slot;
+      if (alias_is_free(slot.alias) && (oldest == nullptr || slot.used < oldest->used))
+        oldest = &slot;
     }
   }
   if (oldest != nullptr) {

@@ -63,15 +63,13 @@ inline void copy_geometry(const at::Tensor& alias, const at::Tensor& t) {
 // it (the grow allocator's wrapper, whose block the flagos tensor has taken
 // over, or which nobody took when the kernel failed): replacing it frees only
 // what is ours.
-inline void point_alias_at(const at::Tensor& alias, void* data, size_t nbytes,
-                           c10::Device device) {
+inline void point_alias_at(const at::Tensor& alias, void* data, size_t nbytes, c10::Device device) {
   c10::StorageImpl* storage = alias.unsafeGetTensorImpl()->unsafe_storage().unsafeGetStorageImpl();
   if (storage->data() != data || storage->nbytes() != nbytes ||
       storage->data_ptr().get_context() != nullptr) {
     detail::set_alias_data(storage, data, nbytes, device);
   }
 }
-
 
 // Whether a reused alias is free: nobody but its keeper holds it or its
 // storage (a kernel may keep neither past the call it got them for; an alias

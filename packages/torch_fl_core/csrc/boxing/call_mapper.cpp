@@ -84,8 +84,8 @@ at::Tensor CallMapper::kept_alias(const at::Tensor& t, const c10::TensorImpl* so
     if (sibling.unsafeGetTensorImpl() == source) return k.set->aliases()[i];
     if (sibling.storage().unsafeGetStorageImpl() != storage) return {};
     // Another tensor over a kept list tensor's storage: one alias storage, as
-    // natively. The kept alias is then not free for the next call, which goes
-    // tensor by tensor and keeps a new set.
+    // natively (this alias goes with the call, so the kept one is free again
+    // after it).
     at::Tensor alias = alias_sharing_storage(k.set->aliases()[i], t, key_);
     entries_.push_back(Entry{source, storage, alias});
     if (index_ != nullptr) index(entries_.size() - 1);

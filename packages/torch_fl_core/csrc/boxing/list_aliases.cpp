@@ -111,8 +111,7 @@ void ListAliasTable::keep(std::unique_ptr<ListAliases> set) {
   sets.push_back(std::move(set));
 }
 
-ListAliases::ListAliases(uint64_t kind, at::TensorList l, c10::Device target,
-                         c10::DispatchKey key)
+ListAliases::ListAliases(uint64_t kind, at::TensorList l, c10::Device target, c10::DispatchKey key)
     : kind_(kind) {
   data_.reserve(l.size());
   nbytes_.reserve(l.size());
@@ -162,8 +161,8 @@ ListAliases* ListAliases::find(at::TensorList l, c10::Device target, c10::Dispat
       !eligible(l.back(), l.front().device().index())) {
     return nullptr;
   }
-  ListAliases* set = tab.find(set_kind(l, target, key), l.front().storage().data(),
-                              l.back().storage().data());
+  ListAliases* set =
+      tab.find(set_kind(l, target, key), l.front().storage().data(), l.back().storage().data());
   if (set == nullptr) return nullptr;
   if (set->in_use_) {
     found = Found::kInUse;
