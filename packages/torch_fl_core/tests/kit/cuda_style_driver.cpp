@@ -1,0 +1,346 @@
+// Drives the kit's CUDA-style runtime (torch_fl/kit/cuda_style_runtime.h) over a fake SDK of
+// CUDA's shape defined here: two devices whose pointers are device-scoped (a call touching one
+// with another device current fails, as GCU and MUSA memory does), streams and events that run
+// at once, a call log and one injectable fault. Prints, per scenario, the tfl_status, the
+// runtime's last error and the fake SDK calls it made.
+#include <torch_fl/kit/cuda_style_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace fake {
+
+enum Error {
+  kOk = 0,
+  kInvalidValue = 1,
+  kNotReady = 600,
+  kNoDevice = 100,
+  kIllegal = 700,
+  kWrongDevice = 101
+};
+enum MemcpyKind { H2H = 0, H2D = 1, D2H = 2, D2D = 3 };
+struct StreamRec {
+  int device;
+  int pending;  // host functions see it drained: set by the test
+};
+struct EventRec {
+  int device;
+};
+using Stream = StreamRec*;
+using Event = EventRec*;
+
+thread_local int t_device = 0;
+std::vector<std::string> g_log;
+std::map<const void*, std::pair<size_t, int>> g_blocks;  // start -> (size, device)
+std::string g_fail_call;
+Error g_fail_status = kOk;
+int g_sticky = 0;
+
+int owner(const void* p) {
+  for (const auto& [start, b] : g_blocks) {
+    const char* s = static_cast<const char*>(start);
+    if (p >= start && static_cast<const char*>(p) < s + b.first) return b.second;
+  }
+  return -1;
+}
+void log(const std::string& line) { g_log.push_back(line); }
+Error enter(const char* call) {
+  if (g_fail_call == call) {
+    g_fail_call.clear();
+    g_sticky = g_fail_status;
+    return g_fail_status;
+  }
+  return kOk;
+}
+// Device-scoped: a device pointer is touched only with its device current.
+Error scoped(const void* p) {
+  const int o = owner(p);
+  return o >= 0 && o != t_device ? kWrongDevice : kOk;
+}
+
+#define FAKE_CALL(name) \
+  if (Error _e = enter(name)) return _e;
+
+Error fakeGetDeviceCount(int* n) {
+  FAKE_CALL("fakeGetDeviceCount");
+  *n = 2;
+  return kOk;
+}
+Error fakeGetDevice(int* d) {
+  *d = t_device;
+  return kOk;
+}
+Error fakeSetDevice(int d) {
+  FAKE_CALL("fakeSetDevice");
+  if (d < 0 || d > 1) return kInvalidValue;
+  if (d != t_device) log("SetDevice " + std::to_string(d));
+  t_device = d;
+  return kOk;
+}
+Error fakeDeviceSynchronize() { return kOk; }
+Error fakeMemGetInfo(size_t* f, size_t* t) {
+  *f = 1;
+  *t = 2;
+  return kOk;
+}
+Error fakeMalloc(void** p, size_t n) {
+  FAKE_CALL("fakeMalloc");
+  *p = std::malloc(n);
+  g_blocks[*p] = {n, t_device};
+  log("Malloc dev" + std::to_string(t_device));
+  return kOk;
+}
+Error fakeFree(void* p) {
+  FAKE_CALL("fakeFree");
+  if (Error e = scoped(p)) return e;
+  log("Free dev" + std::to_string(owner(p)));
+  g_blocks.erase(p);
+  std::free(p);
+  return kOk;
+}
+Error fakeHostAlloc(void** p, size_t n) {
+  *p = std::malloc(n);
+  return kOk;
+}
+Error fakeHostFree(void* p) {
+  std::free(p);
+  return kOk;
+}
+Error fakeMemcpy(void* d, const void* s, size_t n, MemcpyKind) {
+  FAKE_CALL("fakeMemcpy");
+  if (scoped(d) || scoped(s)) return kWrongDevice;
+  std::memcpy(d, s, n);
+  log("Memcpy dev" + std::to_string(t_device));
+  return kOk;
+}
+Error fakeMemcpyAsync(void* d, const void* s, size_t n, MemcpyKind k, Stream st) {
+  FAKE_CALL("fakeMemcpyAsync");
+  if (scoped(d) || scoped(s) || st->device != t_device) return kWrongDevice;
+  std::memcpy(d, s, n);
+  log("MemcpyAsync kind" + std::to_string(k) + " dev" + std::to_string(t_device));
+  return kOk;
+}
+Error fakeMemcpyPeer(void* d, int dd, const void* s, int sd, size_t n) {
+  FAKE_CALL("fakeMemcpyPeer");
+  if (t_device != sd) return kWrongDevice;
+  std::memcpy(d, s, n);
+  log("MemcpyPeer " + std::to_string(sd) + "->" + std::to_string(dd));
+  return kOk;
+}
+Error fakeMemcpyPeerAsync(void* d, int dd, const void* s, int sd, size_t n, Stream st) {
+  FAKE_CALL("fakeMemcpyPeerAsync");
+  // The SDK's rule: the source device current and a stream of it.
+  if (t_device != sd || st->device != sd) return kWrongDevice;
+  std::memcpy(d, s, n);
+  log("MemcpyPeerAsync " + std::to_string(sd) + "->" + std::to_string(dd) + " on stream of dev" +
+      std::to_string(st->device));
+  return kOk;
+}
+Error fakeMemsetAsync(void* p, int v, size_t n, Stream st) {
+  if (scoped(p) || st->device != t_device) return kWrongDevice;
+  std::memset(p, v, n);
+  return kOk;
+}
+Error fakeStreamCreate(Stream* s, bool non_blocking, int) {
+  FAKE_CALL("fakeStreamCreateWithFlags");
+  *s = new StreamRec{t_device, 0};
+  log(std::string("StreamCreate dev") + std::to_string(t_device) +
+      (non_blocking ? " nonblocking" : " default"));
+  return kOk;
+}
+Error fakeStreamDestroy(Stream s) {
+  delete s;
+  return kOk;
+}
+Error fakeStreamSynchronize(Stream) { return kOk; }
+Error fakeStreamQuery(Stream s) {
+  FAKE_CALL("fakeStreamQuery");
+  return s->pending ? kNotReady : kOk;
+}
+Error fakeStreamWaitEvent(Stream s, Event e) {
+  log("StreamWaitEvent dev" + std::to_string(s->device) + " on event of dev" +
+      std::to_string(e->device));
+  return s->device == t_device ? kOk : kWrongDevice;
+}
+Error fakeEventCreate(Event* e, bool) {
+  *e = new EventRec{t_device};
+  return kOk;
+}
+Error fakeEventDestroy(Event e) {
+  delete e;
+  return kOk;
+}
+Error fakeEventRecord(Event e, Stream s) {
+  if (s->device != t_device) return kWrongDevice;
+  e->device = s->device;
+  log("EventRecord dev" + std::to_string(s->device));
+  return kOk;
+}
+Error fakeEventSynchronize(Event) { return kOk; }
+Error fakeEventQuery(Event) { return kOk; }
+Error fakeEventElapsedTime(float* ms, Event, Event) {
+  *ms = 1.5f;
+  return kOk;
+}
+
+}  // namespace fake
+
+using namespace fake;  // the dialect names each call as the SDK spells it
+
+struct Fake {
+  using Error = fake::Error;
+  using Stream = fake::Stream;
+  using Event = fake::Event;
+  using MemcpyKind = fake::MemcpyKind;
+  static constexpr Error kSuccess = fake::kOk;
+  static constexpr Error kNotReady = fake::kNotReady;
+  static constexpr Error kNoDevice = fake::kNoDevice;
+  static constexpr const char* kRuntime = "fakert";
+  static constexpr const char* kDevice = "FAKE dev";
+  static constexpr const char* kErrorType = "fakeError_t";
+  static constexpr const char* kDeviceName = "Fake device %d";
+  static constexpr uint64_t kCapabilities = TFL_CAP_PEER_COPY | TFL_CAP_EVENT_TIMING;
+  static tfl_status to_status(Error e) {
+    return e == fake::kInvalidValue ? TFL_ERROR_INVALID_VALUE : TFL_ERROR_DEVICE;
+  }
+  static const char* error_string(Error e) {
+    return e == fake::kIllegal ? "an illegal address" : "fake failure";
+  }
+  static void clear_error() { fake::g_sticky = 0; }
+
+  TFL_KIT_SDK_CALL(get_device_count, fakeGetDeviceCount)
+  TFL_KIT_SDK_CALL(get_device, fakeGetDevice)
+  TFL_KIT_SDK_CALL(set_device, fakeSetDevice)
+  TFL_KIT_SDK_CALL(device_synchronize, fakeDeviceSynchronize)
+  TFL_KIT_SDK_CALL(mem_get_info, fakeMemGetInfo)
+  TFL_KIT_SDK_CALL(malloc, fakeMalloc)
+  TFL_KIT_SDK_CALL(free, fakeFree)
+  TFL_KIT_SDK_CALL(host_malloc, fakeHostAlloc)
+  TFL_KIT_SDK_CALL(host_free, fakeHostFree)
+  TFL_KIT_SDK_CALL(memcpy, fakeMemcpy)
+  TFL_KIT_SDK_CALL(memcpy_async, fakeMemcpyAsync)
+  TFL_KIT_SDK_CALL(memcpy_peer, fakeMemcpyPeer)
+  TFL_KIT_SDK_CALL(memcpy_peer_async, fakeMemcpyPeerAsync)
+  TFL_KIT_SDK_CALL(memset_async, fakeMemsetAsync)
+  TFL_KIT_SDK_CALL(stream_create, fakeStreamCreate)
+  TFL_KIT_SDK_CALL(stream_destroy, fakeStreamDestroy)
+  TFL_KIT_SDK_CALL(stream_synchronize, fakeStreamSynchronize)
+  TFL_KIT_SDK_CALL(stream_query, fakeStreamQuery)
+  TFL_KIT_SDK_CALL(stream_wait_event, fakeStreamWaitEvent)
+  TFL_KIT_SDK_CALL(event_create, fakeEventCreate)
+  TFL_KIT_SDK_CALL(event_destroy, fakeEventDestroy)
+  TFL_KIT_SDK_CALL(event_record, fakeEventRecord)
+  TFL_KIT_SDK_CALL(event_synchronize, fakeEventSynchronize)
+  TFL_KIT_SDK_CALL(event_query, fakeEventQuery)
+  TFL_KIT_SDK_CALL(event_elapsed_time, fakeEventElapsedTime)
+};
+
+namespace {
+
+const tfl_runtime_v1& rt = torch_fl::kit::CudaStyleRuntime<Fake>::table();
+
+void report(const char* scenario, tfl_status st) {
+  std::printf("== %s: %d %s\n", scenario, static_cast<int>(st), st ? rt.last_error() : "");
+  for (const auto& line : fake::g_log) std::printf("%s\n", line.c_str());
+  fake::g_log.clear();
+}
+
+int g_host_fn_ran = 0;
+
+}  // namespace
+
+int main() {
+  std::printf("table %s caps %llu graphs %d ipc %d\n", rt.name,
+              static_cast<unsigned long long>(rt.capabilities), rt.graph_launch != nullptr,
+              rt.ipc_get_handle != nullptr);
+  int n = 0;
+  report("device_count", rt.device_count(&n));
+  std::printf("count %d\n", n);
+  char name[64];
+  report("device_name 1", rt.device_name(1, name, sizeof(name)));
+  std::printf("name %s\n", name);
+  report("device_name 2", rt.device_name(2, name, sizeof(name)));
+
+  // Memory of device 1, freed with device 0 current: the owner is made current, then restored.
+  void* p1 = nullptr;
+  rt.set_device(1);
+  report("malloc on 1", rt.malloc(&p1, 64));
+  rt.set_device(0);
+  fake::g_log.clear();
+  report("free inside", rt.free(static_cast<char*>(p1) + 8));
+  int device = -1;
+  tfl_pointer_kind pk;
+  rt.pointer_info(static_cast<char*>(p1) + 8, &pk, &device);
+  std::printf("pointer_info kind %d device %d\n", static_cast<int>(pk), device);
+
+  // Copies: the pointer that decides makes its device current; a kind that does not fit.
+  char host[64] = "hello";
+  report("h2d to 1 on the NULL stream of 0",
+         rt.memcpy_async(p1, host, 16, TFL_MEMCPY_HOST_TO_DEVICE, nullptr));
+  rt.set_device(1);
+  report("h2d to 1 on the NULL stream of 1",
+         rt.memcpy_async(p1, host, 16, TFL_MEMCPY_HOST_TO_DEVICE, nullptr));
+  rt.set_device(0);
+  std::strcpy(host, "");
+  report("h2d with a device src",
+         rt.memcpy_async(host, p1, 16, TFL_MEMCPY_HOST_TO_DEVICE, nullptr));
+  report("sync d2h from 1", rt.memcpy(host, p1, 16, TFL_MEMCPY_DEVICE_TO_HOST));
+  std::printf("host %s\n", host);
+
+  // Between devices on a stream of the destination: run on the source's default stream, in
+  // the caller's stream order both ways.
+  void* p0 = nullptr;
+  rt.malloc(&p0, 64);
+  tfl_stream s0 = nullptr;
+  rt.stream_create(&s0, 0);
+  fake::g_log.clear();
+  report("d2d 1->0 on a stream of 0", rt.memcpy_async(p0, p1, 16, TFL_MEMCPY_DEVICE_TO_DEVICE, s0));
+  report("peer async with wrong owners", rt.memcpy_peer_async(p0, 1, p1, 0, 16, s0));
+
+  // An SDK failure: named call, device, status string and type, detail; status mapped.
+  fake::g_fail_call = "fakeMemcpyAsync";
+  fake::g_fail_status = fake::kIllegal;
+  report("injected", rt.memcpy_async(host, p0, 16, TFL_MEMCPY_DEVICE_TO_HOST, s0));
+  std::printf("sticky %d\n", fake::g_sticky);
+  fake::g_fail_call = "fakeMalloc";
+  fake::g_fail_status = fake::kInvalidValue;
+  void* q = nullptr;
+  report("malloc fails", rt.malloc(&q, 32));
+
+  // Stream query's not-ready; events; a host function after an event.
+  static_cast<fake::Stream>(s0->stream)->pending = 1;
+  report("query pending", rt.stream_query(s0));
+  static_cast<fake::Stream>(s0->stream)->pending = 0;
+  report("query drained", rt.stream_query(s0));
+  tfl_event e0 = nullptr, e1 = nullptr;
+  rt.event_create(&e0, 0);
+  rt.event_create(&e1, 0);
+  rt.event_record(e0, s0);
+  rt.event_record(e1, s0);
+  float ms = 0;
+  report("elapsed", rt.event_elapsed_ms(&ms, e0, e1));
+  std::printf("ms %.1f\n", ms);
+  report("unknown event flags", rt.event_create(&e0, 8));
+  report("host fn",
+         rt.launch_host_func(s0, [](void* u) { *static_cast<int*>(u) = 1; }, &g_host_fn_ran));
+  report("stream sync", rt.stream_synchronize(s0));
+  for (int i = 0; i < 200 && !g_host_fn_ran; ++i) {
+    struct timespec ts{0, 5000000};
+    nanosleep(&ts, nullptr);
+  }
+  std::printf("host fn ran %d\n", g_host_fn_ran);
+  void* native = nullptr;
+  report("native default of 1", rt.native_stream(nullptr, 1, &native));
+  std::printf("native device %d\n", static_cast<fake::Stream>(native)->device);
+  int probed = 0;
+  char msg[128];
+  report("probe", rt.probe(&probed, msg, sizeof(msg)));
+  std::printf("probed %d\n", probed);
+  report("free p1", rt.free(p1));
+  std::printf("current %d\n", fake::t_device);
+  return 0;
+}
