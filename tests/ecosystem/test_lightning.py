@@ -61,8 +61,10 @@ def _fit(tmp_path, accelerator: str, devices: int = 1, precision: str = "32-true
 def test_auto_picks_flagos(tmp_path):
     """Trainer(accelerator="auto") picks flagos and trains there, the weights as on the CPU"""
     name, device, _, weights = _fit(tmp_path, "auto")
-    *_, cpu_weights = _fit(tmp_path, "cpu")
+    cpu_name, cpu_device, _, cpu_weights = _fit(tmp_path, "cpu")
     assert (name, device) == ("FlagosAccelerator", "flagos")
+    # With the adapter installed, a CPU run stays Lightning's own.
+    assert (cpu_name, cpu_device) == ("CPUAccelerator", "cpu")
     assert weights == pytest.approx(cpu_weights, rel=1e-5)
 
 

@@ -44,8 +44,9 @@ def _trained(proc) -> tuple[str, int, float]:
 def test_trainer_trains_on_flagos(tmp_path):
     """Trainer trains on flagos out of the box, the loss as on the CPU"""
     device, n_gpu, loss = _trained(run_program(TRAINER, str(tmp_path)))
-    _, _, cpu_loss = _trained(run_program(TRAINER, "cpu", str(tmp_path)))
+    cpu_device, _, cpu_loss = _trained(run_program(TRAINER, "cpu", str(tmp_path)))
     assert device == "flagos" and n_gpu == 1
+    assert cpu_device == "cpu"  # use_cpu=True with the adapter installed: the CPU, as without it
     assert loss == pytest.approx(cpu_loss, rel=1e-4)
 
 
