@@ -11,8 +11,8 @@ whose lists come back (an optimizer's, every step) makes none either, over 10 te
 router keeps the lists' aliases (csrc/boxing/list_aliases.h) and hands them to the kernel as they
 are. A convolution (ATen's overrideable path,
 boxed) has a budget of its own, so that what counting and layout add to it stays counted.
-``_foreach_add_.List`` is routed to
-``box:cpu`` for the child, so the list reaches the router as one call, as on the cuda vendor.
+sim routes ``_foreach_add_.List`` to
+``box:cpu`` as one call (the derived list rule), as the cuda vendor routes it to ``box:cuda``.
 """
 
 from __future__ import annotations
@@ -60,7 +60,6 @@ def counts(tmp_path_factory) -> dict:
     env = dict(os.environ)
     env.update(
         FLAGOS_VENDOR="sim",
-        FLAGOS_OP__foreach_add___List="box:cpu",
         LD_PRELOAD=str(lib),
         OMP_NUM_THREADS="1",
     )

@@ -1,7 +1,7 @@
 """Kept list aliases (csrc/boxing/list_aliases.h): when a list's set is used, and when it is not.
 
-On sim the list operators are not routed as one call (each tensor's op is); here they are routed
-to box:cpu, as the cuda vendor routes them to box:cuda, so the router sees whole lists. The
+sim routes the list operators to box:cpu as one call (derived), as the cuda vendor routes them
+to box:cuda, so the router sees whole lists; the fixture routes them so explicitly too. The
 counters are per thread: ``served`` (a list handed to the kernel as a kept set), ``built``,
 ``missed`` (a long list aliased tensor by tensor). tests/contract/test_foreach_lists.py checks the
 results against CPU on every vendor.

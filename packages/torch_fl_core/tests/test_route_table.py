@@ -529,6 +529,9 @@ def test_sim_table_rules():
     # Structured operators are routed in every form (functional, in-place, out=).
     for present in ("mm.out", "add.out", "add.Tensor", "add_.Tensor", "mm", "conj_physical_"):
         assert rules.get(present) == "box:cpu", present
+    # List operators (CPU's kernel is the composite loop) are one routed call, as on CUDA.
+    for present in ("_foreach_add_.List", "_foreach_mul.Scalar", "_foreach_addcmul_.Scalar"):
+        assert rules.get(present) == "box:cpu", present
     for absent in ("copy_", "_to_copy", "_copy_from", "view", "_to_sparse", "set_.source_Storage"):
         assert absent not in rules, absent
     assert "empty.memory_format" not in rules and "tril_indices" not in rules

@@ -16,7 +16,11 @@ so a table does not list them: ``derive box:cpu`` stands for one ``op = box:cpu`
    no storage to alias),
 6. is not in :data:`EXCLUDED` (operators that must never be boxed, with the reason),
 
-plus :data:`STUB_COMPOSITES`. ``derive box:cuda except composite-implicit`` also leaves out the
+plus :data:`STUB_COMPOSITES`, and under ``box:cpu`` the list operators (``_foreach_*``) whose CPU
+kernel is the CompositeExplicitAutograd loop while CUDA has kernels of its own
+(:func:`is_list_composite`): routed, such a list is one call whose loop runs on the lists' kept
+aliases (``csrc/boxing/list_aliases.h``), as ``box:cuda`` routes it on the cuda vendor, instead of
+one routed call per tensor. ``derive box:cuda except composite-implicit`` also leaves out the
 overloads that have a CompositeImplicitAutograd kernel (they decompose into routed operators; the
 CUDA-ABI vendors' loader checks that rule). Under ``derive box:cpu`` an overload whose CPU kernel
 lacks dtypes CUDA's takes also gets ``op[dtypes] = composite`` (core's kernels written with ATen
@@ -51,6 +55,7 @@ __all__ = [
     "STUB_COMPOSITES",
     "classify_box_routes",
     "composite_kernels",
+    "is_list_composite",
     "composite_rule",
     "derived_rules",
 ]
@@ -171,14 +176,33 @@ def classify_box_routes(
     return routed, left
 
 
+def is_list_composite(op: str) -> bool:
+    """Whether ``op`` is a list operator whose CPU kernel is the CompositeExplicitAutograd loop
+    (``aten::_foreach_add_.List``; CUDA has kernels of its own for them, which a CPU-only torch
+    does not register, so they are not asked for)."""
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    return (
+        op.startswith("aten::_foreach_")
+        and not has(op, "CPU")
+        and has(op, "CompositeExplicitAutograd")
+    )
+
+
 def _derive(
     backend: str, except_composite_implicit: bool
 ) -> list[tuple[str, tuple[str, ...], str]]:
     key = DERIVABLE[backend]
     has = torch._C._dispatch_has_kernel_for_dispatch_key
-    routed, _ = classify_box_routes(
-        lambda op: has(op, key), route_composite_implicit=not except_composite_implicit
-    )
+    if key == "CPU":
+
+        def own(op: str) -> bool:
+            return has(op, key) or is_list_composite(op)
+    else:
+
+        def own(op: str) -> bool:
+            return has(op, key)
+
+    routed, _ = classify_box_routes(own, route_composite_implicit=not except_composite_implicit)
     composites = composite_kernels() if key == "CPU" else {}
     rules: list[tuple[str, tuple[str, ...], str]] = []
     for op in routed:

@@ -99,6 +99,9 @@ def sim_text() -> str:
             "# views, factories with a Device argument, sparse layouts, and by name: "
             + ", ".join(sorted(EXCLUDED))
             + ".",
+            "# List operators (_foreach_*), whose CPU kernel is the composite loop, go there too: "
+            "one call",
+            "# whose loop runs on the lists' kept aliases, as on the cuda vendor.",
             f"# Dtypes CPU's kernel lacks and CUDA's takes go to core's {COMPOSITE} backend "
             "(torch_fl.routing.derived).",
             "",
