@@ -19,12 +19,14 @@
 //   cudnn      -> _scaled_dot_product_cudnn_attention
 // Anything else is math, which is always correct.
 #include <ATen/ATen.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/SDPBackend.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/DispatchStub.h>
 #include <ATen/native/transformers/attention.h>
 #include <torch/library.h>
 
+#include <limits>
 #include <optional>
 
 #include "glue/runtime_access.h"
@@ -179,7 +181,10 @@ using FusedOut = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10:
 enum class Bridge { kFlash, kEfficient, kFlashCpu, kNone };
 
 Bridge bridge_for(c10::ScalarType dtype, bool has_mask) {
-  if (!has_mask && routed_pair(g_flash, g_flash_bwd, dtype)) return Bridge::kFlash;
+  // ATen's flash kernel computes in half precision only ("FlashAttention only support fp16 and
+  // bf16"); float32 goes to memory-efficient attention, which takes it.
+  const bool flash_dtype = dtype == at::kHalf || dtype == at::kBFloat16;
+  if (!has_mask && flash_dtype && routed_pair(g_flash, g_flash_bwd, dtype)) return Bridge::kFlash;
   if (routed_pair(g_efficient, g_efficient_bwd, dtype)) return Bridge::kEfficient;
   if (routed_pair(g_flash_cpu, g_flash_cpu_bwd, dtype)) return Bridge::kFlashCpu;
   return Bridge::kNone;
@@ -194,6 +199,26 @@ Bridge bridge_for(c10::ScalarType dtype, bool has_mask) {
               "or call scaled_dot_product_attention, which then runs the math path");
 }
 
+// The bias memory-efficient attention takes, as SDPA prepares it before calling that kernel: a
+// boolean mask made additive (-inf where it is false), its last dimension padded to 16 elements
+// (the kernel's alignment; sliced back, so only the stride grows), broadcast to
+// [batch, heads, L, S] ("Bias expected in BMHK format" otherwise).
+at::Tensor efficient_bias(const at::Tensor& mask, const at::Tensor& q, const at::Tensor& k) {
+  constexpr int64_t kAlign = 16;
+  at::Tensor bias = mask;
+  if (bias.scalar_type() == at::kBool) {
+    bias = at::zeros_like(bias, q.options())
+               .masked_fill_(bias.logical_not(), -std::numeric_limits<double>::infinity());
+  }
+  bool aligned = bias.stride(-1) == 1;
+  for (int64_t i = 0; i + 1 < bias.dim(); ++i) aligned = aligned && bias.stride(i) % kAlign == 0;
+  if (!aligned) {
+    const int64_t last = bias.size(-1);
+    bias = at::pad(bias, {0, kAlign - last % kAlign}).slice(-1, 0, last);
+  }
+  return bias.expand({q.size(0), q.size(1), q.size(2), k.size(2)});
+}
+
 FusedOut fused_attention_overrideable(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                       const std::optional<at::Tensor>& attn_bias, double dropout_p,
                                       bool is_causal, bool return_debug_mask,
@@ -204,8 +229,10 @@ FusedOut fused_attention_overrideable(const at::Tensor& q, const at::Tensor& k, 
       return at::_scaled_dot_product_flash_attention(q, k, v, dropout_p, is_causal,
                                                      return_debug_mask, scale);
     case Bridge::kEfficient: {
+      std::optional<at::Tensor> bias;
+      if (has_mask) bias = efficient_bias(*attn_bias, q, k);
       auto [out, lse, seed, offset] = at::_scaled_dot_product_efficient_attention(
-          q, k, v, attn_bias, /*compute_log_sumexp=*/true, dropout_p, is_causal, scale);
+          q, k, v, bias, /*compute_log_sumexp=*/true, dropout_p, is_causal, scale);
       return {out,           lse,           at::Tensor(),    at::Tensor(),
               q.sym_size(2), k.sym_size(2), std::move(seed), std::move(offset),
               at::Tensor()};
@@ -242,9 +269,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_overr
       return masked(gq, gk, gv, at::Tensor());
     }
     case Bridge::kEfficient: {
+      const at::Tensor bias = has_mask ? efficient_bias(attn_bias, q, k) : attn_bias;
       auto [gq, gk, gv, gb] = at::_scaled_dot_product_efficient_attention_backward(
-          grad_out, q, k, v, attn_bias, out, logsumexp, philox_seed, philox_offset, dropout_p,
+          grad_out, q, k, v, bias, out, logsumexp, philox_seed, philox_offset, dropout_p,
           grad_input_mask, is_causal, scale);
+      // The bias was broadcast for the kernel: its gradient sums back to the mask's shape.
+      if (gb.defined() && gb.sizes() != attn_bias.sizes()) gb = at::sum_to(gb, attn_bias.sizes());
       return masked(gq, gk, gv, gb);
     }
     case Bridge::kFlashCpu: {
