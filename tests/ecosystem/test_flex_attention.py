@@ -41,13 +41,12 @@ def test_compiled_flex_attention(flagos):
     """compiled flex_attention runs on flagos as on the CPU, whatever the vendor's codegen
 
     Without code generation on the routed kernels; under C++ scheduling through Inductor's CPU
-    template (inference, as on the CPU)."""
+    template (inference, as on the CPU); under Triton scheduling (the cuda vendor) through its
+    Triton template, forward and backward."""
     import torch_fl.compile
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
     kind = torch_fl.compile.scheduling()
-    if kind not in (None, "cpp"):
-        pytest.skip(f"Inductor's flex lowering has no flagos template ({kind!r} scheduling)")
     torch._dynamo.reset()
     q, k, v = _inputs()
     mask = create_block_mask(_causal, 1, 2, 16, 16, device="flagos")
@@ -59,4 +58,14 @@ def test_compiled_flex_attention(flagos):
     # Grad mode on, nothing requiring grad: what the CPU runs too.
     out = compiled(*(t.to("flagos") for t in (q, k, v)), block_mask=mask)
     torch.testing.assert_close(out.cpu(), ref, atol=1e-5, rtol=1e-5)
+    if kind == "triton":  # the Triton template has a backward; the CPU one does not
+        leaves = [t.to("flagos").requires_grad_() for t in (q, k, v)]
+        compiled(*leaves, block_mask=mask).sum().backward()
+        ref_leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+        bias = torch.ones(16, 16, dtype=torch.bool).tril()
+        torch.nn.functional.scaled_dot_product_attention(
+            *ref_leaves, attn_mask=bias
+        ).sum().backward()
+        for a, b in zip(leaves, ref_leaves, strict=True):
+            torch.testing.assert_close(a.grad.cpu(), b.grad, atol=1e-4, rtol=1e-4)
     torch._dynamo.reset()
