@@ -149,3 +149,30 @@ def test_threads_with_their_own_lists(flagos):
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_written_lists_bump_versions_as_the_cpu_does(flagos):
+    # A list kernel bumps the version of each element it writes (CPU's loop through in-place ops,
+    # CUDA's kernels explicitly). Routed, it writes aliases: the flagos tensors must count too.
+    def versions(dev: str) -> list[list[int]]:
+        g = torch.Generator().manual_seed(5)
+        b = torch.rand(3, generator=g).to(dev)
+        torch._foreach_sqrt_([b, b, b])  # one tensor three times
+        xs = [torch.rand(4, generator=g).to(dev) for _ in range(20)]
+        ys = [torch.rand(4, generator=g).to(dev) for _ in range(20)]
+        for _ in range(3):  # the lists come back: kept aliases from the second call on
+            torch._foreach_add_(xs, ys)
+        torch.ops.aten._foreach_mul_.Scalar(xs, 2.0)  # boxed
+        return [[b._version], [t._version for t in xs], [t._version for t in ys]]
+
+    assert versions("flagos") == versions("cpu")
+
+
+def test_a_list_write_to_a_saved_tensor_fails_backward_as_on_the_cpu(flagos):
+    for dev in ("cpu", "flagos"):
+        a = torch.rand(3, device=dev, requires_grad=True)
+        b = a * 1
+        c = b.sin()  # saves b
+        torch._foreach_mul_([b], 2.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            c.backward(torch.ones(3, device=dev))

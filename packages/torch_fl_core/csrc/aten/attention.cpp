@@ -181,11 +181,15 @@ using FusedOut = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10:
 enum class Bridge { kFlash, kEfficient, kFlashCpu, kNone };
 
 Bridge bridge_for(c10::ScalarType dtype, bool has_mask) {
-  // ATen's flash kernel computes in half precision only ("FlashAttention only support fp16 and
-  // bf16"); float32 goes to memory-efficient attention, which takes it.
-  const bool flash_dtype = dtype == at::kHalf || dtype == at::kBFloat16;
-  if (!has_mask && flash_dtype && routed_pair(g_flash, g_flash_bwd, dtype)) return Bridge::kFlash;
-  if (routed_pair(g_efficient, g_efficient_bwd, dtype)) return Bridge::kEfficient;
+  // CUDA's flash kernel computes in half precision only ("FlashAttention only support fp16 and
+  // bf16"): other dtypes go to memory-efficient attention where it is routed (it takes them), and
+  // to flash only where nothing else is (a flash route of another backend may take them).
+  const bool efficient = routed_pair(g_efficient, g_efficient_bwd, dtype);
+  const bool half = dtype == at::kHalf || dtype == at::kBFloat16;
+  if (!has_mask && (half || !efficient) && routed_pair(g_flash, g_flash_bwd, dtype)) {
+    return Bridge::kFlash;
+  }
+  if (efficient) return Bridge::kEfficient;
   if (routed_pair(g_flash_cpu, g_flash_cpu_bwd, dtype)) return Bridge::kFlashCpu;
   return Bridge::kNone;
 }

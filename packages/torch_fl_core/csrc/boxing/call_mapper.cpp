@@ -197,6 +197,20 @@ MappedCall::MappedCall(const c10::FunctionSchema& schema, torch::jit::Stack* sta
     *it = mapper.arg_value(*it);
     aliases_.push_back(*it);
   }
+  const auto& args = schema.arguments();
+  for (size_t i = 0; i < n && i < args.size(); ++i) {
+    const auto* info = args[i].alias_info();
+    if (info == nullptr || !info->isWrite() || !originals_[i].isTensorList() ||
+        !aliases_[i].isTensorList()) {
+      continue;
+    }
+    const auto bases = originals_[i].toTensorList();
+    const auto views = aliases_[i].toTensorList();
+    for (size_t j = 0; j < bases.size() && j < views.size(); ++j) {
+      list_versions_.watch(bases.get(j), views.get(j));
+    }
+    list_versions_.may_repeat();
+  }
 }
 
 void MappedCall::adopt_written() {
@@ -214,6 +228,7 @@ void MappedCall::adopt_written() {
       }
     }
   }
+  list_versions_.apply();
 }
 
 int MappedCall::written_argument(size_t i) const { return boxing::written_argument(schema_, i); }

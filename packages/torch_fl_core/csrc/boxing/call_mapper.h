@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "boxing/list_aliases.h"
+#include "boxing/list_versions.h"
 #include "boxing/pointer_index.h"
 
 namespace torch_fl::boxing {
@@ -105,7 +106,8 @@ class MappedCall {
 
   // The caller's value of argument i.
   const c10::IValue& original(size_t i) const { return originals_[i]; }
-  // Written arguments take their aliases' geometry (after the kernel ran).
+  // Written arguments take their aliases' geometry, and written lists' elements
+  // their aliases' version bumps (after the kernel ran, or failed).
   void adopt_written();
   // Return `i` of the kernel as the caller gets it: an out=/in-place return is
   // the caller's own tensor (a kernel that returned None, the alias, or a new
@@ -120,6 +122,7 @@ class MappedCall {
   CallMapper& mapper_;
   std::vector<c10::IValue> originals_;
   std::vector<c10::IValue> aliases_;
+  WrittenListVersions list_versions_;
 };
 
 }  // namespace torch_fl::boxing

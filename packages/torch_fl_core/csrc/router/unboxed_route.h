@@ -24,6 +24,7 @@
 #include "boxing/call_mapper.h"
 #include "boxing/call_scope.h"
 #include "boxing/deferred_host_call.h"
+#include "boxing/list_versions.h"
 #include "glue/graph_capture.h"
 #include "glue/runtime_access.h"
 #include "profiler/route_scope.h"
@@ -217,6 +218,33 @@ decltype(auto) kernel_arg(Conv& conv, Orig& orig, std::index_sequence<J...>) {
 template <class... A>
 constexpr bool kWritesTensor = (std::is_same_v<A, at::Tensor&> || ...);
 
+template <class... A>
+constexpr bool kHasList = (std::is_same_v<std::decay_t<A>, at::TensorList> || ...);
+
+// Signatures without a list argument carry no list versions.
+struct NoListVersions {
+  void apply() {}
+};
+
+// The written list arguments' aliases, watched for the version bumps their
+// kernel makes (boxing/list_versions.h).
+template <class Conv, class Orig, size_t... I>
+void watch_written_lists(boxing::WrittenListVersions& versions, const c10::FunctionSchema& schema,
+                         Conv& conv, Orig& orig, std::index_sequence<I...>) {
+  const auto& args = schema.arguments();
+  auto one = [&](auto i) {
+    constexpr size_t K = decltype(i)::value;
+    if constexpr (std::is_same_v<std::decay_t<std::tuple_element_t<K, Orig>>, at::TensorList>) {
+      const auto* info = K < args.size() ? args[K].alias_info() : nullptr;
+      if (info != nullptr && info->isWrite()) {
+        const ListArg& l = std::get<K>(conv);
+        versions.watch(std::get<K>(orig), static_cast<at::TensorList>(l), l.kept);
+      }
+    }
+  };
+  (one(std::integral_constant<size_t, I>{}), ...);
+}
+
 template <class R, class F, class Conv, class Orig, size_t... I>
 R run_kernel(F redispatch, c10::DispatchKeySet keys, Conv& conv, Orig& orig,
              std::index_sequence<I...> seq) {
@@ -342,16 +370,23 @@ struct SignatureRoute<R(Args...)> {
     auto originals = std::forward_as_tuple(args...);
     const c10::DispatchKeySet keys(target.box_key);
     constexpr size_t N = sizeof...(Args);
+    std::conditional_t<kHasList<Args...>, boxing::WrittenListVersions, NoListVersions> versions;
+    if constexpr (kHasList<Args...>) {
+      watch_written_lists(versions, st->handle().schema(), converted, originals,
+                          std::make_index_sequence<N>{});
+    }
     timer.mark(route_phases::kArgs);
     if constexpr (std::is_void_v<R>) {
       run_kernel<R>(redispatch, keys, converted, originals, std::make_index_sequence<N>{});
       timer.mark(route_phases::kKernel);
       adopt_outputs(converted, originals, std::make_index_sequence<N>{});
+      versions.apply();
       timer.mark(route_phases::kResults);
     } else {
       R r = run_kernel<R>(redispatch, keys, converted, originals, std::make_index_sequence<N>{});
       timer.mark(route_phases::kKernel);
       adopt_outputs(converted, originals, std::make_index_sequence<N>{});
+      versions.apply();
       if constexpr (route_phases::kEnabled) {
         R out = Result<R>::template convert<decltype(converted), decltype(originals), N>(
             std::forward<R>(r), converted, originals, mapper);
