@@ -17,21 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import aclnn_ops  # noqa: E402  (importing the table puts core's kit on sys.path)
-from kernel_generator import KernelSdk, main  # noqa: E402
-
-#: torch dtype name -> the C++ at::ScalarType spelling
-_CPP_DTYPE = {
-    "float32": "at::kFloat",
-    "float16": "at::kHalf",
-    "bfloat16": "at::kBFloat16",
-    "float64": "at::kDouble",
-    "int64": "at::kLong",
-    "int32": "at::kInt",
-    "int16": "at::kShort",
-    "int8": "at::kChar",
-    "uint8": "at::kByte",
-    "bool": "at::kBool",
-}
+from kernel_generator import KernelSdk, dtype_set_line, main  # noqa: E402
 
 
 class Aclnn(KernelSdk):
@@ -58,8 +44,7 @@ class Aclnn(KernelSdk):
         return (f"#include <aclnnop/{op.header}>",)
 
     def kernel_lines(self, op, function: str):
-        cpp = ", ".join(_CPP_DTYPE[d] for d in op.dtypes)
-        return (f"static const tfl_ascend::DtypeSet dtypes{{{cpp}}};",)
+        return (dtype_set_line(op),)
 
     def call_arguments(self, op, function: str) -> str:
         return f'&{function}GetWorkspaceSize, &{function}, "{function}", dtypes'

@@ -9,21 +9,6 @@
 
 namespace tfl_ascend {
 
-bool DtypeSet::has(at::ScalarType t) const {
-  for (at::ScalarType x : types_)
-    if (x == t) return true;
-  return false;
-}
-
-std::string DtypeSet::text() const {
-  std::string s;
-  for (at::ScalarType x : types_) {
-    if (!s.empty()) s += ", ";
-    s += c10::toString(x);
-  }
-  return s;
-}
-
 at::Tensor on_device(const Call& c, const at::Tensor& t, at::ScalarType dtype) {
   // Cast on the host first, as the copy-then-cast did: a value out of the dtype's range wraps
   // (uint8 + 300) instead of failing the fill's range check.
@@ -31,13 +16,6 @@ at::Tensor on_device(const Call& c, const at::Tensor& t, at::ScalarType dtype) {
     return at::empty({}, at::TensorOptions().dtype(dtype).device(c.device()))
         .fill_(t.to(dtype).item());
   return torch_fl::kit::on_device(c, t, dtype);
-}
-
-void Call::need(const DtypeSet& dtypes, at::ScalarType t, const char* aclnn) const {
-  if (!dtypes.has(t)) {
-    decline(std::string("compute dtype ") + c10::toString(t) + " has no " + aclnn +
-            " kernel (it serves " + dtypes.text() + ")");
-  }
 }
 
 aclDataType acl_dtype(at::ScalarType t) {

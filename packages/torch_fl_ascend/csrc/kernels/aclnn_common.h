@@ -21,6 +21,7 @@
 #include <ATen/ATen.h>
 #include <acl/acl.h>
 #include <aclnn/aclnn_base.h>
+#include <torch_fl/kit/dtype_set.h>
 #include <torch_fl/kit/kernel_call.h>
 #include <torch_fl/kit/operands.h>
 #include <torch_fl/kit/reduction_shape.h>
@@ -41,15 +42,7 @@ using torch_fl::kit::reduce_dims;
 using torch_fl::kit::reduced_shape;
 
 // The dtypes an op's ACLNN kernel computes in (from the ops table).
-class DtypeSet {
- public:
-  DtypeSet(std::initializer_list<at::ScalarType> types) : types_(types) {}
-  bool has(at::ScalarType t) const;
-  std::string text() const;
-
- private:
-  std::vector<at::ScalarType> types_;
-};
+using torch_fl::kit::DtypeSet;
 
 // One boxed ACLNN call (torch_fl::kit::KernelCall: arguments, decline, output, write-back).
 class Call : public torch_fl::kit::KernelCall {
@@ -58,7 +51,9 @@ class Call : public torch_fl::kit::KernelCall {
       : KernelCall(op, stack, form, "ascend", "ACLNN") {}
 
   // Declines unless `dtypes` has `t`.
-  void need(const DtypeSet& dtypes, at::ScalarType t, const char* aclnn) const;
+  void need(const DtypeSet& dtypes, at::ScalarType t, const char* aclnn) const {
+    torch_fl::kit::need_dtype(*this, dtypes, t, aclnn);
+  }
 };
 
 // `t` on the call's device in `dtype`, as torch_fl::kit::on_device, except that a CPU 0-dim

@@ -36,6 +36,28 @@ if TYPE_CHECKING:
     from torch_fl.kit.kernel_ops import Op
 
 
+#: torch dtype name (an ops table's ``dtypes``) -> the C++ ``at::ScalarType`` spelling
+CPP_DTYPES = {
+    "float32": "at::kFloat",
+    "float16": "at::kHalf",
+    "bfloat16": "at::kBFloat16",
+    "float64": "at::kDouble",
+    "int64": "at::kLong",
+    "int32": "at::kInt",
+    "int16": "at::kShort",
+    "int8": "at::kChar",
+    "uint8": "at::kByte",
+    "bool": "at::kBool",
+}
+
+
+def dtype_set_line(op: Op) -> str:
+    """The kernel statement declaring ``dtypes``, the op's compute dtypes as a
+    ``torch_fl::kit::DtypeSet`` (include/torch_fl/kit/dtype_set.h)."""
+    cpp = ", ".join(CPP_DTYPES[d] for d in op.dtypes or ())
+    return f"static const torch_fl::kit::DtypeSet dtypes{{{cpp}}};"
+
+
 class KernelSdk:
     """A vendor's SDK as the generator sees it; a vendor subclasses it and sets every attribute."""
 

@@ -3,11 +3,11 @@
 A vendor whose kernels are its own (gcu, ascend) generates its table from checked-in inputs only,
 so it is the same wherever it is generated:
 
-- the FlagGems overloads: ``routing/flaggems_ops.txt`` (a snapshot of FlagGems' ``_FULL_CONFIG``
-  names) plus every overload of the gap set, narrowed to those a route may name (core's
+- the FlagGems overloads: core's ``torch_fl/routing/flaggems_ops.txt`` (one snapshot of FlagGems'
+  ``_FULL_CONFIG`` names for every vendor) plus every overload of the gap set, narrowed to those a route may name (core's
   :func:`torch_fl.routing.generate.flaggems_route_classes`; a factory only where the vendor has a
   kernel for it, since cpu cannot serve it);
-- the gap set, ``routing/gaps.json``: per overload the dtypes FlagGems must not serve (``"all"``
+- the vendor's gap set, ``routing/gaps.json`` (none yet: no gap is measured): per overload the dtypes FlagGems must not serve (``"all"``
   or a list), the family, the reason and the document section it was measured in; its
   ``measured`` becomes the ``# flaggems-measured:`` pragma (:mod:`torch_fl.routing.provenance`);
 - the overloads the vendor's kernels serve and those its kernel generator skipped (with why).
@@ -31,14 +31,24 @@ from torch_fl.routing import provenance
 from torch_fl.routing.route_table import short_op_name
 
 __all__ = [
+    "ALL_DTYPES",
+    "FLAGGEMS_OPS",
     "FlagGemsFirst",
     "Rule",
+    "ServedTable",
     "checked_in_inputs",
     "load_flaggems_ops",
     "load_gaps",
     "load_measured",
     "main",
+    "served_rules",
+    "served_table",
 ]
+
+
+#: The FlagGems overloads every vendor's generator starts from: the ``_FULL_CONFIG`` names of the
+#: FlagGems wheel the tables target, one snapshot for all vendors.
+FLAGGEMS_OPS = Path(__file__).resolve().parent / "flaggems_ops.txt"
 
 
 def load_gaps(path: Path) -> dict[str, dict]:
@@ -74,16 +84,17 @@ def checked_in_inputs(routing_dir: Path) -> dict:
     from torch_fl.routing.derived import STUB_COMPOSITES, composite_kernels
     from torch_fl.routing.validation import torch_minor
 
-    ops = routing_dir / "flaggems_ops.txt"
     gaps = routing_dir / "gaps.json"
+    measured = gaps.is_file()  # a vendor without FlagGems measurements has no gap set yet
     return {
-        "flaggems_ops": load_flaggems_ops(ops),
-        "flaggems_why": f"routing/{ops.name} and the gap set",
-        "gaps": load_gaps(gaps),
+        "flaggems_ops": load_flaggems_ops(FLAGGEMS_OPS),
+        "flaggems_why": "torch_fl/routing/flaggems_ops.txt"
+        + (" and the gap set" if measured else ""),
+        "gaps": load_gaps(gaps) if measured else {},
         "torch_minor": torch_minor(),
         "stub_composites": STUB_COMPOSITES,
         "composites": composite_kernels(),
-        "measured": load_measured(gaps),
+        "measured": load_measured(gaps) if measured else None,
     }
 
 
@@ -215,6 +226,141 @@ class FlagGemsFirst:
         for op in sorted(self.rules):
             lines += [rule.line(op) for rule in self.rules[op]]
         return "\n".join(lines) + "\n"
+
+
+#: The dtypes a rule may split off, in the order rules list them.
+ALL_DTYPES = (
+    "float32",
+    "float16",
+    "bfloat16",
+    "float64",
+    "int64",
+    "int32",
+    "int16",
+    "int8",
+    "uint8",
+    "bool",
+    "complex64",
+    "complex128",
+)
+
+
+def served_rules(
+    t: FlagGemsFirst, op: str, backend: str, served: tuple[str, ...] | None
+) -> list[Rule]:
+    """FlagGems first, then the vendor's kernel (``backend``), then cpu; the dtypes the kernel
+    does not compute in (``served``: those it does, None: all) and those the gap set excludes
+    split off into rules of their own, so those calls never reach a kernel that would decline
+    them."""
+    whole, gap_dtypes = t.whole_gap(op), t.dtype_gap(op)
+    flaggems = op in t.gems and whole is None
+    comment = f"gap: {whole['family']}" if whole is not None else ""
+    native = op in t.native
+    # cpu closes a FlagGems list (and is the target where nothing else serves the op); a
+    # native-only overload is the vendor alone, as a table line of one backend.
+    tail = ["cpu"] if op not in t.factories and (flaggems or not native) else []
+    plain = ", ".join((["flaggems"] if flaggems else []) + ([backend] if native else []) + tail)
+    out = [Rule((), plain, comment)]
+    if op in t.factories:
+        return out
+    declined = ()
+    if native and op in t.cpu_ok and served is not None:
+        declined = tuple(d for d in ALL_DTYPES if d not in served)
+    # Per dtype: flaggems unless the gap excludes it, the vendor unless its kernel declines it.
+    split: dict[str, list[str]] = {}
+    for d in ALL_DTYPES:
+        if d not in declined and d not in gap_dtypes:
+            continue
+        use_gems = flaggems and d not in gap_dtypes
+        use_native = native and d not in declined
+        backends = ", ".join(
+            (["flaggems"] if use_gems else []) + ([backend] if use_native else []) + ["cpu"]
+        )
+        if backends != plain:
+            split.setdefault(backends, []).append(d)
+    for backends, ds in sorted(split.items(), key=lambda kv: ALL_DTYPES.index(kv[1][0])):
+        why = ""
+        if set(ds) & set(gap_dtypes):
+            family = t.gaps[op]["family"]
+            why = f"gap[{', '.join(d for d in ds if d in gap_dtypes)}]: {family}"
+        out.append(Rule(tuple(ds), backends, why))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class ServedTable:
+    """What a vendor's table built by :func:`served_table` says about the vendor."""
+
+    #: the vendor's backend name ("ascend")
+    backend: str
+    #: the table's title and the command that writes it
+    title: str
+    command: str
+    #: the kernel library as the explanation names it ("ACLNN"), its ops table's path and the
+    #: heading of the overloads without a native route
+    kernels: str
+    ops_table: str
+    skipped_heading: str
+    #: where the ``flaggems`` backend is registered, as comment lines
+    flaggems_note: tuple[str, ...]
+
+
+def served_table(
+    vendor: ServedTable,
+    *,
+    native_ops: Mapping[str, str] | Iterable[str],
+    dtypes: Mapping[str, Iterable[str]] | None = None,
+    skipped: Mapping[str, str],
+    flaggems_ops: Iterable[str] | None,
+    flaggems_why: str,
+    gaps: Mapping[str, dict],
+    torch_minor: str,
+    stub_composites: Mapping[str, str] | None = None,
+    composites: Mapping[str, Iterable[str]] | None = None,
+    measured: str | None = None,
+    route_classes: tuple[Iterable[str], Iterable[str]] | None = None,
+) -> tuple[str, list[str]]:
+    """The FlagGems-first table of a vendor whose kernels say which dtypes they serve, and the
+    generator's warnings.
+
+    ``native_ops``: overloads (``aten::abs`` or ``abs``) with a vendor kernel; ``dtypes``: per
+    overload the dtypes that kernel serves (absent: all). ``skipped``: overloads the kernel
+    generator left out, with why. ``composites``: core's composite kernels (overload -> dtypes),
+    which take those dtypes of the overload (a plain ``cpu`` rule first where it has no other).
+    """
+    b = vendor.backend
+    t = FlagGemsFirst(
+        native_ops=native_ops, flaggems_ops=flaggems_ops, gaps=gaps, route_classes=route_classes
+    )
+    served = {short_op_name(op): tuple(d) for op, d in (dtypes or {}).items()}
+    for op in t.overloads():
+        t.rules[op] = served_rules(t, op, b, served.get(op))
+    t.add_core_rules(stub_composites, composites)
+    counts = t.counts()
+    whole, partial = t.gap_counts()
+    split_ops = sum(1 for rules in t.rules.values() if len(rules) > 1)
+    explanation = [
+        "# FlagGems first: each overload FlagGems implements (torch_fl/routing/flaggems_ops.txt and",
+        f"# the gap set) is 'flaggems, {b}, cpu' ('flaggems, cpu' where {vendor.kernels} has no kernel);",
+        "# the first available at load wins.",
+        *vendor.flaggems_note,
+        f"# FlagGems overloads from {flaggems_why}.",
+        f"# Dtypes an op's {vendor.kernels} kernel does not compute in ({vendor.ops_table}) skip",
+        f"# '{b}': 'op[float64, ...] = flaggems, cpu' (or '= cpu').",
+        f"# Routes: {counts.get('flaggems', 0)} flaggems-first, {counts.get(b, 0)} {b}, "
+        f"{counts.get('cpu', 0)} cpu; {split_ops} split by dtype; of {len(gaps)} gap entries "
+        f"{whole} take the overload off flaggems, {partial} only some dtypes.",
+    ]
+    text = t.text(
+        title=vendor.title,
+        command=vendor.command,
+        torch_minor=torch_minor,
+        measured=measured,
+        explanation=explanation,
+        skipped_heading=vendor.skipped_heading,
+        skipped=skipped,
+    )
+    return text, skipped_warnings(b, skipped)
 
 
 def skipped_warnings(backend: str, skipped: Mapping[str, str]) -> list[str]:

@@ -24,7 +24,7 @@ preference lists resolve when the table loads, so a declared kernel that did not
 
 ``routes/dcu-flaggems.conf`` includes it and is FlagGems-first from checked-in inputs only, so it
 is the same wherever it is generated: every overload FlagGems implements
-(``routing/flaggems_ops.txt``, a snapshot of FlagGems' ``_FULL_CONFIG`` names, plus the gap set's
+(core's ``torch_fl/routing/flaggems_ops.txt``, a snapshot of FlagGems' ``_FULL_CONFIG`` names, plus the gap set's
 overloads) gets ``flaggems, box:cuda, cpu`` (``flaggems, cpu`` outside the box:cuda base; none for
 views, factories and decomposing overloads); the first choice available at load wins. Then the DCU
 gap set (``routing/gaps.json``: per overload the dtypes excluded, ``"all"`` or a list, the family,
@@ -74,7 +74,7 @@ HERE = Path(__file__).resolve().parent.parent
 TABLE = HERE / "routes" / "dcu.conf"
 FLAGGEMS_TABLE = HERE / "routes" / "dcu-flaggems.conf"
 GAPS = HERE / "routing" / "gaps.json"
-FLAGGEMS_OPS = HERE / "routing" / "flaggems_ops.txt"
+FLAGGEMS_OPS = flaggems_first.FLAGGEMS_OPS
 BOX = "box:cuda"
 
 
@@ -186,7 +186,7 @@ def flaggems_text(
     if measured:
         head.append(f"# flaggems-measured: {measured}")
     head += [
-        "# FlagGems-first: every overload FlagGems implements (routing/flaggems_ops.txt and the gap",
+        "# FlagGems-first: every overload FlagGems implements (torch_fl/routing/flaggems_ops.txt and the gap",
         f"# set) is 'flaggems, {BOX}, cpu' ('flaggems, cpu' outside the {BOX} base); the first",
         "# choice available at load wins. The DCU gap set (routing/gaps.json) then sends its",
         f"# overloads back to {BOX}, or to no route at all where the {BOX} base has none (no CUDA",
@@ -238,8 +238,8 @@ def main(argv: Iterable[str] | None = None) -> int:
     here = Path(args.dir).resolve() if args.dir else HERE
     table, gems_table = here / "routes" / TABLE.name, here / "routes" / FLAGGEMS_TABLE.name
     routed, _left = generate_box()
-    gems = load_flaggems_ops(here / "routing" / FLAGGEMS_OPS.name)
-    why = f"routing/{FLAGGEMS_OPS.name} and the gap set"
+    gems = load_flaggems_ops()
+    why = f"torch_fl/routing/{FLAGGEMS_OPS.name} and the gap set"
     texts = {
         table: box_text(),
         gems_table: flaggems_text(gems, why, set(routed), here / "routing" / GAPS.name),

@@ -8,7 +8,7 @@
 
 FlagGems-first from the measured gap set, independent of what is importable where it runs:
 
-- the FlagGems overloads are ``routing/flaggems_ops.txt`` (a snapshot of FlagGems' ``_FULL_CONFIG``
+- the FlagGems overloads are core's ``torch_fl/routing/flaggems_ops.txt`` (a snapshot of FlagGems' ``_FULL_CONFIG``
   names) plus every overload of ``routing/gaps.json`` (each was a FlagGems route of the measured
   revision);
 - ``gcu`` is available for the overloads this build generated topsaten kernels for
@@ -113,7 +113,7 @@ def generate(
     counts = t.counts()
     whole, partial = t.gap_counts()
     explanation = [
-        "# FlagGems-first: each overload FlagGems implements (routing/flaggems_ops.txt and the gap",
+        "# FlagGems-first: each overload FlagGems implements (torch_fl/routing/flaggems_ops.txt and the gap",
         "# set) is 'flaggems, gcu, cpu' ('flaggems, cpu' without a topsaten kernel); the first",
         "# available at load wins. The measured gap set (torch_fl_gcu/routing/gaps.json) then takes",
         "# overloads off flaggems (to gcu, else cpu), or only the dtypes it excludes (to cpu).",
