@@ -52,22 +52,22 @@ def test_a_new_vendor_is_one_table_entry(tree: Path):
     table = tree / "packages" / "vendors.toml"
     table.write_text(
         table.read_text()
-        + '\n[vendor.musa]\npath = "packages/torch_fl_musa"\ntag = "musa-v"\ncompiled = true\n'
-        'doc = "docs/musa.md"\nsummary = "Moore Threads GPUs (`torch-fl-musa`)"\n'
+        + '\n[vendor.mlu]\npath = "packages/torch_fl_mlu"\ntag = "mlu-v"\ncompiled = true\n'
+        'doc = "docs/mlu.md"\nsummary = "Cambricon MLUs (`torch-fl-mlu`)"\n'
     )
     stale = run_tool("--check", root=tree)
     assert stale.returncode == 1
     assert "docs/index.md: stale" in stale.stderr and "pyproject.toml: stale" in stale.stderr
     assert run_tool(root=tree).returncode == 0
     assert (
-        "| [musa.md](musa.md) | Moore Threads GPUs (`torch-fl-musa`) |"
+        "| [mlu.md](mlu.md) | Cambricon MLUs (`torch-fl-mlu`) |"
         in (tree / "docs" / "index.md").read_text()
     )
-    assert '"musa: torch-fl-musa package tests' in (tree / "pyproject.toml").read_text()
-    assert "| `packages/torch_fl_musa/` | Moore Threads GPUs" in (tree / "README.md").read_text()
-    assert "| musa | its package tests, on sim" in (tree / "docs" / "contracts.md").read_text()
+    assert '"mlu: torch-fl-mlu package tests' in (tree / "pyproject.toml").read_text()
+    assert "| `packages/torch_fl_mlu/` | Cambricon MLUs" in (tree / "README.md").read_text()
+    assert "| mlu | its package tests, on sim" in (tree / "docs" / "contracts.md").read_text()
     validation = tree / vendor_table._core_path(ROOT) / vendor_table.VALIDATION
-    assert '"ascend", "musa")' in validation.read_text()
+    assert '"musa", "mlu")' in validation.read_text()
     assert run_tool("--check", root=tree).returncode == 0
 
 

@@ -1,7 +1,8 @@
 # The emulator framework: device-scoped memory, streams, events, live handles, the call ledger
 # (counters, injected faults, contract violations), the test controls every SDK emulator
-# exports, and communicators over shared memory. Source only, never part of a wheel: an emulator's CMake project includes this file by
-# its relative path and links `emu_kit` into its runtime library.
+# exports, a runtime of CUDA's shape, and communicators over shared memory. Source only, never
+# part of a wheel: an emulator's CMake project includes this file by its relative path and links
+# `emu_kit` into its runtime library.
 include_guard(GLOBAL)
 find_package(Threads REQUIRED)
 set(_emu_kit_dir "${CMAKE_CURRENT_LIST_DIR}")
@@ -10,6 +11,10 @@ add_library(emu_kit STATIC
   "${_emu_kit_dir}/src/memory.cpp"
   "${_emu_kit_dir}/src/stream.cpp"
   "${_emu_kit_dir}/src/event.cpp"
+  # The CUDA-shaped runtime the gcu and musa emulators wrap (emu_kit/cuda_style.h).
+  "${_emu_kit_dir}/src/cuda_style.cpp"
+  "${_emu_kit_dir}/src/cuda_style_memory.cpp"
+  "${_emu_kit_dir}/src/cuda_style_sync.cpp"
   # The shared-memory communicator engine (sim's collectives and the SDK emulators' HCCL/ECCL).
   "${_emu_kit_dir}/src/comm.cpp"
   "${_emu_kit_dir}/src/comm_ops.cpp"

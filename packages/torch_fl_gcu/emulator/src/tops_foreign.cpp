@@ -3,6 +3,7 @@
 // Only synchronisation (and topsStreamQuery, which makes progress) drains it.
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 #include "tops_emulator.h"
 #include "tops_state.h"
@@ -12,7 +13,7 @@ namespace tops_emu {
 void drain(itopsStream_t* s, uint64_t upto) {
   while (!s->pending.empty() && s->pending.front().seq <= upto) {
     auto& item = s->pending.front();
-    char* dst = resolve_on(s->device(), item.dst, item.bytes.size());
+    char* dst = S().resolve(s->device(), item.dst, item.bytes.size());
     if (dst) std::memcpy(dst, item.bytes.data(), item.bytes.size());
     s->done_seq = item.seq;
     s->pending.pop_front();
@@ -26,11 +27,11 @@ using namespace tops_emu;
 
 EMU_API topsError_t topsEmuLaunchForeign(topsStream_t stream, void* dst, const void* host_src,
                                          size_t bytes) {
-  Lock lock(S().mu);
-  itopsStream_t* s = stream_of(stream);
-  if (!s) return fail(topsErrorInvalidHandle);
-  if (!resolve_on(s->device(), dst, std::max<size_t>(bytes, 1)))
-    return fail(topsErrorInvalidDevicePointer);
+  std::lock_guard<std::recursive_mutex> lock(S().mutex());
+  std::shared_ptr<itopsStream_t> s = stream_of(stream);
+  if (!s) return static_cast<topsError_t>(S().fail(topsErrorInvalidHandle));
+  if (!S().resolve(s->device(), dst, std::max<size_t>(bytes, 1)))
+    return static_cast<topsError_t>(S().fail(topsErrorInvalidDevicePointer));
   itopsStream_t::Item item;
   item.seq = s->next_seq++;
   item.dst = dst;
@@ -40,10 +41,10 @@ EMU_API topsError_t topsEmuLaunchForeign(topsStream_t stream, void* dst, const v
 }
 
 EMU_API uint64_t topsEmuPendingForeign(int device) {
-  Lock lock(S().mu);
+  std::lock_guard<std::recursive_mutex> lock(S().mutex());
   uint64_t n = 0;
-  for (const auto& s : S().streams.all()) {
-    if (s->device() == device) n += s->pending.size();
+  for (const auto& s : S().streams()) {
+    if (s->device() == device) n += static_cast<const itopsStream_t&>(*s).pending.size();
   }
   return n;
 }

@@ -1,4 +1,5 @@
-// The cards, their address ranges and the lookups every entry point uses.
+// The runtime's configuration (topsrt's names and statuses), its foreign lane hooks, and the
+// internals libtopsaten and libeccl use.
 #include "tops_state.h"
 
 #include <algorithm>
@@ -10,95 +11,83 @@
 namespace tops_emu {
 
 namespace {
-constexpr uintptr_t kBase = 0x200000000000ull;     // 32 TiB: outside glibc's heap and mmap areas
-constexpr uintptr_t kCardSpan = 0x10000000000ull;  // 1 TiB of address space per card
+// Where topsrt departs from CUDA's names and behaviour.
+emu_kit::CudaConfig config() {
+  emu_kit::CudaConfig c("tops", "TopsRider emulator", emu_kit::Stream::Mode::inline_);
+  c.ledger_prefix += "|eccl";  // libeccl.so counts through it too
+  c.device_kind = "GCU";
+  c.host_free = "topsHostFree";
+  // A two-card topsMemcpy answers topsErrorInvalidDevicePointer (measured); pointer attributes
+  // of host memory topsHostMalloc did not hand out answer topsErrorInvalidValue.
+  c.cross_device_copy = topsErrorInvalidDevicePointer;
+  c.unregistered_host = false;
+  c.renamed = {{topsErrorOutOfMemory, "OutOfMemory"},
+               {topsErrorNotInitialized, "NotInitialized"},
+               {topsErrorInvalidHandle, "InvalidHandle"}};
+  return c;
+}
+
+emu_kit::CudaRuntime* make() { return new TopsRuntime(); }
+
+itopsStream_t& lane(emu_kit::CudaStream& s) { return static_cast<itopsStream_t&>(s); }
+itopsEvent_t& mark(emu_kit::Event& e) { return static_cast<itopsEvent_t&>(e); }
 }  // namespace
 
-thread_local int t_device = 0;
-thread_local topsError_t t_last = topsSuccess;  // topsGetLastError
+TopsRuntime::TopsRuntime() : CudaRuntimeOf(config()) {}
 
-State::State() {
-  count = static_cast<int>(emu_kit::env_size("TOPS_EMU_DEVICE_COUNT", 2));
-  const size_t cap = emu_kit::env_size("TOPS_EMU_MEMORY_MB", 4096) << 20;
-  cards.resize(static_cast<size_t>(count));
-  for (int i = 0; i < count; ++i) {
-    cards[i].memory.capacity = cap;
-    cards[i].next = kBase + kCardSpan * static_cast<uintptr_t>(i);
-  }
+TopsRuntime& S() { return static_cast<TopsRuntime&>(emu_kit::cuda_runtime(make)); }
+
+bool TopsRuntime::lane_busy(emu_kit::CudaStream& s) { return !lane(s).pending.empty(); }
+
+void TopsRuntime::lane_drain(emu_kit::CudaStream& s) { drain_all(&lane(s)); }
+
+bool TopsRuntime::lane_behind(emu_kit::Event& e) {
+  std::shared_ptr<itopsStream_t> s = mark(e).stream.lock();
+  return s && s->done_seq < mark(e).wait_seq;
 }
 
-State& S() {
-  static State* s = new State();  // never destroyed: other libraries may call in at exit
-  return *s;
+void TopsRuntime::lane_drain_to(emu_kit::Event& e) {
+  if (std::shared_ptr<itopsStream_t> s = mark(e).stream.lock())
+    tops_emu::drain(s.get(), mark(e).wait_seq);
 }
 
-topsError_t fail(topsError_t e) {
-  t_last = e;
-  return e;
+void TopsRuntime::recorded(emu_kit::Event& e, const emu_kit::CudaStreamRef& s) {
+  auto st = std::static_pointer_cast<itopsStream_t>(s);
+  mark(e).stream = st;
+  mark(e).wait_seq = st->next_seq - 1;
 }
 
-bool valid_card(int d) { return d >= 0 && d < S().count; }
-
-char* resolve_on(int card, const void* p, size_t n) { return S().allocs.resolve(card, p, n); }
-
-int card_of_range(const void* p) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  if (a < kBase) return -1;
-  const uintptr_t i = (a - kBase) / kCardSpan;
-  return i < static_cast<uintptr_t>(S().count) ? static_cast<int>(i) : -1;
-}
-
-namespace {
-itopsStream_t* default_stream(int card) {
-  Card& c = S().cards[static_cast<size_t>(card)];
-  if (!c.default_stream) {
-    c.default_stream = std::make_shared<itopsStream_t>(card, true);
-    S().streams.add(c.default_stream);
-  }
-  return c.default_stream.get();
-}
-}  // namespace
-
-itopsStream_t* stream_of(topsStream_t s) {
-  if (s == nullptr) return t_device < S().count ? default_stream(t_device) : nullptr;
-  return S().streams.find(s) ? s : nullptr;
+std::shared_ptr<itopsStream_t> stream_of(topsStream_t s) {
+  return std::static_pointer_cast<itopsStream_t>(S().stream(s));
 }
 
 }  // namespace tops_emu
 
 using namespace tops_emu;
 
-// ---- internals for libtopsaten ----
+// ---- internals for libtopsaten and libeccl ----
 
 EMU_API void* topsEmuInternalResolve(const void* ptr, size_t bytes) {
-  Lock lock(S().mu);
-  return resolve_on(t_device, ptr, std::max<size_t>(bytes, 1));
+  return S().resolve(S().current_device(), ptr, std::max<size_t>(bytes, 1));
 }
 
 EMU_API int topsEmuInternalStreamDevice(topsStream_t stream) {
-  Lock lock(S().mu);
-  itopsStream_t* s = stream_of(stream);
+  std::shared_ptr<itopsStream_t> s = stream_of(stream);
   return s ? s->device() : -1;
 }
 
-EMU_API int topsEmuInternalEnter(const char* name) { return S().ledger.enter(name); }
+EMU_API int topsEmuInternalEnter(const char* name) { return S().ledger().enter(name); }
 
 EMU_API topsError_t topsEmuInternalPin(topsStream_t stream, const topsEmuRange* ranges, size_t n,
                                        void** host, int* card, void** pin, size_t* bad) {
-  Lock lock(S().mu);
-  itopsStream_t* s = stream_of(stream);
+  std::shared_ptr<itopsStream_t> s = stream_of(stream);
   if (s == nullptr) return topsErrorInvalidHandle;
   auto held = std::make_unique<std::vector<emu_kit::AllocRef>>();
-  for (size_t i = 0; i < n; ++i) {
-    const size_t bytes = std::max<size_t>(ranges[i].bytes, 1);
-    emu_kit::AllocRef a = S().allocs.range(ranges[i].ptr, bytes);
-    char* h = resolve_on(s->device(), ranges[i].ptr, bytes);
-    if (!a || h == nullptr) {
-      *bad = i;
-      return topsErrorInvalidValue;
-    }
-    host[i] = h;
-    held->push_back(std::move(a));
+  const long first_bad =
+      S().pin(s->device(), emu_kit::ranges_of(ranges, n), false, host, held.get());
+  if (first_bad >= 0) {
+    *bad = static_cast<size_t>(first_bad);
+    return topsErrorInvalidValue;
   }
   *card = s->device();
   *pin = held.release();

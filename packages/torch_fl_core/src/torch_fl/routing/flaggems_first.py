@@ -7,7 +7,7 @@ so it is the same wherever it is generated:
   ``_FULL_CONFIG`` names for every vendor) plus every overload of the gap set, narrowed to those a route may name (core's
   :func:`torch_fl.routing.generate.flaggems_route_classes`; a factory only where the vendor has a
   kernel for it, since cpu cannot serve it);
-- the vendor's gap set, ``routing/gaps.json`` (none yet: no gap is measured): per overload the dtypes FlagGems must not serve (``"all"``
+- the vendor's gap set, ``routing/gaps.json`` (empty until a gap is measured): per overload the dtypes FlagGems must not serve (``"all"``
   or a list), the family, the reason and the document section it was measured in; its
   ``measured`` becomes the ``# flaggems-measured:`` pragma (:mod:`torch_fl.routing.provenance`);
 - the overloads the vendor's kernels serve and those its kernel generator skipped (with why).
@@ -80,21 +80,19 @@ def load_flaggems_ops(path: Path) -> list[str]:
 
 def checked_in_inputs(routing_dir: Path) -> dict:
     """The keyword arguments of a vendor generator that come from ``routing_dir``
-    (``flaggems_ops.txt``, ``gaps.json``) and from core (torch minor, composites)."""
+    (``gaps.json``) and from core (the FlagGems snapshot, torch minor, composites)."""
     from torch_fl.routing.derived import STUB_COMPOSITES, composite_kernels
     from torch_fl.routing.validation import torch_minor
 
     gaps = routing_dir / "gaps.json"
-    measured = gaps.is_file()  # a vendor without FlagGems measurements has no gap set yet
     return {
         "flaggems_ops": load_flaggems_ops(FLAGGEMS_OPS),
-        "flaggems_why": "torch_fl/routing/flaggems_ops.txt"
-        + (" and the gap set" if measured else ""),
-        "gaps": load_gaps(gaps) if measured else {},
+        "flaggems_why": "torch_fl/routing/flaggems_ops.txt and the gap set",
+        "gaps": load_gaps(gaps),
         "torch_minor": torch_minor(),
         "stub_composites": STUB_COMPOSITES,
         "composites": composite_kernels(),
-        "measured": load_measured(gaps) if measured else None,
+        "measured": load_measured(gaps),
     }
 
 

@@ -66,7 +66,7 @@ __all__ = [
 #: backend: a table may name one where its package is not installed (absent, not misspelled).
 #: Vendors outside the table are known once installed (:func:`installed_vendor_names`).
 # vendor table: begin (tools/vendor_table.py writes these names from packages/vendors.toml)
-VENDOR_BACKENDS = ("cuda", "gcu", "dcu", "ascend")
+VENDOR_BACKENDS = ("cuda", "gcu", "dcu", "ascend", "musa")
 # vendor table: end
 #: Backends that core or a vendor registers somewhere (beyond ``box:<key>``): in a preference
 #: list they may be absent from this process without being an error.

@@ -29,7 +29,7 @@ from torch_fl import versions
 from torch_fl.vendors import Vendor
 from torch_fl.vendors.sdk import SdkNotFoundError, probe_runtime
 
-__all__ = ["NativeVendor"]
+__all__ = ["NativeVendor", "report_main"]
 
 
 class NativeVendor(Vendor):
@@ -250,3 +250,15 @@ class NativeVendor(Vendor):
         ok, why = self.flaggems_available()
         lines.append(f"FlagGems backend: {'active' if ok else 'inactive'} ({why})")
         return lines
+
+
+def report_main(package: str) -> int:
+    """``python -m <package>`` of a native vendor package: prints :meth:`NativeVendor.build_report`.
+
+    The vendor object is imported after torch-fl, whose vendor discovery imports the package's
+    ``vendor`` module (it must not be half imported)."""
+    import torch_fl  # noqa: F401
+
+    vendor = importlib.import_module(f"{package}.vendor").vendor
+    print(*vendor.build_report(), sep="\n")
+    return 0

@@ -1,0 +1,373 @@
+#include "mudnn_categories.h"
+
+#include <ATen/ExpandUtils.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/native/TypeProperties.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch_fl/kit/write_back.h>
+
+#include <limits>
+#include <vector>
+
+namespace tfl_musa {
+
+using torch_fl::kit::operand;
+
+namespace {
+
+// `t` on the call's device in `dtype`, expanded (a zero-stride view) to `shape`: muDNN reads
+// broadcast operands through their strides.
+at::Tensor input(const Call& c, const at::Tensor& t, at::ScalarType dtype, at::IntArrayRef shape) {
+  at::Tensor x = torch_fl::kit::on_device(c, t, dtype);
+  return x.sizes() == shape ? x : x.expand(shape);
+}
+
+// Configures `op` and runs `run(op)` on the call's handle, checking the statuses.
+template <typename Op, typename Run>
+void launch(const Call& c, const char* fn, Op& op, Run&& run) {
+  check(run(op, handle(c)), fn, c);
+}
+
+}  // namespace
+
+// ---- elementwise --------------------------------------------------------------------------
+
+void unary(Call& c, dnn::Unary::Mode mode, const char* fn, const DtypeSet& dtypes, UnaryKind kind) {
+  const at::Tensor self = c.tensor("self");
+  const auto [dt, out_dt] = torch_fl::kit::unary_dtypes(self.scalar_type(), kind);
+  c.need(dtypes, dt, fn);
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor x = input(c, self, dt, self.sizes());
+  at::Tensor r = c.output(self.sizes(), out_dt, /*elementwise=*/true, {x});
+  if (r.numel() > 0) {
+    dnn::Unary op;
+    check(op.SetMode(mode), fn, c);
+    dnn::Tensor out = desc(c, r);
+    const dnn::Tensor in = desc(c, x);
+    launch(c, fn, op, [&](dnn::Unary& o, dnn::Handle& h) { return o.Run(h, out, in); });
+  }
+  c.finish(r);
+}
+
+void gelu(Call& c, dnn::Unary::Mode mode, const char* fn, const DtypeSet& dtypes) {
+  if (c.str("approximate") != "none")
+    c.decline("approximate='" + c.str("approximate") + "' (muDNN's GELU is the erf form)");
+  unary(c, mode, fn, dtypes, UnaryKind::KeepsDtype);
+}
+
+void binary(Call& c, dnn::Binary::Mode mode, const char* fn, const DtypeSet& dtypes,
+            BinaryKind kind) {
+  const at::Tensor a = operand(c, "self");
+  const at::Tensor b = operand(c, c.has("other") ? "other" : "exponent");
+  const auto [dt, out_dt] = torch_fl::kit::binary_dtypes(at::result_type(a, b), kind);
+  c.need(dtypes, dt, fn);
+  const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor x = input(c, a, dt, shape), y = input(c, b, dt, shape);
+  at::Tensor r = c.output(shape, out_dt, true, {x, y});
+  if (r.numel() > 0) {
+    dnn::Binary op;
+    check(op.SetMode(mode), fn, c);
+    dnn::Tensor out = desc(c, r);
+    const dnn::Tensor da = desc(c, x), db = desc(c, y);
+    launch(c, fn, op, [&](dnn::Binary& o, dnn::Handle& h) { return o.Run(h, out, da, db); });
+  }
+  c.finish(r);
+}
+
+void binary_alpha(Call& c, dnn::Binary::Mode mode, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor a = operand(c, "self"), b = operand(c, "other");
+  const at::ScalarType dt = at::result_type(a, b);
+  c.need(dtypes, dt, fn);
+  const at::Scalar alpha = torch_fl::kit::checked_alpha(c, dt);
+  const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor x = input(c, a, dt, shape), y = input(c, b, dt, shape);
+  at::Tensor r = c.output(shape, dt, true, {x, y});
+  if (r.numel() > 0) {
+    dnn::Binary op;
+    check(op.SetMode(mode), fn, c);
+    check(op.SetAlpha(alpha.toDouble()), fn, c);
+    dnn::Tensor out = desc(c, r);
+    const dnn::Tensor da = desc(c, x), db = desc(c, y);
+    launch(c, fn, op, [&](dnn::Binary& o, dnn::Handle& h) { return o.Run(h, out, da, db); });
+  }
+  c.finish(r);
+}
+
+namespace {
+// Runs a Ternary mode over three operands already of the result's shape.
+void run_ternary(Call& c, dnn::Ternary::Mode mode, const char* fn, double alpha, at::Tensor& r,
+                 const at::Tensor& x, const at::Tensor& y, const at::Tensor& z) {
+  if (r.numel() == 0) return;
+  dnn::Ternary op;
+  check(op.SetMode(mode), fn, c);
+  check(op.SetAlpha(alpha), fn, c);
+  dnn::Tensor out = desc(c, r);
+  const dnn::Tensor da = desc(c, x), db = desc(c, y), dc = desc(c, z);
+  launch(c, fn, op, [&](dnn::Ternary& o, dnn::Handle& h) { return o.Run(h, out, da, db, dc); });
+}
+}  // namespace
+
+void ternary_value(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor a = c.tensor("self"), b = c.tensor("tensor1"), d = c.tensor("tensor2");
+  const at::ScalarType dt = at::native::result_type({a, b, d});
+  c.need(dtypes, dt, fn);
+  const std::vector<int64_t> shape =
+      at::infer_size(at::infer_size(a.sizes(), b.sizes()), d.sizes());
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor x = input(c, a, dt, shape), y = input(c, b, dt, shape),
+                   z = input(c, d, dt, shape);
+  at::Tensor r = c.output(shape, dt, true, {x, y, z});
+  run_ternary(c, mode, fn, c.scalar("value").toDouble(), r, x, y, z);
+  c.finish(r);
+}
+
+void lerp(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor a = c.tensor("self"), b = c.tensor("end"), w = operand(c, "weight");
+  const at::ScalarType dt = a.scalar_type();
+  // PyTorch requires one dtype for self, end and a tensor weight: its error to raise.
+  if (b.scalar_type() != dt ||
+      (!w.unsafeGetTensorImpl()->is_wrapped_number() && w.scalar_type() != dt))
+    c.decline("operands of different dtypes");
+  c.need(dtypes, dt, fn);
+  const std::vector<int64_t> shape =
+      at::infer_size(at::infer_size(a.sizes(), b.sizes()), w.sizes());
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor x = input(c, a, dt, shape), y = input(c, b, dt, shape),
+                   z = input(c, w, dt, shape);
+  at::Tensor r = c.output(shape, dt, true, {x, y, z});
+  run_ternary(c, mode, fn, 1.0, r, x, y, z);
+  c.finish(r);
+}
+
+void where(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor cond = c.tensor("condition");
+  const at::Tensor a = operand(c, "self"), b = operand(c, "other");
+  if (cond.scalar_type() != at::kBool) c.decline("a condition of dtype other than bool");
+  const at::ScalarType dt = at::result_type(a, b);
+  c.need(dtypes, dt, fn);
+  const std::vector<int64_t> shape =
+      at::infer_size(at::infer_size(cond.sizes(), a.sizes()), b.sizes());
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor k = input(c, cond, at::kBool, shape), x = input(c, a, dt, shape),
+                   y = input(c, b, dt, shape);
+  at::Tensor r = c.output(shape, dt, true, {k, x, y});
+  run_ternary(c, mode, fn, 1.0, r, k, x, y);
+  c.finish(r);
+}
+
+// ---- reductions ---------------------------------------------------------------------------
+
+void reduce(Call& c, dnn::Reduce::Mode mode, const char* fn, const DtypeSet& dtypes) {
+  using M = dnn::Reduce::Mode;
+  const at::Tensor self = c.tensor("self");
+  const bool sum_like = mode == M::ADD || mode == M::MEAN;
+  const bool logical = mode == M::AND || mode == M::OR;
+  at::ScalarType in_dt = self.scalar_type(), out_dt = in_dt;
+  if (sum_like) {
+    std::optional<at::ScalarType> dtype = c.has("dtype") ? c.opt_dtype("dtype") : std::nullopt;
+    if (!dtype && c.form() == Form::Out) dtype = c.target().scalar_type();
+    if (dtype)
+      out_dt = *dtype;
+    else if (mode == M::ADD && at::isIntegralType(in_dt, /*includeBool=*/true))
+      out_dt = at::kLong;  // PyTorch sums integers into int64
+    if (mode == M::MEAN && !at::isFloatingType(out_dt))
+      c.decline("mean of a non-floating dtype (PyTorch's error)");
+    in_dt = out_dt;  // muDNN reduces in the result's dtype
+  } else if (logical) {
+    // all/any of uint8 give uint8 in PyTorch; muDNN writes bool.
+    if (in_dt == at::kByte) c.decline("all/any of uint8 (its result is uint8)");
+    out_dt = at::kBool;
+  } else if (self.numel() == 0) {
+    c.decline("an empty input (PyTorch's error to raise)");
+  }
+  c.need(dtypes, in_dt, fn);
+  const auto dims = torch_fl::kit::reduce_dims(self, torch_fl::kit::dims_arg(c));
+  const bool keepdim = c.has("keepdim") ? c.bool_("keepdim") : false;
+  const auto shape = torch_fl::kit::reduced_shape(self, dims, keepdim);
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor x = input(c, self, in_dt, self.sizes());
+  at::Tensor r = c.output(shape, out_dt, /*elementwise=*/false, {x});
+  if (r.numel() > 0) {
+    // muDNN's output keeps each reduced dim with size 1.
+    at::Tensor kept = r;
+    if (!keepdim)
+      for (int64_t d : dims) kept = kept.unsqueeze(d);
+    std::vector<int> axes(dims.begin(), dims.end());
+    dnn::Reduce op;
+    check(op.SetMode(mode), fn, c);
+    check(op.SetDim(static_cast<int>(axes.size()), axes.data()), fn, c);
+    dnn::Tensor out = desc(c, kept);
+    const dnn::Tensor in = desc(c, x);
+    launch(c, fn, op, [&](dnn::Reduce& o, dnn::Handle& h) { return o.Run(h, out, in, nullptr); });
+  }
+  c.finish(r);
+}
+
+// ---- matmul -------------------------------------------------------------------------------
+
+namespace {
+void need_matrices(const Call& c, const at::Tensor& a, const at::Tensor& b, int64_t rank) {
+  // Shape and dtype mismatches are PyTorch's errors to raise.
+  if (a.dim() != rank || b.dim() != rank) c.decline("operands of another rank");
+  if (a.size(rank - 1) != b.size(rank - 2) || (rank == 3 && a.size(0) != b.size(0)))
+    c.decline("operands of mismatched shapes");
+  if (a.scalar_type() != b.scalar_type()) c.decline("operands of different dtypes");
+}
+}  // namespace
+
+void mm(Call& c, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor a = c.tensor("self"), b = c.tensor("mat2");
+  need_matrices(c, a, b, 2);
+  c.need(dtypes, a.scalar_type(), fn);
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = c.output({a.size(0), b.size(1)}, a.scalar_type(), false, {a, b});
+  if (r.numel() > 0) {
+    if (a.size(1) == 0) {
+      r.zero_();  // an empty inner dimension sums nothing
+    } else {
+      dnn::MatMul op;
+      dnn::Tensor out = desc(c, r);
+      const dnn::Tensor da = desc(c, a), db = desc(c, b);
+      launch(c, fn, op, [&](dnn::MatMul& o, dnn::Handle& h) { return o.Run(h, out, da, db); });
+    }
+  }
+  c.finish(r);
+}
+
+void bmm(Call& c, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor a = c.tensor("self"), b = c.tensor("mat2");
+  need_matrices(c, a, b, 3);
+  c.need(dtypes, a.scalar_type(), fn);
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = c.output({a.size(0), a.size(1), b.size(2)}, a.scalar_type(), false, {a, b});
+  if (r.numel() > 0) {
+    if (a.size(2) == 0) {
+      r.zero_();
+    } else {
+      dnn::BatchMatMul op;
+      dnn::Tensor out = desc(c, r);
+      const dnn::Tensor da = desc(c, a), db = desc(c, b);
+      launch(c, fn, op, [&](dnn::BatchMatMul& o, dnn::Handle& h) { return o.Run(h, out, da, db); });
+    }
+  }
+  c.finish(r);
+}
+
+void addmm(Call& c, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor bias = c.tensor("self"), a = c.tensor("mat1"), b = c.tensor("mat2");
+  need_matrices(c, a, b, 2);
+  const at::ScalarType dt = a.scalar_type();
+  if (bias.scalar_type() != dt) c.decline("a bias of another dtype");
+  c.need(dtypes, dt, fn);
+  const std::vector<int64_t> shape{a.size(0), b.size(1)};
+  if (!at::is_expandable_to(bias.sizes(), shape)) c.decline("a bias that does not broadcast");
+  const double alpha = c.scalar("alpha").toDouble(), beta = c.scalar("beta").toDouble();
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor z = bias.expand(shape);
+  at::Tensor r = c.output(shape, dt, false, {z, a, b});
+  if (r.numel() > 0) {
+    if (a.size(1) == 0 || alpha == 0.0) {
+      // Nothing to multiply: beta * bias (PyTorch ignores the bias when beta is 0).
+      if (beta == 0.0)
+        r.zero_();
+      else
+        r.copy_(z * beta);
+    } else {
+      dnn::MatMul op;
+      check(op.SetAlpha(alpha), fn, c);
+      check(op.SetBeta(beta), fn, c);
+      dnn::Tensor out = desc(c, r);
+      const dnn::Tensor da = desc(c, a), db = desc(c, b);
+      if (beta == 0.0) {
+        // The bias is not read at all: NaN in it must not reach the result.
+        launch(c, fn, op, [&](dnn::MatMul& o, dnn::Handle& h) { return o.Run(h, out, da, db); });
+      } else {
+        const dnn::Tensor dz = desc(c, z);
+        launch(c, fn, op, [&](dnn::MatMul& o, dnn::Handle& h) {
+          return o.RunWithBiasAdd(h, out, da, db, dz);
+        });
+      }
+    }
+  }
+  c.finish(r);
+}
+
+// ---- softmax ------------------------------------------------------------------------------
+
+void softmax(Call& c, dnn::Softmax::Mode mode, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor self = c.tensor("self");
+  if (c.bool_("half_to_float")) c.decline("half_to_float");
+  c.need(dtypes, self.scalar_type(), fn);
+  const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = c.output(self.sizes(), self.scalar_type(), false, {self});
+  if (r.numel() > 0) {
+    // A 0-dim tensor is described as {1}: its one dim is 0.
+    const at::Tensor x = self.dim() == 0 ? self.reshape({1}) : self;
+    at::Tensor y = self.dim() == 0 ? r.view({1}) : r;
+    dnn::Softmax op;
+    check(op.SetMode(mode), fn, c);
+    check(op.SetDim(static_cast<int>(self.dim() == 0 ? 0 : dim)), fn, c);
+    dnn::Tensor out = desc(c, y);
+    const dnn::Tensor in = desc(c, x);
+    launch(c, fn, op, [&](dnn::Softmax& o, dnn::Handle& h) { return o.Run(h, out, in); });
+  }
+  c.finish(r);
+}
+
+void softmax_backward(Call& c, const char* fn, const DtypeSet& dtypes, dnn::Softmax::Mode mode) {
+  const at::Tensor g = c.tensor("grad_output"), y = c.tensor("output");
+  const at::ScalarType dt = g.scalar_type();
+  if (y.scalar_type() != dt || c.opt_dtype("input_dtype") != dt)
+    c.decline("a gradient of another dtype than the input");
+  if (g.sizes() != y.sizes()) c.decline("a gradient of another shape than the output");
+  c.need(dtypes, dt, fn);
+  const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), g.dim());
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = c.output(g.sizes(), dt, false, {g, y});
+  if (r.numel() > 0) {
+    const bool scalar = g.dim() == 0;
+    const at::Tensor gg = scalar ? g.reshape({1}) : g, yy = scalar ? y.reshape({1}) : y;
+    at::Tensor rr = scalar ? r.view({1}) : r;
+    dnn::Softmax op;
+    check(op.SetMode(mode), fn, c);
+    check(op.SetDim(static_cast<int>(scalar ? 0 : dim)), fn, c);
+    dnn::Tensor gi = desc(c, rr);
+    const dnn::Tensor out = desc(c, yy), go = desc(c, gg);
+    launch(c, fn, op, [&](dnn::Softmax& o, dnn::Handle& h) { return o.RunBwd(h, gi, out, go); });
+  }
+  c.finish(r);
+}
+
+// ---- fills --------------------------------------------------------------------------------
+
+namespace {
+void fill_with(Call& c, const char* fn, const DtypeSet& dtypes, const at::Scalar& value) {
+  at::Tensor self = c.tensor("self");
+  const at::ScalarType dt = self.scalar_type();
+  c.need(dtypes, dt, fn);
+  // Writing one value through a self-overlapping view is CPU's to judge; muDNN refuses it.
+  if (!torch_fl::kit::no_internal_overlap(self)) c.decline("a self-overlapping target");
+  if (self.is_neg() || self.is_conj()) c.decline("a target with a lazy neg/conj bit");
+  // The value as the target's dtype stores it; PyTorch's overflow error is raised here.
+  const at::Scalar v = at::scalar_tensor(value, at::TensorOptions().dtype(dt)).item();
+  if (self.numel() > 0) {
+    c10::DeviceGuard guard(c.device());
+    dnn::Fill op;
+    check(at::isFloatingType(dt) ? op.SetValue(v.toDouble()) : op.SetValue(v.toLong()), fn, c);
+    dnn::Tensor out = desc(c, self);
+    launch(c, fn, op, [&](dnn::Fill& o, dnn::Handle& h) { return o.Run(h, out); });
+  }
+  c.finish(self);
+}
+}  // namespace
+
+void fill(Call& c, const char* fn, const DtypeSet& dtypes) {
+  fill_with(c, fn, dtypes, c.scalar("value"));
+}
+
+void zero(Call& c, const char* fn, const DtypeSet& dtypes) { fill_with(c, fn, dtypes, 0); }
+
+}  // namespace tfl_musa

@@ -1,0 +1,33 @@
+// One routine per category of the ops table (tools/mudnn_ops.py). The generated kernels
+// (build/generated/mudnn_kernels.cpp) call these with the muDNN operator's mode (where it has
+// one), its name for messages and the compute dtypes its kernel serves.
+#pragma once
+
+#include "mudnn_common.h"
+
+namespace tfl_musa {
+
+void unary(Call& c, dnn::Unary::Mode mode, const char* fn, const DtypeSet& dtypes, UnaryKind kind);
+void gelu(Call& c, dnn::Unary::Mode mode, const char* fn, const DtypeSet& dtypes);
+// `self` OP `other` (pow: `exponent`), either of them a Scalar in some overloads.
+void binary(Call& c, dnn::Binary::Mode mode, const char* fn, const DtypeSet& dtypes,
+            BinaryKind kind);
+// self + alpha * other, self - alpha * other.
+void binary_alpha(Call& c, dnn::Binary::Mode mode, const char* fn, const DtypeSet& dtypes);
+// self + value * tensor1 (* or /) tensor2.
+void ternary_value(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dtypes);
+// self + weight * (end - self), weight a Scalar or a Tensor.
+void lerp(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dtypes);
+// condition ? self : other.
+void where(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dtypes);
+// sum, mean, amax, amin, all, any over `dim` (every dim when absent or None).
+void reduce(Call& c, dnn::Reduce::Mode mode, const char* fn, const DtypeSet& dtypes);
+void mm(Call& c, const char* fn, const DtypeSet& dtypes);
+void bmm(Call& c, const char* fn, const DtypeSet& dtypes);
+void addmm(Call& c, const char* fn, const DtypeSet& dtypes);
+void softmax(Call& c, dnn::Softmax::Mode mode, const char* fn, const DtypeSet& dtypes);
+void softmax_backward(Call& c, const char* fn, const DtypeSet& dtypes, dnn::Softmax::Mode mode);
+void fill(Call& c, const char* fn, const DtypeSet& dtypes);
+void zero(Call& c, const char* fn, const DtypeSet& dtypes);
+
+}  // namespace tfl_musa

@@ -1,0 +1,9 @@
+"""``python -m torch_fl_musa``: what this build of torch-fl-musa has (SDK, kernels, skipped ops), printed by
+core's :meth:`torch_fl.vendors.native.NativeVendor.build_report`."""
+
+import sys
+
+from torch_fl.vendors.native import report_main
+
+if __name__ == "__main__":
+    sys.exit(report_main("torch_fl_musa"))

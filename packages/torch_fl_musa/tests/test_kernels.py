@@ -1,0 +1,192 @@
+"""Generated muDNN kernels: CPU-identical results, views passed as they are (muDNN honours
+strides: no copies), dtypes a mode lacks served by the counted CPU fallback, errors that name the
+muDNN operator, the aten overload, the device, the vendor and the status."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.musa
+
+DEV = "flagos:0"
+
+
+@pytest.fixture
+def counts(musa):
+    import torch_fl
+
+    torch_fl._C.reset_dispatch_counts()
+
+    def served(op: str) -> dict[str, int]:
+        return dict(torch_fl._C.dispatch_counts().get(op, {}))
+
+    return served
+
+
+def close(a, b, **kw):
+    torch.testing.assert_close(a.cpu(), b, **kw)
+
+
+def test_the_ops_table_is_generated_against_the_sdk(musa):
+    from torch_fl_musa import kernels_manifest
+
+    m = kernels_manifest()
+    gen = m["generated"]
+    assert gen["aten::add.Tensor"] == "Binary::ADD"
+    assert gen["aten::addmm"] == "MatMul::RunWithBiasAdd"
+    assert gen["aten::_log_softmax_backward_data"] == "Softmax::RunBwd"
+    assert gen["aten::sum.dim_IntList"] == "Reduce::ADD"
+    assert m["dtypes"]["aten::mm"] == ["float32", "float16", "bfloat16"]
+    assert not m["skipped"], m["skipped"]
+
+
+UNARY = ["abs", "neg", "relu", "floor", "ceil", "sqrt", "rsqrt", "exp", "log", "sin", "cos"]
+UNARY += ["tanh", "sigmoid", "reciprocal", "erf", "nn.functional.silu", "nn.functional.gelu"]
+
+
+@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_unary_matches_cpu_on_views(counts, name, dtype):
+    x = torch.rand(7, 9, dtype=dtype) * 4 + 0.25
+    fn = eval(f"torch.{name}")  # noqa: S307 -- names from the list above
+    a = x.to(DEV)
+    tol = {"atol": 1e-5, "rtol": 1.3e-6} if dtype == torch.float32 else {}
+    close(fn(a.t()), fn(x.t()), **tol)  # a transposed view
+    close(fn(a[:, ::2]), fn(x[:, ::2]), **tol)  # a strided slice
+
+
+def test_binary_broadcasts_through_zero_strides_without_copies(emu, counts):
+    x, y = torch.randn(6, 1, 5), torch.randn(4, 1)
+    a, b = x.to(DEV), y.to(DEV)
+    torch.flagos.synchronize()
+    copies = emu.call_count("musaMemcpyAsync") + emu.call_count("musaMemcpy")
+    r = torch.add(a, b, alpha=3)
+    s = a.transpose(0, 2) * b.t().unsqueeze(-1)
+    torch.flagos.synchronize()
+    assert emu.call_count("musaMemcpyAsync") + emu.call_count("musaMemcpy") == copies
+    close(r, torch.add(x, y, alpha=3))
+    close(s, x.transpose(0, 2) * y.t().unsqueeze(-1))
+    assert counts("aten::add.Tensor") == {"musa": 1}
+    assert counts("aten::mul.Tensor") == {"musa": 1}
+
+
+def test_scalars_comparisons_and_promotion(counts):
+    x = torch.randint(-5, 5, (4, 6), dtype=torch.int32)
+    a = x.to(DEV)
+    assert torch.equal((a + 2).cpu(), x + 2)
+    assert torch.equal((a * 2.5).cpu(), x * 2.5)  # int * float scalar: float result
+    assert torch.equal((a / 2).cpu(), x / 2)  # true division of ints: float32
+    assert torch.equal((a >= 0).cpu(), x >= 0)
+    assert torch.equal(torch.eq(a, a.t().t()).cpu(), torch.ones(4, 6, dtype=torch.bool))
+    assert torch.equal(torch.maximum(a, -a).cpu(), torch.maximum(x, -x))
+
+
+def test_in_place_and_out_forms_write_their_targets(counts):
+    x, y = torch.randn(5, 4), torch.randn(5, 4)
+    a, b = x.to(DEV), y.to(DEV)
+    v = a.t()  # in-place through a strided view
+    v.mul_(2)
+    close(a, x * 2)
+    out = torch.empty(3, device=DEV)
+    with pytest.warns(UserWarning, match="resized"):  # PyTorch's warning, as on the CPU
+        torch.sub(a, b, alpha=0.5, out=out)
+    close(out, x * 2 - y * 0.5)
+    a.addcmul_(b, b, value=-1)
+    close(a, x * 2 - y * y)
+    a.lerp_(b, 0.25)
+    close(a, torch.lerp(x * 2 - y * y, y, 0.25))
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        torch.ones(3, dtype=torch.int32, device=DEV).sqrt_()
+
+
+def test_where_reductions_and_keepdim(counts):
+    x = torch.randn(4, 5, 6)
+    a = x.to(DEV)
+    close(torch.where(a > 0, a, a * 0.1), torch.where(x > 0, x, x * 0.1))
+    close(a.sum(), x.sum(), atol=1e-4, rtol=1e-5)
+    close(a.sum((0, 2), keepdim=True), x.sum((0, 2), keepdim=True), atol=1e-5, rtol=1e-5)
+    close(a.mean(-1), x.mean(-1))
+    close(a.transpose(0, 2).amax(1), x.transpose(0, 2).amax(1))
+    close(a.amin((0, 1)), x.amin((0, 1)))
+    assert torch.equal((a > 0).all(-1).cpu(), (x > 0).all(-1))
+    assert torch.equal((a > 0).any().cpu(), (x > 0).any())
+    i = torch.arange(12, dtype=torch.int32).reshape(3, 4)
+    s = i.to(DEV).sum(0)
+    assert s.dtype == torch.int64 and torch.equal(s.cpu(), i.sum(0))
+    e = torch.empty(0, 3, device=DEV)
+    assert torch.equal(e.sum(0).cpu(), torch.zeros(3))
+    assert counts("aten::sum.dim_IntList")["musa"] >= 2
+
+
+def test_matmul_family_with_transposed_operands(counts):
+    a, b, c = torch.randn(8, 6), torch.randn(5, 6), torch.randn(5)
+    da, db, dc = a.to(DEV), b.to(DEV), c.to(DEV)
+    close(da @ db.t(), a @ b.t(), atol=1e-5, rtol=1e-5)
+    close(
+        torch.addmm(dc, da, db.t(), beta=0.5, alpha=2),
+        torch.addmm(c, a, b.t(), beta=0.5, alpha=2),
+        atol=1e-5,
+        rtol=1e-5,
+    )
+    nan_bias = torch.full((5,), float("nan"), device=DEV)
+    close(torch.addmm(nan_bias, da, db.t(), beta=0), a @ b.t(), atol=1e-5, rtol=1e-5)
+    x, y = torch.randn(3, 4, 6), torch.randn(3, 5, 6)
+    close(
+        torch.bmm(x.to(DEV), y.to(DEV).transpose(1, 2)),
+        torch.bmm(x, y.transpose(1, 2)),
+        atol=1e-5,
+        rtol=1e-5,
+    )
+    lin = torch.nn.Linear(6, 5)
+    expected = lin(a)
+    close(lin.to(DEV)(da), expected.detach(), atol=1e-5, rtol=1e-5)
+    assert counts("aten::addmm")["musa"] >= 2
+    assert counts("aten::mm")["musa"] >= 1
+
+
+def test_softmax_and_its_backward(counts):
+    x = torch.randn(4, 7, requires_grad=True)
+    a = x.detach().to(DEV).requires_grad_()
+    for fn in (torch.softmax, torch.log_softmax):
+        g = torch.randn(4, 7)
+        close(fn(a, 1), fn(x, 1))
+        (ga,) = torch.autograd.grad(fn(a, 0), a, g.to(DEV))
+        (gx,) = torch.autograd.grad(fn(x, 0), x, g)
+        close(ga, gx, atol=1e-6, rtol=1e-5)
+    assert counts("aten::_softmax_backward_data") == {"musa": 1}
+    assert counts("aten::_log_softmax_backward_data") == {"musa": 1}
+
+
+def test_fills_and_their_overflow_error(counts):
+    t = torch.empty(3, 4, device=DEV)
+    t.t().fill_(2.5)
+    assert torch.equal(t.cpu(), torch.full((3, 4), 2.5))
+    big = torch.empty(2, dtype=torch.int64, device=DEV).fill_(2**62 + 1)
+    assert big.cpu().tolist() == [2**62 + 1] * 2  # exact, not through a double
+    t.zero_()
+    assert torch.equal(t.cpu(), torch.zeros(3, 4))
+    with pytest.raises(RuntimeError, match="overflow"):
+        torch.empty(2, dtype=torch.uint8, device=DEV).fill_(300)
+
+
+def test_dtypes_a_mode_lacks_go_to_the_counted_cpu_fallback(counts):
+    from torch_fl.testing import fallback_counts
+
+    x = torch.randn(3, 3, dtype=torch.float64)
+    with fallback_counts() as fell:
+        close(x.to(DEV).exp(), x.exp())
+        close(x.to(DEV) @ x.to(DEV), x @ x)
+    assert counts("aten::exp").get("musa", 0) == 0
+    assert fell, "float64 must reach the CPU through a counted route"
+
+
+def test_a_failing_mudnn_call_names_operator_overload_device_vendor_status(emu, musa):
+    a = torch.randn(4, device="flagos:1")
+    with emu.fault("Binary::Run", "EXECUTION_FAILED"):
+        with pytest.raises(RuntimeError) as info:
+            torch.mul(a, a)
+    msg = str(info.value)
+    for part in ("Binary::MUL", "aten::mul.Tensor", "flagos:1", "vendor musa", "EXECUTION_FAILED"):
+        assert part in msg, msg
+    close(a * 1, a.cpu())  # usable afterwards
