@@ -47,6 +47,15 @@ def test_model_runs_mostly_on_aclnn(zoo, name):
     assert sum(fallback.values()) == by_backend.get("cpu", 0), (fallback, by_backend)
 
 
+def test_the_documented_table_is_the_recorded_run():
+    from torch_fl import model_census
+
+    assert model_census.documented(ROOT, "ascend", "ACLNN"), (
+        "docs/ascend.md's census table differs from docs/data/census/ascend.json: rerun "
+        "`python packages/torch_fl_ascend/tests/test_census.py --write`"
+    )
+
+
 if __name__ == "__main__":
     os.environ.setdefault("FLAGOS_VENDOR", "ascend")
     import torch  # noqa: F401  -- sets up flagos

@@ -39,6 +39,15 @@ def test_model_runs_mostly_on_mudnn(zoo, name):
     assert sum(census.fallback_ops(counts).values()) == by_backend.get("cpu", 0)
 
 
+def test_the_documented_table_is_the_recorded_run():
+    from torch_fl import model_census
+
+    assert model_census.documented(ROOT, "musa", "muDNN"), (
+        "docs/musa.md's census table differs from docs/data/census/musa.json: rerun "
+        "`python packages/torch_fl_musa/tests/test_census.py --write`"
+    )
+
+
 if __name__ == "__main__":
     os.environ.setdefault("FLAGOS_VENDOR", "musa")
     import torch  # noqa: F401  -- sets up flagos

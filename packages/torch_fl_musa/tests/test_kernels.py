@@ -56,6 +56,16 @@ def test_unary_matches_cpu_on_views(counts, name, dtype):
     close(fn(a[:, ::2]), fn(x[:, ::2]), **tol)  # a strided slice
 
 
+def test_pow_with_a_scalar_exponent(counts):
+    x = torch.rand(5, 3) + 0.5
+    a = x.to(DEV)
+    close(a**2, x**2)
+    close(torch.pow(a.t(), 0.5), torch.pow(x.t(), 0.5))
+    i = torch.arange(6, dtype=torch.int32)
+    close(i.to(DEV) ** 1.5, i**1.5)  # an integer base: the route's int32 rule sends it to the CPU
+    assert counts("aten::pow.Tensor_Scalar") == {"musa": 2, "cpu": 1}
+
+
 def test_binary_broadcasts_through_zero_strides_without_copies(emu, counts):
     x, y = torch.randn(6, 1, 5), torch.randn(4, 1)
     a, b = x.to(DEV), y.to(DEV)

@@ -96,6 +96,13 @@ OPS: list[Op] = [
     _b("maximum", "MAXIMUM", "Arith", ("", "out")),
     _b("minimum", "MINIMUM", "Arith", ("", "out")),
     _b("pow", "POW", "Pow", ("Tensor_Tensor", "Tensor_Tensor_out", "_:Tensor"), FLOATS),
+    Op(
+        "pow",
+        "pow_scalar",
+        ("Tensor_Scalar", "Tensor_Scalar_out", "_:Scalar"),
+        fn="Unary::POW",
+        dtypes=FLOATS,
+    ),
     _b("eq", "EQ", "Compare", _COMPARE),
     _b("ne", "NE", "Compare", _COMPARE),
     _b("lt", "LT", "Compare", _COMPARE),
@@ -117,7 +124,8 @@ OPS: list[Op] = [
     ),
     Op("where", "where", ("self", "self_out"), fn="Ternary::SELECT", dtypes=NUMBERS + ("bool",)),
     # ---- reductions ----
-    Op("sum", "reduce", ("", "dim_IntList", "IntList_out"), fn="Reduce::ADD", dtypes=NUMBERS),
+    # sum casts its input to the result's dtype (integers and bool to int64) before reducing.
+    Op("sum", "reduce", ("", "dim_IntList", "IntList_out"), fn="Reduce::ADD", dtypes=ANY),
     Op("mean", "reduce", ("", "dim", "out"), fn="Reduce::MEAN", dtypes=FLOATS),
     Op("amax", "reduce", ("", "out"), fn="Reduce::MAX", dtypes=NUMBERS),
     Op("amin", "reduce", ("", "out"), fn="Reduce::MIN", dtypes=NUMBERS),

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-__all__ = ["census_of", "load_zoo", "rows", "shares", "table", "write"]
+__all__ = ["census_of", "documented", "load_zoo", "rows", "shares", "table", "write"]
 
 BEGIN, END = "<!-- model census: begin -->", "<!-- model census: end -->"
 
@@ -122,3 +122,10 @@ def write(root: Path, vendor: str, label: str) -> None:
         raise SystemExit(f"{doc} has no '{BEGIN}' marker")
     doc.write_text(f"{head}{BEGIN}\n{table(records, label)}\n{END}{tail}")
     print(f"wrote {data} and {doc}'s census table")
+
+
+def documented(root: Path, vendor: str, label: str) -> bool:
+    """Whether ``docs/<vendor>.md``'s census table is the one its JSON gives (not edited by hand)."""
+    data = json.loads((root / "docs" / "data" / "census" / f"{vendor}.json").read_text())
+    doc = (root / "docs" / f"{vendor}.md").read_text()
+    return f"{BEGIN}\n{table(data['models'], label)}\n{END}" in doc

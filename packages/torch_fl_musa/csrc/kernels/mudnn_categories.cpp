@@ -55,6 +55,26 @@ void gelu(Call& c, dnn::Unary::Mode mode, const char* fn, const DtypeSet& dtypes
   unary(c, mode, fn, dtypes, UnaryKind::KeepsDtype);
 }
 
+void pow_scalar(Call& c, dnn::Unary::Mode mode, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor self = c.tensor("self");
+  const at::Scalar e = c.scalar("exponent");
+  if (e.isComplex()) c.decline("a complex exponent");
+  const at::ScalarType dt = at::result_type(self, e);
+  c.need(dtypes, dt, fn);
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor x = input(c, self, dt, self.sizes());
+  at::Tensor r = c.output(self.sizes(), dt, true, {x});
+  if (r.numel() > 0) {
+    dnn::Unary op;
+    check(op.SetMode(mode), fn, c);
+    check(op.SetAlpha(e.toDouble()), fn, c);
+    dnn::Tensor out = desc(c, r);
+    const dnn::Tensor in = desc(c, x);
+    launch(c, fn, op, [&](dnn::Unary& o, dnn::Handle& h) { return o.Run(h, out, in); });
+  }
+  c.finish(r);
+}
+
 void binary(Call& c, dnn::Binary::Mode mode, const char* fn, const DtypeSet& dtypes,
             BinaryKind kind) {
   const at::Tensor a = operand(c, "self");

@@ -12,6 +12,8 @@ void gelu(Call& c, dnn::Unary::Mode mode, const char* fn, const DtypeSet& dtypes
 // `self` OP `other` (pow: `exponent`), either of them a Scalar in some overloads.
 void binary(Call& c, dnn::Binary::Mode mode, const char* fn, const DtypeSet& dtypes,
             BinaryKind kind);
+// self ** exponent, the exponent a Scalar (Unary's POW with alpha = exponent).
+void pow_scalar(Call& c, dnn::Unary::Mode mode, const char* fn, const DtypeSet& dtypes);
 // self + alpha * other, self - alpha * other.
 void binary_alpha(Call& c, dnn::Binary::Mode mode, const char* fn, const DtypeSet& dtypes);
 // self + value * tensor1 (* or /) tensor2.
