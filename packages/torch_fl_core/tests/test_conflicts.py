@@ -1,5 +1,6 @@
-"""torch_npu claims PrivateUse1 for itself: with torch-fl in the same process, whichever comes
-second fails with one error naming both packages, and nothing is left half registered."""
+"""The vendors' own PyTorch plugins (torch_npu, torch_musa, torch_gcu) claim PrivateUse1 for
+themselves: with torch-fl in the same process, whichever comes second fails with one error naming
+both packages and the torch-fl vendor to use instead, and nothing is left half registered."""
 
 from __future__ import annotations
 
@@ -12,19 +13,24 @@ import pytest
 
 pytestmark = pytest.mark.versions
 
-# A stand-in with torch_npu's first effect: it names PrivateUse1 "npu" as it is imported.
-FAKE_TORCH_NPU = """
+# Stand-ins with each plugin's first effect: it renames PrivateUse1 as it is imported.
+FAKE_PLUGIN = """
 import torch
-torch.utils.rename_privateuse1_backend("npu")
+torch.utils.rename_privateuse1_backend({backend!r})
 REGISTERED = True
 """
+PLUGINS = {
+    "torch_npu": ("npu", "ascend"),
+    "torch_musa": ("musa", "musa"),
+    "torch_gcu": ("gcu", "gcu"),
+}
 
 
 @pytest.fixture
 def fake_npu(tmp_path):
     pkg = tmp_path / "torch_npu"
     pkg.mkdir()
-    (pkg / "__init__.py").write_text(FAKE_TORCH_NPU)
+    (pkg / "__init__.py").write_text(FAKE_PLUGIN.format(backend="npu"))
     return tmp_path
 
 
@@ -109,3 +115,24 @@ def test_without_torch_npu_installed_nothing_changes(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert "absent: No module named 'torch_npu'" in out.stdout
+
+
+@pytest.mark.parametrize("module", sorted(PLUGINS))
+def test_every_vendor_plugin_is_refused_naming_the_vendor_to_use(tmp_path, module):
+    from torch_fl import conflicts
+
+    backend, vendor = PLUGINS[module]
+    claimant = conflicts.CLAIMANTS[module]
+    assert (claimant[1], claimant[3]) == (backend, vendor)
+    pkg = tmp_path / module
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(FAKE_PLUGIN.format(backend=backend))
+    after = _run(
+        f"import torch\ntry:\n    import {module}\nexcept ImportError as e:\n    print(e)", tmp_path
+    )
+    assert after.returncode == 0, after.stderr
+    before = _run(f"import {module}", tmp_path)
+    assert before.returncode != 0
+    for text in (after.stdout, before.stderr):
+        assert module in text and "PrivateUse1" in text, text
+        assert f"torch-fl-{vendor}'s flagos device (FLAGOS_VENDOR={vendor})" in text, text

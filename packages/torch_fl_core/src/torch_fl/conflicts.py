@@ -1,8 +1,9 @@
 """Extensions that claim PyTorch's PrivateUse1 backend for themselves, and cannot share a process
 with torch-fl.
 
-A process has one PrivateUse1 backend. Huawei's ``torch_npu`` names it ``npu`` and registers its
-own kernels, allocator and hooks under it, so with both loaded one of them ends up half
+A process has one PrivateUse1 backend. The vendors' own PyTorch plugins (Huawei's ``torch_npu``,
+Moore Threads' ``torch_musa``, Enflame's ``torch_gcu``) each rename it and register their own
+kernels, allocator and hooks under it, so with one of them and torch-fl loaded one ends up half
 registered. Instead:
 
 - imported BEFORE torch-fl (it renamed the backend, or it is importing and ``import torch``
@@ -23,9 +24,12 @@ import torch
 
 __all__ = ["CLAIMANTS", "PrivateUse1ConflictError", "check_not_claimed", "install"]
 
-#: module -> (the distribution users know it as, the backend name it gives PrivateUse1).
-CLAIMANTS: dict[str, tuple[str, str]] = {
-    "torch_npu": ("torch_npu (Huawei Ascend's PyTorch adapter)", "npu"),
+#: module -> (the distribution users know it as, the backend name it gives PrivateUse1, the
+#: platform, the torch-fl vendor that serves that platform).
+CLAIMANTS: dict[str, tuple[str, str, str, str]] = {
+    "torch_npu": ("torch_npu (Huawei Ascend's PyTorch adapter)", "npu", "Ascend", "ascend"),
+    "torch_musa": ("torch_musa (Moore Threads' PyTorch plugin)", "musa", "MUSA", "musa"),
+    "torch_gcu": ("torch_gcu (Enflame's PyTorch plugin)", "gcu", "GCU", "gcu"),
 }
 
 _FLAGOS = "flagos"
@@ -36,7 +40,7 @@ class PrivateUse1ConflictError(ImportError):
 
 
 def _message(module: str, first: str) -> str:
-    dist, backend = CLAIMANTS[module]
+    dist, backend, platform, vendor = CLAIMANTS[module]
     order = (
         f"{module} was imported first"
         if first == module
@@ -45,8 +49,8 @@ def _message(module: str, first: str) -> str:
     return (
         f"{dist} and torch-fl (torch-fl-core, device {_FLAGOS!r}) cannot be used in one process: "
         f"both claim PyTorch's PrivateUse1 backend ({module} names it {backend!r}, torch-fl "
-        f"{_FLAGOS!r}) and a process has only one; {order}. On Ascend, use torch-fl-ascend's "
-        f"flagos device (FLAGOS_VENDOR=ascend) without {module}, or run {module} in a process "
+        f"{_FLAGOS!r}) and a process has only one; {order}. On {platform}, use torch-fl-{vendor}'s "
+        f"flagos device (FLAGOS_VENDOR={vendor}) without {module}, or run {module} in a process "
         f"without torch-fl (TORCH_DEVICE_BACKEND_AUTOLOAD=0 keeps `import torch` from loading it)."
     )
 
@@ -54,7 +58,7 @@ def _message(module: str, first: str) -> str:
 def check_not_claimed() -> None:
     """Raise before torch-fl registers anything if a claimant is loaded or loading."""
     current = torch._C._get_privateuse1_backend_name()
-    for module, (_dist, backend) in CLAIMANTS.items():
+    for module, (_dist, backend, _platform, _vendor) in CLAIMANTS.items():
         if module in sys.modules or current == backend:
             raise PrivateUse1ConflictError(_message(module, module))
 
