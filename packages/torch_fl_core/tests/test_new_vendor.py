@@ -1,6 +1,6 @@
 """A new vendor is its package plus one entry in packages/vendors.toml.
 
-A copy of the repository's tooling gets a copy of the gcu package under a made-up name (``musa``)
+A copy of the repository's tooling gets a copy of the gcu package under a made-up name (``mlu``)
 and one table entry, and nothing else is edited by hand: tools/vendor_table.py writes the
 generated blocks and its ``--check`` then passes, the release workflows follow, the noxfile
 gives the vendor its sessions, and core, once the package is installed, knows its name as a
@@ -31,13 +31,13 @@ sys.path.insert(0, str(TOOLS))
 import vendor_table  # noqa: E402
 
 TEMPLATE = "gcu"
-NEW = "musa"
+NEW = "mlu"
 ENTRY = f"""
 [vendor.{NEW}]
 path = "packages/torch_fl_{NEW}"
 tag = "{NEW}-v"
 compiled = true
-sdk_env = "MUSA_HOME"
+sdk_env = "MLU_HOME"
 emulator = "emulator"
 contracts = "ci"
 doc = "docs/{NEW}.md"
