@@ -5,7 +5,10 @@ checked call by call: the owning device made current and restored, only an alloc
 freed, a copy kind that does not fit refused, copies between devices through the peer copy on a
 stream of the source in the caller's stream order, SDK failures named (call, device, status
 string and type, detail) with the status mapped, NOT_READY, host functions, the table's name and
-its empty fields. The real SDKs run in torch-fl-gcu's tests (the TopsRider emulator).
+its empty fields; and, for a dialect that declares CUDA's stream capture, the graph seat: the
+SDK's capture errors passed on with what invalidated the capture, allocation and host functions
+kept allowed while capturing, graphs launched on their device. The real SDKs run in
+torch-fl-gcu's and torch-fl-musa's tests (the TopsRider and MUSA emulators).
 """
 
 from __future__ import annotations
@@ -131,3 +134,70 @@ def test_queries_events_host_functions_and_native_streams(run):
     assert run["stream sync"][2] == ["host fn ran 1"]
     assert run["native default of 1"][2] == ["native device 1"]
     assert run["probe"][2] == ["probed 2"]
+
+
+def test_a_dialect_with_stream_capture_fills_the_graph_seat(run):
+    # TFL_CAP_PEER_COPY | TFL_CAP_EVENT_TIMING, and TFL_CAP_GRAPHS (1 << 5) from the template.
+    assert run["graphs table"][2] == ["table fakegraphs caps 38 graphs 1"]
+    assert run["capture on the default stream"][:2] == (
+        S["TFL_ERROR_INVALID_VALUE"],
+        "graph_capture_begin: the default stream cannot capture; capture on a created stream",
+    )
+    assert run["capture mode 7"][:2] == (
+        S["TFL_ERROR_INVALID_VALUE"],
+        "graph_capture_begin: unknown capture mode 7",
+    )
+    # Begun with the stream's device current, in the SDK's mode.
+    assert run["capture begin"][2] == ["SetDevice 1", "BeginCapture dev1 mode 1", "SetDevice 0"]
+    assert run["capture status"][2] == [f"status {S['TFL_CAPTURE_ACTIVE']}"]
+
+
+def test_allocation_and_host_functions_stay_allowed_while_capturing(run):
+    # The thread's capture mode relaxed around the SDK's allocation, restored after it.
+    assert run["malloc while capturing"][2] == ["ExchangeMode 2", "Malloc dev0", "ExchangeMode 0"]
+    # The SDK's stream callback, which the capture records (not an event the watcher waits on).
+    assert run["host fn while capturing"][2] == [
+        "SetDevice 1",
+        "LaunchHostFunc captured",
+        "SetDevice 0",
+    ]
+
+
+def test_a_forbidden_call_is_a_capture_error_and_ending_names_it(run):
+    st, msg, lines = run["sync while capturing"]
+    assert st == S["TFL_ERROR_CAPTURE"]
+    forbidden = (
+        "fakeStreamSynchronize(...) on FAKE dev 1 failed: not permitted when stream is capturing "
+        "(fakeError_t 900)"
+    )
+    assert msg == forbidden + "; the graph capture on FAKE dev 1 is now invalidated"
+    assert lines[-1] == f"status {S['TFL_CAPTURE_INVALIDATED']}"
+    st, msg, lines = run["end of the invalidated capture"]
+    assert st == S["TFL_ERROR_CAPTURE"]
+    assert msg == (
+        "fakeStreamEndCapture(...) on FAKE dev 1 failed: a previous error during capture "
+        f"(fakeError_t 901); the capture was invalidated by: {forbidden}"
+    )
+    assert lines[-1] == f"graph 0 status {S['TFL_CAPTURE_NONE']}"
+
+
+def test_a_graph_launches_on_its_device_and_is_instantiated_once(run):
+    assert "MemcpyAsync captured" in run["captured copy"][2]
+    assert "EndCapture dev1" in run["end"][2]
+    st, msg, lines = run["launch on a stream of 0"]
+    assert st == S["TFL_ERROR_INVALID_HANDLE"]
+    assert msg == (
+        "fakegraphs runtime: graph_launch of a graph captured on FAKE dev 1 on a stream of "
+        "FAKE dev 0"
+    )
+    assert "Instantiate dev1 flags 0" in lines
+    assert run["launch"][2] == [
+        "SetDevice 1",
+        "GraphLaunch of dev1 on stream of dev1",
+        "SetDevice 0",
+    ]
+    assert run["launch again"][2] == run["launch"][2]
+    assert run["destroy"][2] == ["SetDevice 1", "ExecDestroy", "GraphDestroy", "SetDevice 0"]
+    st, msg, _ = run["destroy again"]
+    assert st == S["TFL_ERROR_INVALID_HANDLE"]
+    assert re.fullmatch(r"graph_destroy: unknown or destroyed graph 0x\w+", msg)

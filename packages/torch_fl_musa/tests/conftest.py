@@ -5,7 +5,8 @@ emulator's libraries directly.
 The package finds the SDK at run time through MUSA_HOME (torch_fl_musa.sdk). When MUSA_HOME is
 unset and the installed package was built against the emulator, it is set here to the in-tree
 emulator prefix (emulator/prefix, where ``nox -s build-musa`` installs it), before torch is imported.
-The fixtures (``musa``, ``emu``) are core's: torch_fl.testing.native_vendor_fixtures.
+The fixtures (``musa``, ``emu``, ``group``) are core's: torch_fl.testing.native_vendor_fixtures
+and vendor_group_fixture.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def _emulator_home() -> None:
 
 _emulator_home()
 
-from torch_fl.testing import native_vendor_fixtures  # noqa: E402
+from torch_fl.testing import native_vendor_fixtures, vendor_group_fixture  # noqa: E402
 
 musa, emu, _no_faults_left = native_vendor_fixtures("musa")
+group = vendor_group_fixture("musa")  # the vendor tier, one rank

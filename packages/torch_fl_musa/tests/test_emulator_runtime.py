@@ -1,7 +1,10 @@
 """The MUSA emulator's runtime (libmusart.so) enforces the SDK contract, tested on the library
 itself through ctypes (no torch): device-scoped pointers, refused cross-device copies, peer
 copies, worker streams whose queued work really runs later (and fails when its memory was freed
-first), events, fault injection and the live-allocation counters.
+first), events, fault injection and the live-allocation counters; and stream capture as CUDA's:
+work recorded, not run, and run again by each graph launch, the calls a capture forbids (by its
+mode) refused with CUDA's statuses and invalidating it, streams joining a capture through its
+events.
 
 The prefix is the one MUSA_HOME names when it is an emulator's, else the in-tree emulator/prefix;
 the tests skip when neither is built. Settings read at first use (device count, memory) are
@@ -15,6 +18,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -30,6 +34,11 @@ INVALID_HANDLE, NOT_READY, ILLEGAL_ADDRESS = 400, 600, 700
 H2D, D2H, D2D, DEFAULT = 1, 2, 3, 4
 UNREGISTERED, HOST, DEVICE = 0, 1, 2
 DISABLE_TIMING = 0x2
+ILLEGAL_STATE, CAPTURE_UNSUPPORTED, CAPTURE_INVALIDATED = 401, 900, 901
+CAPTURE_UNJOINED, CAPTURE_ISOLATION, CAPTURED_EVENT, CAPTURE_WRONG_THREAD = 904, 905, 907, 908
+GLOBAL, THREAD_LOCAL, RELAXED = 0, 1, 2  # capture modes
+NONE, ACTIVE, INVALIDATED = 0, 1, 2  # capture statuses
+HOST_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
 def _library() -> Path:
@@ -89,6 +98,15 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
         "musaEventDestroy": [vp],
         "musaEventElapsedTime": [P(ctypes.c_float), vp, vp],
         "musaGetLastError": [],
+        "musaLaunchHostFunc": [vp, HOST_FN, vp],
+        "musaStreamBeginCapture": [vp, i],
+        "musaStreamEndCapture": [vp, P(vp)],
+        "musaStreamIsCapturing": [vp, P(i)],
+        "musaThreadExchangeStreamCaptureMode": [P(i)],
+        "musaGraphInstantiate": [P(vp), vp, ctypes.c_ulonglong],
+        "musaGraphLaunch": [vp, vp],
+        "musaGraphExecDestroy": [vp],
+        "musaGraphDestroy": [vp],
         "musaEmuInjectFault": [ctypes.c_char_p, i, i],
         "musaEmuHoldStream": [vp],
         "musaEmuReleaseStream": [vp],
@@ -158,6 +176,10 @@ class Gpus:
         return buf.raw
 
     def release(self) -> None:
+        for _, s in self.streams:  # a test that failed midway may have left a capture open
+            graph = ctypes.c_void_p()
+            if self.rt.musaStreamEndCapture(s, ctypes.byref(graph)) == SUCCESS:
+                self.rt.musaGraphDestroy(graph)
         for device, s in self.streams:
             self.rt.musaSetDevice(device)
             self.rt.musaEmuReleaseStream(s)  # a test that failed midway may have held it
@@ -185,7 +207,9 @@ def gpus(rt):
 
 def test_pointers_are_device_scoped_and_not_host_addressable(rt, gpus):
     p0, p1 = gpus.malloc(0, 64), gpus.malloc(1, 64)
-    assert p1 - p0 >= 1 << 40  # each device hands out its own address range
+    # Each device hands out its own address range (1 TiB each, aligned), whatever was allocated
+    # before in this process.
+    assert p1 >> 40 == (p0 >> 40) + 1
     maps = Path("/proc/self/maps").read_text().splitlines()
     spans = [[int(x, 16) for x in line.split()[0].split("-")] for line in maps]
     assert not any(lo <= p <= hi for p in (p0, p1) for lo, hi in spans), "a mapped address"
@@ -458,3 +482,206 @@ def test_a_forked_child_starts_afresh():
         """
     )
     assert out.split() == ["0", "1"]
+
+
+# ---- stream capture and graphs ----
+
+
+def capture_status(rt, stream: int) -> int:
+    status = ctypes.c_int(-1)
+    assert rt.musaStreamIsCapturing(stream, ctypes.byref(status)) == SUCCESS
+    return status.value
+
+
+def end_capture(rt, stream: int) -> tuple[int, int | None]:
+    graph = ctypes.c_void_p()
+    return rt.musaStreamEndCapture(stream, ctypes.byref(graph)), graph.value
+
+
+def in_thread(call):
+    """call() in another thread: its result."""
+    out = []
+    t = threading.Thread(target=lambda: out.append(call()))
+    t.start()
+    t.join()
+    return out[0]
+
+
+def test_a_capture_records_work_and_each_launch_runs_it_again(rt, gpus):
+    x, y = gpus.malloc(0, 8), gpus.malloc(0, 8)
+    gpus.write(0, x, b"aaaaaaaa")
+    gpus.write(0, y, b"--------")
+    s = gpus.stream(0)
+    ran = []
+    host_fn = HOST_FN(lambda _: ran.append(1))
+    assert rt.musaStreamBeginCapture(s, GLOBAL) == SUCCESS
+    assert capture_status(rt, s) == ACTIVE
+    assert rt.musaMemsetAsync(y, ord("z"), 4, s) == SUCCESS
+    assert rt.musaMemcpyAsync(y + 4, x, 4, D2D, s) == SUCCESS
+    assert rt.musaLaunchHostFunc(s, host_fn, None) == SUCCESS
+    status, graph = end_capture(rt, s)
+    assert status == SUCCESS and graph
+    assert capture_status(rt, s) == NONE
+    assert rt.musaStreamSynchronize(s) == SUCCESS
+    assert gpus.read(0, y, 8) == b"--------" and not ran  # recorded, not run
+    exe = made(rt.musaGraphInstantiate, graph, 0)
+    other = gpus.stream(0)
+    assert rt.musaGraphLaunch(exe, other) == SUCCESS
+    assert rt.musaStreamSynchronize(other) == SUCCESS
+    assert gpus.read(0, y, 8) == b"zzzzaaaa" and ran == [1]
+    # The same addresses at every launch; the executable graph outlives the graph.
+    gpus.write(0, x, b"bbbbbbbb")
+    assert rt.musaGraphDestroy(graph) == SUCCESS
+    assert rt.musaGraphLaunch(exe, s) == SUCCESS
+    assert rt.musaStreamSynchronize(s) == SUCCESS
+    assert gpus.read(0, y, 8) == b"zzzzbbbb" and ran == [1, 1]
+    rt.musaSetDevice(1)
+    assert rt.musaGraphLaunch(exe, None) == INVALID_VALUE  # a stream of another GPU
+    assert rt.musaGraphExecDestroy(exe) == SUCCESS
+    assert rt.musaGraphLaunch(exe, s) == INVALID_VALUE
+    assert rt.musaGraphInstantiate(ctypes.byref(ctypes.c_void_p()), graph, 0) == INVALID_VALUE
+    rt.musaGetLastError()
+
+
+def test_calls_that_wait_for_recorded_work_invalidate_the_capture(rt, gpus):
+    p = gpus.malloc(0, 8)
+    s = gpus.stream(0)
+    e = made(rt.musaEventCreate)
+    page = ctypes.create_string_buffer(8)
+    for call, status in [
+        (lambda: rt.musaStreamSynchronize(s), CAPTURE_UNSUPPORTED),
+        (lambda: rt.musaStreamQuery(s), CAPTURE_UNSUPPORTED),
+        (lambda: rt.musaStreamDestroy(s), CAPTURE_UNSUPPORTED),
+        (lambda: rt.musaDeviceSynchronize(), CAPTURE_UNSUPPORTED),
+        (lambda: rt.musaEventQuery(e), CAPTURED_EVENT),
+        (lambda: rt.musaEventSynchronize(e), CAPTURED_EVENT),
+        # A graph would read pageable memory at replay: CUDA does not record such a copy.
+        (lambda: rt.musaMemcpyAsync(p, page, 8, H2D, s), CAPTURE_UNSUPPORTED),
+    ]:
+        assert rt.musaStreamBeginCapture(s, RELAXED) == SUCCESS  # refused in every mode
+        assert rt.musaMemsetAsync(p, 1, 8, s) == SUCCESS
+        assert rt.musaEventRecord(e, s) == SUCCESS
+        assert call() == status
+        assert rt.musaGetLastError() == status
+        assert capture_status(rt, s) == INVALIDATED
+        assert rt.musaMemsetAsync(p, 0, 8, s) == CAPTURE_INVALIDATED  # later work too
+        assert end_capture(rt, s) == (CAPTURE_INVALIDATED, None)
+        assert capture_status(rt, s) == NONE
+    assert rt.musaEventQuery(e) == SUCCESS  # a record in a capture that ended is no record
+    assert rt.musaEventDestroy(e) == SUCCESS
+    assert rt.musaStreamBeginCapture(None, GLOBAL) == CAPTURE_UNSUPPORTED  # the default stream
+    assert end_capture(rt, s)[0] == ILLEGAL_STATE  # nothing to end
+    rt.musaGetLastError()
+
+
+def test_the_capture_mode_decides_which_threads_may_allocate(rt, gpus):
+    s = gpus.stream(0)
+    p, q = ctypes.c_void_p(), ctypes.c_void_p()
+    # Global: allocation is forbidden in every thread whose own mode is not relaxed.
+    assert rt.musaStreamBeginCapture(s, GLOBAL) == SUCCESS
+    mode = ctypes.c_int(RELAXED)
+    assert rt.musaThreadExchangeStreamCaptureMode(ctypes.byref(mode)) == SUCCESS
+    assert mode.value == GLOBAL
+    assert rt.musaMalloc(ctypes.byref(p), 8) == SUCCESS  # as a caching allocator does
+    assert rt.musaFree(p) == SUCCESS
+    assert rt.musaThreadExchangeStreamCaptureMode(ctypes.byref(mode)) == SUCCESS
+    assert mode.value == RELAXED
+    assert capture_status(rt, s) == ACTIVE
+    assert in_thread(lambda: rt.musaHostAlloc(ctypes.byref(q), 8, 0)) == CAPTURE_UNSUPPORTED
+    assert end_capture(rt, s) == (CAPTURE_INVALIDATED, None)
+    # Thread-local: only the capturing thread is held to it.
+    assert rt.musaStreamBeginCapture(s, THREAD_LOCAL) == SUCCESS
+    assert in_thread(lambda: rt.musaMalloc(ctypes.byref(q), 8)) == SUCCESS
+    assert rt.musaFree(q) == CAPTURE_UNSUPPORTED
+    assert in_thread(lambda: rt.musaFree(q)) == SUCCESS
+    assert end_capture(rt, s) == (CAPTURE_INVALIDATED, None)
+    page = ctypes.create_string_buffer(8)
+    buf = gpus.malloc(0, 8)
+    assert rt.musaStreamBeginCapture(s, THREAD_LOCAL) == SUCCESS
+    assert rt.musaMemcpy(buf, page, 8, H2D) == CAPTURE_UNSUPPORTED  # synchronous
+    assert end_capture(rt, s) == (CAPTURE_INVALIDATED, None)
+    # Relaxed: nothing is forbidden for allocation.
+    assert rt.musaStreamBeginCapture(s, RELAXED) == SUCCESS
+    assert rt.musaMalloc(ctypes.byref(p), 8) == SUCCESS
+    assert rt.musaFree(p) == SUCCESS
+    status, graph = end_capture(rt, s)
+    assert status == SUCCESS
+    assert rt.musaGraphDestroy(graph) == SUCCESS
+    rt.musaGetLastError()
+
+
+def test_a_capture_ends_in_the_thread_that_began_it_unless_relaxed(rt, gpus):
+    s = gpus.stream(0)
+    assert rt.musaStreamBeginCapture(s, THREAD_LOCAL) == SUCCESS
+    assert in_thread(lambda: end_capture(rt, s)) == (CAPTURE_WRONG_THREAD, None)
+    assert capture_status(rt, s) == NONE  # it ended, without a graph
+    assert rt.musaStreamBeginCapture(s, RELAXED) == SUCCESS
+    status, graph = in_thread(lambda: end_capture(rt, s))
+    assert status == SUCCESS
+    assert rt.musaGraphDestroy(graph) == SUCCESS
+    assert rt.musaGraphDestroy(graph) == INVALID_VALUE
+    rt.musaGetLastError()
+
+
+def test_streams_join_a_capture_through_its_events(rt, gpus):
+    x = gpus.malloc(0, 8)
+    gpus.write(0, x, b"--------")
+    s, t = gpus.stream(0), gpus.stream(0)
+    fork, join, outside = (made(rt.musaEventCreate) for _ in range(3))
+    # A stream that waits on an event recorded in the capture joins it; the origin must wait
+    # for its work before the capture ends.
+    assert rt.musaStreamBeginCapture(s, GLOBAL) == SUCCESS
+    assert rt.musaEventRecord(fork, s) == SUCCESS
+    assert rt.musaStreamWaitEvent(t, fork, 0) == SUCCESS
+    assert capture_status(rt, t) == ACTIVE
+    assert rt.musaMemsetAsync(x + 4, ord("b"), 4, t) == SUCCESS
+    assert rt.musaStreamSynchronize(t) == CAPTURE_UNSUPPORTED
+    assert end_capture(rt, t)[0] == 903  # only the origin ends it (musaErrorStreamCaptureUnmatched)
+    assert end_capture(rt, s) == (CAPTURE_INVALIDATED, None)
+    assert capture_status(rt, t) == NONE
+    assert rt.musaStreamBeginCapture(s, GLOBAL) == SUCCESS
+    assert rt.musaEventRecord(fork, s) == SUCCESS
+    assert rt.musaStreamWaitEvent(t, fork, 0) == SUCCESS
+    assert rt.musaMemsetAsync(x + 4, ord("b"), 4, t) == SUCCESS
+    assert end_capture(rt, s) == (CAPTURE_UNJOINED, None)
+    assert rt.musaStreamBeginCapture(s, GLOBAL) == SUCCESS
+    assert rt.musaEventRecord(fork, s) == SUCCESS
+    assert rt.musaStreamWaitEvent(t, fork, 0) == SUCCESS
+    assert rt.musaMemsetAsync(x + 4, ord("b"), 4, t) == SUCCESS
+    assert rt.musaEventRecord(join, t) == SUCCESS
+    assert rt.musaStreamWaitEvent(s, join, 0) == SUCCESS
+    assert rt.musaMemsetAsync(x, ord("a"), 4, s) == SUCCESS
+    status, graph = end_capture(rt, s)
+    assert status == SUCCESS and capture_status(rt, t) == NONE
+    assert gpus.read(0, x, 8) == b"--------"
+    exe = made(rt.musaGraphInstantiate, graph, 0)
+    assert rt.musaGraphLaunch(exe, s) == SUCCESS  # both streams' work, on one stream
+    assert rt.musaStreamSynchronize(s) == SUCCESS
+    assert gpus.read(0, x, 8) == b"aaaabbbb"
+    # Waiting on work outside the capture would make the graph depend on it.
+    assert rt.musaEventRecord(outside, t) == SUCCESS
+    assert rt.musaStreamBeginCapture(s, GLOBAL) == SUCCESS
+    assert rt.musaStreamWaitEvent(s, outside, 0) == CAPTURE_ISOLATION
+    assert end_capture(rt, s) == (CAPTURE_INVALIDATED, None)
+    for handle in (exe,):
+        assert rt.musaGraphExecDestroy(handle) == SUCCESS
+    assert rt.musaGraphDestroy(graph) == SUCCESS
+    for e in (fork, join, outside):
+        assert rt.musaEventDestroy(e) == SUCCESS
+    rt.musaGetLastError()
+
+
+def test_a_launch_of_a_graph_whose_memory_was_freed_fails(rt, gpus):
+    s = gpus.stream(0)
+    p = made(rt.musaMalloc, 64)
+    assert rt.musaStreamBeginCapture(s, GLOBAL) == SUCCESS
+    assert rt.musaMemsetAsync(p, 1, 64, s) == SUCCESS
+    status, graph = end_capture(rt, s)
+    assert status == SUCCESS
+    exe = made(rt.musaGraphInstantiate, graph, 0)
+    assert rt.musaFree(p) == SUCCESS
+    assert rt.musaGraphLaunch(exe, s) == SUCCESS
+    assert rt.musaStreamSynchronize(s) == ILLEGAL_ADDRESS
+    assert rt.musaGraphExecDestroy(exe) == SUCCESS
+    assert rt.musaGraphDestroy(graph) == SUCCESS
+    rt.musaGetLastError()

@@ -18,6 +18,7 @@ def dialect() -> Dialect:
         runtime="musart",
         device="MUSA GPU",
         # muDNN and Triton kernels launch through one runtime onto one stream: ordered, as on CUDA.
+        # CAP_GRAPHS too (tests/test_graphs.py): not among the shared suite's names.
         capabilities=frozenset({"CAP_PEER_COPY", "CAP_EVENT_TIMING", "CAP_PINNED_HOST_MEMORY"}),
         memcpy="musaMemcpy",
         cross_device_status=1,  # musaErrorInvalidValue

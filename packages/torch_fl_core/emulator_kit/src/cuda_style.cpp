@@ -42,6 +42,25 @@ constexpr ErrorText kErrors[] = {
     {cuda::kNotSupported, "NotSupported", "operation not supported"},
     {cuda::kUnknown, "Unknown", "unknown error"},
 };
+// Where the SDK has stream capture (CudaConfig::graphs).
+constexpr ErrorText kCaptureErrors[] = {
+    {cuda::kIllegalState, "IllegalState", "the operation cannot be performed in the present state"},
+    {cuda::kStreamCaptureUnsupported, "StreamCaptureUnsupported",
+     "operation not permitted when stream is capturing"},
+    {cuda::kStreamCaptureInvalidated, "StreamCaptureInvalidated",
+     "operation failed due to a previous error during capture"},
+    {cuda::kStreamCaptureMerge, "StreamCaptureMerge",
+     "operation would result in a merge of separate capture sequences"},
+    {cuda::kStreamCaptureUnmatched, "StreamCaptureUnmatched",
+     "capture was not ended in the same stream as it began"},
+    {cuda::kStreamCaptureUnjoined, "StreamCaptureUnjoined", "capturing stream has unjoined work"},
+    {cuda::kStreamCaptureIsolation, "StreamCaptureIsolation",
+     "dependency created on uncaptured work in another stream"},
+    {cuda::kCapturedEvent, "CapturedEvent",
+     "operation not permitted on an event last recorded in a capturing stream"},
+    {cuda::kStreamCaptureWrongThread, "StreamCaptureWrongThread",
+     "attempt to terminate a thread-local capture sequence from another thread"},
+};
 
 std::atomic<CudaRuntime*> g_runtime{nullptr};
 CudaRuntime* (*g_make)() = nullptr;
@@ -93,14 +112,17 @@ CudaRuntime::CudaRuntime(CudaConfig config)
   }
   unrecognized_ = "unrecognized " + cfg_.sdk + "Error_t";
   error_strings_[cuda::kSuccess] = cfg_.sdk + "Success: no error";
-  for (const ErrorText& e : kErrors) {
+  const auto add = [this](const ErrorText& e) {
     std::string name = e.name;
     for (const auto& r : cfg_.renamed)
       if (r.first == e.status) name = r.second;
     char text[128];
     snprintf(text, sizeof text, e.text, cfg_.device_kind.c_str());
     error_strings_[e.status] = cfg_.sdk + "Error" + name + ": " + text;
-  }
+  };
+  for (const ErrorText& e : kErrors) add(e);
+  if (cfg_.graphs)
+    for (const ErrorText& e : kCaptureErrors) add(e);
 }
 
 FreedWork CudaRuntime::freed_work() const {
@@ -184,6 +206,19 @@ int CudaRuntime::submit(const char* name, const CudaStream* stream,
   Lock lk(mu_);
   CudaStreamRef st = stream_locked(stream);
   if (!st || st->device() != t_device) return -1;
+  return submit_locked(name, st, ranges, std::move(work));
+}
+
+int CudaRuntime::submit_on_stream_device(const char* name, const CudaStream* stream,
+                                         const std::vector<Range>& ranges, RangeWork work) {
+  Lock lk(mu_);
+  CudaStreamRef st = stream_locked(stream);
+  if (!st) return -1;
+  return submit_locked(name, st, ranges, std::move(work));
+}
+
+int CudaRuntime::submit_locked(const char* name, const CudaStreamRef& st,
+                               const std::vector<Range>& ranges, RangeWork work) {
   auto host = std::make_shared<std::vector<void*>>(ranges.size());
   WorkItem item;
   const long bad = pin(st->device(), ranges, true, host->data(), &item.allocs);
@@ -192,6 +227,12 @@ int CudaRuntime::submit(const char* name, const CudaStream* stream,
   item.run = [host, work = std::move(work)](char* msg, size_t len) {
     return work(host->data(), msg, len);
   };
+  Verdict v;
+  if (captures_.any() && captures_.record(st.get(), name, item, &v)) {
+    if (!v) return 0;
+    refused(v);
+    return -2;
+  }
   st->push(std::move(item));
   return 0;
 }
@@ -226,7 +267,19 @@ int CudaRuntime::release(const CudaStream* stream) {
   return cuda::kSuccess;
 }
 
-int CudaRuntime::run(UniqueLock& lk, const CudaStreamRef& stream, WorkItem item, Wait wait) {
+int CudaRuntime::run(UniqueLock& lk, const char* fn, const CudaStreamRef& stream, WorkItem item,
+                     Wait wait, const char* unrecordable) {
+  if (captures_.any()) {
+    if (wait == Wait::drain) {
+      // Synchronous (on the default stream, which never captures): the modes may forbid it.
+      if (Verdict v = captures_.unsafe_call(stream->device(), fn)) return refused(v);
+    } else {
+      if (unrecordable)
+        if (Verdict v = captures_.unrecordable(stream.get(), fn, unrecordable)) return refused(v);
+      Verdict v;
+      if (captures_.record(stream.get(), fn, item, &v)) return v ? refused(v) : cuda::kSuccess;
+    }
+  }
   std::future<void> done;
   if (wait == Wait::item) {
     auto ran = std::make_shared<std::promise<void>>();
@@ -280,6 +333,7 @@ int CudaRuntime::device_synchronize(const char* fn) {
   {
     Lock lk(mu_);
     if (!valid_device(t_device)) return fail(cuda::kNoDevice);
+    if (Verdict v = captures_.device_wait(t_device, fn)) return refused(v);
     for (CudaStreamRef& s : streams_.all()) {
       if (s->device() != t_device) continue;
       lane_drain(*s);

@@ -20,6 +20,8 @@ int CudaRuntime::mem_alloc(const char* fn, void** ptr, size_t size) {
   Lock lk(mu_);
   const int dev = current_device();
   if (!valid_device(dev)) return fail(cuda::kNoDevice);
+  // CUDA's allocation may synchronize: a capture mode may forbid it.
+  if (Verdict v = captures_.unsafe_call(-1, fn)) return refused(v);
   if (size == 0) {
     *ptr = nullptr;
     return cuda::kSuccess;
@@ -59,6 +61,7 @@ int CudaRuntime::mem_free(const char* fn, void* ptr) {
   Lock lk(mu_);
   const int dev = current_device();
   if (!valid_device(dev)) return fail(cuda::kNoDevice);
+  if (Verdict v = captures_.unsafe_call(-1, fn)) return refused(v);
   AllocRef a = allocs_.at(ptr);
   // Another device's pointer does not resolve while this device is current.
   if (!a || a->device != dev) return fail(cuda::kInvalidDevicePointer);
@@ -70,6 +73,10 @@ int CudaRuntime::mem_free(const char* fn, void* ptr) {
 int CudaRuntime::host_alloc(const char* fn, void** ptr, size_t size) {
   if (int e = enter(fn)) return e;
   if (!ptr) return fail(cuda::kInvalidValue);
+  {
+    Lock lk(mu_);
+    if (Verdict v = captures_.unsafe_call(-1, fn)) return refused(v);
+  }
   if (size == 0) {
     *ptr = nullptr;
     return cuda::kSuccess;
@@ -90,6 +97,7 @@ int CudaRuntime::host_free(const char* fn, void* ptr) {
   if (int e = enter(fn)) return e;
   if (!ptr) return cuda::kSuccess;
   Lock lk(mu_);
+  if (Verdict v = captures_.unsafe_call(-1, fn)) return refused(v);
   AllocRef a = host_allocs_.remove(ptr);
   if (!a) return fail(cuda::kInvalidValue);
   return retired_locked(fn, a);  // the block itself goes with the last queued work naming it
@@ -165,7 +173,7 @@ WorkItem CudaRuntime::copy_item(const char* fn, const Side& to, const Side& from
 }
 
 int CudaRuntime::copy_locked(const char* fn, void* dst, const void* src, size_t n, int kind,
-                             bool async, WorkItem* item, Wait* wait) {
+                             bool async, WorkItem* item, Wait* wait, bool* pageable) {
   if (kind == cuda::kDefault) {
     const bool d_dev = device_of(dst) >= 0, s_dev = device_of(src) >= 0;
     kind = d_dev ? (s_dev ? cuda::kDeviceToDevice : cuda::kHostToDevice)
@@ -189,6 +197,7 @@ int CudaRuntime::copy_locked(const char* fn, void* dst, const void* src, size_t 
     return cuda::kInvalidDevicePointer;
   }
   *item = copy_item(fn, to, from, n, async, wait);
+  *pageable = to.pageable || from.pageable;
   return cuda::kSuccess;
 }
 
@@ -202,8 +211,11 @@ int CudaRuntime::copy(const char* fn, void* dst, const void* src, size_t n, int 
   if (!dst || !src) return fail(cuda::kInvalidValue);
   WorkItem item;
   Wait wait = async ? Wait::none : Wait::drain;
-  if (int e = copy_locked(fn, dst, src, n, kind, async, &item, &wait)) return fail(e);
-  return run(lk, st, std::move(item), wait);
+  bool pageable = false;
+  if (int e = copy_locked(fn, dst, src, n, kind, async, &item, &wait, &pageable)) return fail(e);
+  // A graph would read or write pageable memory at replay, which CUDA does not record.
+  return run(lk, fn, st, std::move(item), wait,
+             pageable ? "a copy of pageable host memory" : nullptr);
 }
 
 int CudaRuntime::copy_peer(const char* fn, void* dst, int dst_device, const void* src,
@@ -226,7 +238,7 @@ int CudaRuntime::copy_peer(const char* fn, void* dst, int dst_device, const void
   if (side_locked(src, n, true, src_device, &from) || side_locked(dst, n, true, dst_device, &to))
     return fail(cuda::kInvalidDevicePointer);
   Wait wait = async ? Wait::none : Wait::drain;
-  return run(lk, st, copy_item(fn, to, from, n, async, &wait), wait);
+  return run(lk, fn, st, copy_item(fn, to, from, n, async, &wait), wait);
 }
 
 int CudaRuntime::fill(const char* fn, void* dst, int value, size_t n, CudaStream* stream,
@@ -246,7 +258,7 @@ int CudaRuntime::fill(const char* fn, void* dst, int value, size_t n, CudaStream
     std::memset(at, value, n);
     return 0;
   };
-  return run(lk, st, std::move(item), async ? Wait::none : Wait::drain);
+  return run(lk, fn, st, std::move(item), async ? Wait::none : Wait::drain);
 }
 
 }  // namespace emu_kit

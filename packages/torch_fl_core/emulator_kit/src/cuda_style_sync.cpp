@@ -24,6 +24,7 @@ int CudaRuntime::stream_destroy(const char* fn, CudaStream* stream) {
     Lock lk(mu_);
     s = stream ? streams_.find(stream) : nullptr;
     if (!s || s->is_default()) return fail(cuda::kInvalidHandle);
+    if (Verdict v = captures_.stream_call(s.get(), fn)) return refused(v);
     lane_drain(*s);
     streams_.remove(stream);
   }
@@ -39,6 +40,7 @@ int CudaRuntime::stream_query(const char* fn, CudaStream* stream) {
   Lock lk(mu_);
   CudaStreamRef s = stream_locked(stream);
   if (!s) return fail(cuda::kInvalidHandle);
+  if (Verdict v = captures_.stream_call(s.get(), fn)) return refused(v);
   if (lane_busy(*s)) {
     lane_drain(*s);  // the device makes progress; the caller sees it next time
     return cuda::kNotReady;
@@ -53,6 +55,7 @@ int CudaRuntime::stream_synchronize(const char* fn, CudaStream* stream) {
     Lock lk(mu_);
     s = stream_locked(stream);
     if (!s) return fail(cuda::kInvalidHandle);
+    if (Verdict v = captures_.stream_call(s.get(), fn)) return refused(v);
     lane_drain(*s);
   }
   return drain(s);
@@ -64,6 +67,8 @@ int CudaRuntime::stream_wait_event(const char* fn, CudaStream* stream, Event* ev
   CudaStreamRef s = stream_locked(stream);
   std::shared_ptr<Event> ev = event_locked(event);
   if (!s || !ev) return fail(cuda::kInvalidHandle);
+  Verdict v;
+  if (captures_.wait_event(s, fn, ev, &v)) return v ? refused(v) : cuda::kSuccess;
   // Everything before the event becomes visible to work queued on `stream` after this.
   if (ev->armed()) lane_drain_to(*ev);
   ev->block(*s, fn);
@@ -86,6 +91,8 @@ int CudaRuntime::event_record(const char* fn, Event* event, CudaStream* stream) 
   std::shared_ptr<Event> ev = event_locked(event);
   if (!s || !ev) return fail(cuda::kInvalidHandle);
   if (s->device() != current_device()) return fail(cuda::kInvalidValue);
+  Verdict v;
+  if (captures_.record_event(s.get(), fn, ev, &v)) return v ? refused(v) : cuda::kSuccess;
   ev->record(*s, fn);
   recorded(*ev, s);
   return cuda::kSuccess;
@@ -98,6 +105,7 @@ int CudaRuntime::event_synchronize(const char* fn, Event* event) {
     Lock lk(mu_);
     ev = event_locked(event);
     if (!ev) return fail(cuda::kInvalidHandle);
+    if (Verdict v = captures_.event_call(ev.get(), fn)) return refused(v);
     if (ev->armed()) lane_drain_to(*ev);
   }
   std::string msg;
@@ -110,6 +118,7 @@ int CudaRuntime::event_query(const char* fn, Event* event) {
   Lock lk(mu_);
   std::shared_ptr<Event> ev = event_locked(event);
   if (!ev) return fail(cuda::kInvalidHandle);
+  if (Verdict v = captures_.event_call(ev.get(), fn)) return refused(v);
   if (!ev->armed()) return cuda::kSuccess;
   if (lane_behind(*ev)) {
     lane_drain_to(*ev);
@@ -131,6 +140,8 @@ int CudaRuntime::event_elapsed(const char* fn, float* ms, Event* start, Event* s
   Lock lk(mu_);
   std::shared_ptr<Event> a = event_locked(start), b = event_locked(stop);
   if (!a || !b) return fail(cuda::kInvalidHandle);
+  if (Verdict v = captures_.event_call(a.get(), fn)) return refused(v);
+  if (Verdict v = captures_.event_call(b.get(), fn)) return refused(v);
   // CUDA's answer for an event made with DisableTiming, or never recorded.
   if (!a->timing() || !b->timing() || !a->armed() || !b->armed()) return fail(cuda::kInvalidHandle);
   if (lane_behind(*a) || lane_behind(*b) || !a->complete() || !b->complete())

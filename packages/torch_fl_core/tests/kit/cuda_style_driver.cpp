@@ -1,8 +1,9 @@
 // Drives the kit's CUDA-style runtime (torch_fl/kit/cuda_style_runtime.h) over a fake SDK of
 // CUDA's shape defined here: two devices whose pointers are device-scoped (a call touching one
 // with another device current fails, as GCU and MUSA memory does), streams and events that run
-// at once, a call log and one injectable fault. Prints, per scenario, the tfl_status, the
-// runtime's last error and the fake SDK calls it made.
+// at once, a call log and one injectable fault; and a second dialect of it with CUDA's stream
+// capture (cuda_style_graphs.h). Prints, per scenario, the tfl_status, the runtime's last error
+// and the fake SDK calls it made.
 #include <torch_fl/kit/cuda_style_runtime.h>
 
 #include <cstdio>
@@ -20,12 +21,15 @@ enum Error {
   kNotReady = 600,
   kNoDevice = 100,
   kIllegal = 700,
-  kWrongDevice = 101
+  kWrongDevice = 101,
+  kCaptureUnsupported = 900,
+  kCaptureInvalidated = 901
 };
 enum MemcpyKind { H2H = 0, H2D = 1, D2H = 2, D2D = 3 };
 struct StreamRec {
   int device;
   int pending;  // host functions see it drained: set by the test
+  int capture;  // 0 none, 1 capturing, 2 invalidated (CUDA's statuses)
 };
 struct EventRec {
   int device;
@@ -120,6 +124,10 @@ Error fakeMemcpy(void* d, const void* s, size_t n, MemcpyKind) {
 Error fakeMemcpyAsync(void* d, const void* s, size_t n, MemcpyKind k, Stream st) {
   FAKE_CALL("fakeMemcpyAsync");
   if (scoped(d) || scoped(s) || st->device != t_device) return kWrongDevice;
+  if (st->capture) {
+    log("MemcpyAsync captured");
+    return st->capture == 2 ? kCaptureInvalidated : kOk;
+  }
   std::memcpy(d, s, n);
   log("MemcpyAsync kind" + std::to_string(k) + " dev" + std::to_string(t_device));
   return kOk;
@@ -147,7 +155,7 @@ Error fakeMemsetAsync(void* p, int v, size_t n, Stream st) {
 }
 Error fakeStreamCreate(Stream* s, bool non_blocking, int) {
   FAKE_CALL("fakeStreamCreateWithFlags");
-  *s = new StreamRec{t_device, 0};
+  *s = new StreamRec{t_device, 0, 0};
   log(std::string("StreamCreate dev") + std::to_string(t_device) +
       (non_blocking ? " nonblocking" : " default"));
   return kOk;
@@ -156,7 +164,14 @@ Error fakeStreamDestroy(Stream s) {
   delete s;
   return kOk;
 }
-Error fakeStreamSynchronize(Stream) { return kOk; }
+Error fakeStreamSynchronize(Stream s) {
+  // CUDA's rule: the capture's work is recorded, not run; the capture is invalidated.
+  if (s->capture) {
+    s->capture = 2;
+    return kCaptureUnsupported;
+  }
+  return kOk;
+}
 Error fakeStreamQuery(Stream s) {
   FAKE_CALL("fakeStreamQuery");
   return s->pending ? kNotReady : kOk;
@@ -187,6 +202,69 @@ Error fakeEventElapsedTime(float* ms, Event, Event) {
   return kOk;
 }
 
+// Stream capture, as CUDA's.
+enum CaptureMode { kGlobal = 0, kThreadLocal = 1, kRelaxed = 2 };
+enum CaptureStatus { kNone = 0, kActive = 1, kInvalidated = 2 };
+struct GraphRec {
+  int device;
+};
+struct ExecRec {
+  int device;
+};
+using Graph = GraphRec*;
+using GraphExec = ExecRec*;
+thread_local CaptureMode t_mode = kGlobal;
+
+Error fakeStreamBeginCapture(Stream s, CaptureMode m) {
+  if (s->device != t_device) return kWrongDevice;
+  s->capture = 1;
+  log("BeginCapture dev" + std::to_string(s->device) + " mode " + std::to_string(m));
+  return kOk;
+}
+Error fakeStreamEndCapture(Stream s, Graph* g) {
+  const int was = s->capture;
+  s->capture = 0;
+  if (was == 2) return kCaptureInvalidated;
+  *g = new GraphRec{s->device};
+  log("EndCapture dev" + std::to_string(s->device));
+  return kOk;
+}
+Error fakeStreamIsCapturing(Stream s, CaptureStatus* st) {
+  *st = static_cast<CaptureStatus>(s->capture);
+  return kOk;
+}
+Error fakeThreadExchangeStreamCaptureMode(CaptureMode* m) {
+  const CaptureMode old = t_mode;
+  t_mode = *m;
+  *m = old;
+  log("ExchangeMode " + std::to_string(t_mode));
+  return kOk;
+}
+Error fakeGraphInstantiate(GraphExec* x, Graph g, unsigned long long flags) {
+  *x = new ExecRec{g->device};
+  log("Instantiate dev" + std::to_string(t_device) + " flags " + std::to_string(flags));
+  return kOk;
+}
+Error fakeGraphLaunch(GraphExec x, Stream s) {
+  log("GraphLaunch of dev" + std::to_string(x->device) + " on stream of dev" +
+      std::to_string(s->device));
+  return kOk;
+}
+Error fakeGraphExecDestroy(GraphExec x) {
+  delete x;
+  log("ExecDestroy");
+  return kOk;
+}
+Error fakeGraphDestroy(Graph g) {
+  delete g;
+  log("GraphDestroy");
+  return kOk;
+}
+Error fakeLaunchHostFunc(Stream s, void (*)(void*), void*) {
+  log(std::string("LaunchHostFunc") + (s->capture ? " captured" : ""));
+  return kOk;
+}
+
 }  // namespace fake
 
 using namespace fake;  // the dialect names each call as the SDK spells it
@@ -205,9 +283,12 @@ struct Fake {
   static constexpr const char* kDeviceName = "Fake device %d";
   static constexpr uint64_t kCapabilities = TFL_CAP_PEER_COPY | TFL_CAP_EVENT_TIMING;
   static tfl_status to_status(Error e) {
+    if (e == fake::kCaptureUnsupported || e == fake::kCaptureInvalidated) return TFL_ERROR_CAPTURE;
     return e == fake::kInvalidValue ? TFL_ERROR_INVALID_VALUE : TFL_ERROR_DEVICE;
   }
   static const char* error_string(Error e) {
+    if (e == fake::kCaptureUnsupported) return "not permitted when stream is capturing";
+    if (e == fake::kCaptureInvalidated) return "a previous error during capture";
     return e == fake::kIllegal ? "an illegal address" : "fake failure";
   }
   static void clear_error() { fake::g_sticky = 0; }
@@ -239,11 +320,38 @@ struct Fake {
   TFL_KIT_SDK_CALL(event_elapsed_time, fakeEventElapsedTime)
 };
 
+// The same SDK with CUDA's stream capture declared: the table records graphs.
+struct FakeGraphs : Fake {
+  static constexpr const char* kRuntime = "fakegraphs";
+  static constexpr bool kGraphs = true;
+  using Graph = fake::Graph;
+  using GraphExec = fake::GraphExec;
+  using CaptureMode = fake::CaptureMode;
+  using CaptureStatus = fake::CaptureStatus;
+  static constexpr CaptureMode kCaptureGlobal = fake::kGlobal;
+  static constexpr CaptureMode kCaptureThreadLocal = fake::kThreadLocal;
+  static constexpr CaptureMode kCaptureRelaxed = fake::kRelaxed;
+  static constexpr CaptureStatus kCaptureNone = fake::kNone;
+  static constexpr CaptureStatus kCaptureActive = fake::kActive;
+  static constexpr CaptureStatus kCaptureInvalidated = fake::kInvalidated;
+  TFL_KIT_SDK_CALL(begin_capture, fakeStreamBeginCapture)
+  TFL_KIT_SDK_CALL(end_capture, fakeStreamEndCapture)
+  TFL_KIT_SDK_CALL(graph_instantiate, fakeGraphInstantiate)
+  TFL_KIT_SDK_CALL(graph_launch, fakeGraphLaunch)
+  TFL_KIT_SDK_CALL(graph_exec_destroy, fakeGraphExecDestroy)
+  TFL_KIT_SDK_CALL(graph_destroy, fakeGraphDestroy)
+  TFL_KIT_SDK_CALL(stream_is_capturing, fakeStreamIsCapturing)
+  TFL_KIT_SDK_CALL(exchange_capture_mode, fakeThreadExchangeStreamCaptureMode)
+  TFL_KIT_SDK_CALL(launch_host_func, fakeLaunchHostFunc)
+};
+
 namespace {
 
 const tfl_runtime_v1& rt = torch_fl::kit::CudaStyleRuntime<Fake>::table();
+const tfl_runtime_v1& grt = torch_fl::kit::CudaStyleRuntime<FakeGraphs>::table();
 
 void report(const char* scenario, tfl_status st) {
+  // One kit in this program: both tables write the thread's one message.
   std::printf("== %s: %d %s\n", scenario, static_cast<int>(st), st ? rt.last_error() : "");
   for (const auto& line : fake::g_log) std::printf("%s\n", line.c_str());
   fake::g_log.clear();
@@ -342,5 +450,44 @@ int main() {
   std::printf("probed %d\n", probed);
   report("free p1", rt.free(p1));
   std::printf("current %d\n", fake::t_device);
+
+  // ---- device graphs: the dialect with CUDA's stream capture ----
+  report("graphs table", grt.init());
+  std::printf("table %s caps %llu graphs %d\n", grt.name,
+              static_cast<unsigned long long>(grt.capabilities), grt.graph_launch != nullptr);
+  tfl_stream gs = nullptr;
+  grt.set_device(1);
+  grt.stream_create(&gs, 0);
+  void* g1 = nullptr;
+  grt.malloc(&g1, 64);
+  grt.set_device(0);
+  fake::g_log.clear();
+  report("capture on the default stream", grt.graph_capture_begin(nullptr, 0));
+  report("capture mode 7", grt.graph_capture_begin(gs, 7));
+  report("capture begin", grt.graph_capture_begin(gs, TFL_CAPTURE_MODE_THREAD_LOCAL));
+  int cs = -1;
+  report("capture status", grt.stream_capture_status(gs, &cs));
+  std::printf("status %d\n", cs);
+  void* gp = nullptr;
+  report("malloc while capturing", grt.malloc(&gp, 32));
+  report("host fn while capturing", grt.launch_host_func(gs, [](void*) {}, nullptr));
+  report("sync while capturing", grt.stream_synchronize(gs));
+  grt.stream_capture_status(gs, &cs);
+  std::printf("status %d\n", cs);
+  tfl_graph graph = nullptr;
+  report("end of the invalidated capture", grt.graph_capture_end(gs, &graph));
+  grt.stream_capture_status(gs, &cs);
+  std::printf("graph %d status %d\n", graph != nullptr, cs);
+
+  // A capture that records: launched on the capture's device only, instantiated once.
+  grt.graph_capture_begin(gs, TFL_CAPTURE_MODE_GLOBAL);
+  fake::g_log.clear();
+  report("captured copy", grt.memcpy_async(g1, host, 16, TFL_MEMCPY_HOST_TO_DEVICE, gs));
+  report("end", grt.graph_capture_end(gs, &graph));
+  report("launch on a stream of 0", grt.graph_launch(graph, nullptr));
+  report("launch", grt.graph_launch(graph, gs));
+  report("launch again", grt.graph_launch(graph, gs));
+  report("destroy", grt.graph_destroy(graph));
+  report("destroy again", grt.graph_destroy(graph));
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/TypeProperties.h>
 #include <c10/core/DeviceGuard.h>
+#include <torch_fl/kit/kernel_stream.h>
 #include <torch_fl/kit/write_back.h>
 
 #include <limits>
@@ -15,10 +16,24 @@ using torch_fl::kit::operand;
 
 namespace {
 
+// Whether the call's stream captures a graph.
+bool capturing(const Call& c) {
+  auto* stream = static_cast<musaStream_t>(
+      torch_fl::kit::current_native_stream(c.device(), "musa", "musaStream_t"));
+  musaStreamCaptureStatus s = musaStreamCaptureStatusNone;
+  if (musaStreamIsCapturing(stream, &s) == musaSuccess) return s != musaStreamCaptureStatusNone;
+  (void)musaGetLastError();
+  return false;
+}
+
 // `t` on the call's device in `dtype`, expanded (a zero-stride view) to `shape`: muDNN reads
-// broadcast operands through their strides.
+// broadcast operands through their strides. While the stream captures, a CPU scalar is filled in
+// on the device (its value fixed at the call, as a CUDA kernel's scalar argument is): a copy
+// from pageable memory is what a capture refuses.
 at::Tensor input(const Call& c, const at::Tensor& t, at::ScalarType dtype, at::IntArrayRef shape) {
-  at::Tensor x = torch_fl::kit::on_device(c, t, dtype);
+  at::Tensor x = t.device().is_cpu() && t.dim() == 0 && capturing(c)
+                     ? at::full({}, t.item(), at::TensorOptions().dtype(dtype).device(c.device()))
+                     : torch_fl::kit::on_device(c, t, dtype);
   return x.sizes() == shape ? x : x.expand(shape);
 }
 

@@ -5,8 +5,9 @@
 // (include/torch_fl/kit/cuda_style_runtime.h) gives the whole table: device
 // pointers used with their owning GPU current, cross-GPU copies through
 // musaMemcpyPeer(Async) on a stream of the source GPU, default streams, the
-// host-function watcher, every status checked and named. This file is the
-// MUSA runtime's dialect.
+// host-function watcher, every status checked and named, and device graphs over
+// MUSA's stream capture (musaStreamBeginCapture, musaGraphLaunch, ...). This file
+// is the MUSA runtime's dialect.
 #include <musa_runtime_api.h>
 #include <torch_fl/kit/cuda_style_runtime.h>
 
@@ -26,7 +27,7 @@ struct Musart {
   static constexpr const char* kDeviceName = "Moore Threads MUSA GPU %d (musart)";
   // Device memory is not host-addressable. muDNN and Triton (mthreads) kernels launch through the
   // one MUSA runtime onto the same stream, so they are ordered as on CUDA (no
-  // TFL_CAP_UNORDERED_PRODUCERS). No graphs yet: the graph seat is not filled for MUSA.
+  // TFL_CAP_UNORDERED_PRODUCERS). TFL_CAP_GRAPHS comes with kGraphs below.
   static constexpr uint64_t kCapabilities =
       TFL_CAP_PEER_COPY | TFL_CAP_EVENT_TIMING | TFL_CAP_PINNED_HOST_MEMORY;
 
@@ -53,6 +54,19 @@ struct Musart {
         return TFL_ERROR_NOT_SUPPORTED;
       case musaErrorInvalidResourceHandle:
         return TFL_ERROR_INVALID_HANDLE;
+      // A call a stream capture forbids, or work on (or the end of) an invalidated capture.
+      case musaErrorStreamCaptureUnsupported:
+      case musaErrorStreamCaptureInvalidated:
+      case musaErrorStreamCaptureMerge:
+      case musaErrorStreamCaptureUnmatched:
+      case musaErrorStreamCaptureUnjoined:
+      case musaErrorStreamCaptureIsolation:
+      case musaErrorStreamCaptureImplicit:
+      case musaErrorCapturedEvent:
+      case musaErrorStreamCaptureWrongThread:
+        return TFL_ERROR_CAPTURE;
+      case musaErrorIllegalState:  // e.g. ending a capture on a stream that does not capture
+        return TFL_ERROR_INVALID_VALUE;
       default:
         return TFL_ERROR_DEVICE;
     }
@@ -96,6 +110,28 @@ struct Musart {
   static Error event_create(Event* e, bool timing) {
     return musaEventCreateWithFlags(e, timing ? musaEventDefault : musaEventDisableTiming);
   }
+
+  // Device graphs: CUDA's stream capture under MUSA's names (cuda_style_graphs.h).
+  static constexpr bool kGraphs = true;
+  using Graph = musaGraph_t;
+  using GraphExec = musaGraphExec_t;
+  using CaptureMode = musaStreamCaptureMode;
+  using CaptureStatus = musaStreamCaptureStatus;
+  static constexpr CaptureMode kCaptureGlobal = musaStreamCaptureModeGlobal;
+  static constexpr CaptureMode kCaptureThreadLocal = musaStreamCaptureModeThreadLocal;
+  static constexpr CaptureMode kCaptureRelaxed = musaStreamCaptureModeRelaxed;
+  static constexpr CaptureStatus kCaptureNone = musaStreamCaptureStatusNone;
+  static constexpr CaptureStatus kCaptureActive = musaStreamCaptureStatusActive;
+  static constexpr CaptureStatus kCaptureInvalidated = musaStreamCaptureStatusInvalidated;
+  TFL_KIT_SDK_CALL(begin_capture, musaStreamBeginCapture)
+  TFL_KIT_SDK_CALL(end_capture, musaStreamEndCapture)
+  TFL_KIT_SDK_CALL(graph_instantiate, musaGraphInstantiate)
+  TFL_KIT_SDK_CALL(graph_launch, musaGraphLaunch)
+  TFL_KIT_SDK_CALL(graph_exec_destroy, musaGraphExecDestroy)
+  TFL_KIT_SDK_CALL(graph_destroy, musaGraphDestroy)
+  TFL_KIT_SDK_CALL(stream_is_capturing, musaStreamIsCapturing)
+  TFL_KIT_SDK_CALL(exchange_capture_mode, musaThreadExchangeStreamCaptureMode)
+  TFL_KIT_SDK_CALL(launch_host_func, musaLaunchHostFunc)
 };
 
 const tfl_runtime_v1 kTable = torch_fl::kit::CudaStyleRuntime<Musart>::table();

@@ -29,9 +29,19 @@ typedef enum musaError {
   musaErrorInvalidDevice = 101,
   musaErrorPeerAccessUnsupported = 217,
   musaErrorInvalidResourceHandle = 400,
+  musaErrorIllegalState = 401,
   musaErrorNotReady = 600,
   musaErrorIllegalAddress = 700,
   musaErrorNotSupported = 801,
+  musaErrorStreamCaptureUnsupported = 900,
+  musaErrorStreamCaptureInvalidated = 901,
+  musaErrorStreamCaptureMerge = 902,
+  musaErrorStreamCaptureUnmatched = 903,
+  musaErrorStreamCaptureUnjoined = 904,
+  musaErrorStreamCaptureIsolation = 905,
+  musaErrorStreamCaptureImplicit = 906,
+  musaErrorCapturedEvent = 907,
+  musaErrorStreamCaptureWrongThread = 908,
   musaErrorUnknown = 999
 } musaError_t;
 
@@ -59,6 +69,29 @@ struct musaPointerAttributes {
 
 typedef struct MUstream_st* musaStream_t;
 typedef struct MUevent_st* musaEvent_t;
+typedef struct MUgraph_st* musaGraph_t;
+typedef struct MUgraphExec_st* musaGraphExec_t;
+typedef void (*musaHostFn_t)(void* userData);
+
+/* Stream capture (CUDA's, under the musa prefix). */
+typedef enum musaStreamCaptureMode {
+  musaStreamCaptureModeGlobal = 0,
+  musaStreamCaptureModeThreadLocal = 1,
+  musaStreamCaptureModeRelaxed = 2
+} musaStreamCaptureMode;
+
+typedef enum musaStreamCaptureStatus {
+  musaStreamCaptureStatusNone = 0,
+  musaStreamCaptureStatusActive = 1,
+  musaStreamCaptureStatusInvalidated = 2
+} musaStreamCaptureStatus;
+
+typedef enum musaGraphInstantiateFlags {
+  musaGraphInstantiateFlagAutoFreeOnLaunch = 1,
+  musaGraphInstantiateFlagUpload = 2,
+  musaGraphInstantiateFlagDeviceLaunch = 4,
+  musaGraphInstantiateFlagUseNodePriority = 8
+} musaGraphInstantiateFlags;
 
 #define musaStreamDefault 0x0
 #define musaStreamNonBlocking 0x1
@@ -100,6 +133,17 @@ musaError_t musaEventSynchronize(musaEvent_t event);
 musaError_t musaEventQuery(musaEvent_t event);
 musaError_t musaEventDestroy(musaEvent_t event);
 musaError_t musaEventElapsedTime(float* ms, musaEvent_t start, musaEvent_t end);
+musaError_t musaLaunchHostFunc(musaStream_t stream, musaHostFn_t fn, void* userData);
+musaError_t musaStreamBeginCapture(musaStream_t stream, enum musaStreamCaptureMode mode);
+musaError_t musaStreamEndCapture(musaStream_t stream, musaGraph_t* pGraph);
+musaError_t musaStreamIsCapturing(musaStream_t stream,
+                                  enum musaStreamCaptureStatus* pCaptureStatus);
+musaError_t musaThreadExchangeStreamCaptureMode(enum musaStreamCaptureMode* mode);
+musaError_t musaGraphInstantiate(musaGraphExec_t* pGraphExec, musaGraph_t graph,
+                                 unsigned long long flags);
+musaError_t musaGraphLaunch(musaGraphExec_t graphExec, musaStream_t stream);
+musaError_t musaGraphExecDestroy(musaGraphExec_t graphExec);
+musaError_t musaGraphDestroy(musaGraph_t graph);
 const char* musaGetErrorString(musaError_t error);
 musaError_t musaGetLastError(void);
 

@@ -370,6 +370,8 @@ Status Launch::submit(std::function<void(const std::vector<View>&)> compute) {
   };
   int rc = musa_emu::submit(op_, h_.GetStream(), ranges.data(), ranges.size(), std::move(work));
   if (rc == 0) return Status::SUCCESS;
+  // The kernel launch failed: the stream's capture was invalidated earlier.
+  if (rc == -2) return Status::EXECUTION_FAILED;
   if (rc > 0 && static_cast<size_t>(rc) <= ranges.size()) {
     const musa_emu::Range& r = ranges[rc - 1];
     std::snprintf(msg, sizeof msg,

@@ -1,4 +1,5 @@
-// What libmudnn.so (musa_emu_internal.h) and the tests (musa_emulator.h) reach beyond the API.
+// What libmudnn.so and libmccl.so (musa_emu_internal.h) and the tests (musa_emulator.h) reach
+// beyond the API.
 #include "emu_kit/controls.h"
 #include "musa_emu_internal.h"
 #include "musa_emulator.h"
@@ -28,6 +29,12 @@ int stream_device(musaStream_t stream) {
 int submit(const char* name, musaStream_t stream, const Range* ranges, size_t n,
            std::function<int(void* const* host, char* msg, size_t len)> work) {
   return R().submit(name ? name : "work", stream, emu_kit::ranges_of(ranges, n), std::move(work));
+}
+
+int submit_on_stream_device(const char* name, musaStream_t stream, const Range* ranges, size_t n,
+                            std::function<int(void* const* host, char* msg, size_t len)> work) {
+  return R().submit_on_stream_device(name ? name : "work", stream, emu_kit::ranges_of(ranges, n),
+                                     std::move(work));
 }
 
 void violation(const char* message) { R().ledger().violation(message ? message : "(no message)"); }

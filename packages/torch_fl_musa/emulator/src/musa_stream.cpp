@@ -12,3 +12,9 @@ EMU_KIT_EXPORT musaError_t musaStreamCreateWithPriority(musaStream_t* stream, un
   return static_cast<musaError_t>(
       emu_kit::create_stream(R(), "musaStreamCreateWithPriority", stream, flags, priority));
 }
+
+// Host functions run on the stream's worker, in order; recorded while the stream captures.
+EMU_KIT_EXPORT musaError_t musaLaunchHostFunc(musaStream_t stream, musaHostFn_t fn,
+                                              void* userData) {
+  return static_cast<musaError_t>(R().launch_host_func("musaLaunchHostFunc", stream, fn, userData));
+}

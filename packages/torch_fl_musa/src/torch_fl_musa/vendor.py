@@ -22,6 +22,10 @@ class MusaVendor(NativeVendor):
     gems_vendor = "mthreads"
     triton_backends = ("musa", "mthreads")
     triton_label = "'mthreads'"
+    #: mode="reduce-overhead" replays compiled (routed) graphs through MUSA's stream capture.
+    compile_graphs = True
+    #: MCCL, through core's collective seat (lib/libtorch_fl_musa_collective.so).
+    collective_sdk = ("mccl", "libmccl.so")
 
 
 vendor = MusaVendor()

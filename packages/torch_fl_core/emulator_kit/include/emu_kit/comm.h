@@ -2,7 +2,8 @@
 // every rank of the group maps (POSIX shm named by the unique id), its waits
 // for peers (bounded by the timeout, broken by an abort), and its errors.
 // Ranks are processes or threads of one machine. Sim's collective library
-// and each SDK emulator's collective surface (HCCL's, ECCL's) run on it.
+// and each SDK emulator's collective surface (HCCL's; ECCL's and MCCL's
+// through nccl_style.h) run on it.
 //
 // Segment layout (sizes fixed by nranks, pages touched only when used):
 //   Header | RankCtl[nranks] | Mailbox[nranks * nranks]

@@ -10,7 +10,10 @@
 //    and memsets run in order on it and wait for it;
 //  - work queued on a worker stream runs later; memory freed before it ran is a violation and
 //    fails the work with kIllegalAddress, the stream's asynchronous error until a
-//    synchronisation returns it.
+//    synchronisation returns it;
+//  - where the SDK has CUDA's stream capture (CudaConfig::graphs), work on a capturing stream is
+//    recorded into a graph and each launch of it queues the work again; the calls a capture
+//    forbids fail with CUDA's capture statuses and invalidate it (emu_kit/capture.h).
 // cuda_style_api.h makes the SDK's extern "C" functions from it.
 #pragma once
 
@@ -25,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "emu_kit/capture.h"
 #include "emu_kit/event.h"
 #include "emu_kit/handles.h"
 #include "emu_kit/ledger.h"
@@ -39,8 +43,15 @@ namespace cuda {
 constexpr int kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2, kNotInitialized = 3;
 constexpr int kInvalidDevicePointer = 17, kInvalidMemcpyDirection = 21;
 constexpr int kNoDevice = 100, kInvalidDevice = 101, kPeerAccessUnsupported = 217;
-constexpr int kInvalidHandle = 400, kNotReady = 600, kIllegalAddress = 700;
+constexpr int kInvalidHandle = 400, kIllegalState = 401, kNotReady = 600, kIllegalAddress = 700;
 constexpr int kNotSupported = 801, kUnknown = 999;
+// Stream capture's statuses.
+constexpr int kStreamCaptureUnsupported = 900, kStreamCaptureInvalidated = 901;
+constexpr int kStreamCaptureMerge = 902, kStreamCaptureUnmatched = 903;
+constexpr int kStreamCaptureUnjoined = 904, kStreamCaptureIsolation = 905;
+constexpr int kCapturedEvent = 907, kStreamCaptureWrongThread = 908;
+// cudaGraphInstantiate's flags.
+constexpr unsigned long long kGraphInstantiateFlags = 0xf;
 // Copy kinds.
 constexpr int kHostToHost = 0, kHostToDevice = 1, kDeviceToHost = 2, kDeviceToDevice = 3;
 constexpr int kDefault = 4;
@@ -71,6 +82,8 @@ struct CudaConfig {
   bool unregistered_host = true;
   // Statuses whose enumerator is not CUDA's name ({kOutOfMemory, "OutOfMemory"}).
   std::vector<std::pair<int, std::string>> renamed;
+  // The SDK has CUDA's stream capture and graphs (and their statuses' strings).
+  bool graphs = false;
 };
 
 struct CudaStream : Stream {
@@ -143,6 +156,18 @@ class CudaRuntime {
   int event_elapsed(const char* fn, float* ms, Event* start, Event* stop);
   const char* error_string(int status) const;
   int take_last_error();
+  // Stream capture and graphs (emu_kit/capture.h); graphs and executable graphs are opaque
+  // handles. `mode` and `*status` are CUDA's values.
+  int begin_capture(const char* fn, CudaStream* stream, int mode);
+  int end_capture(const char* fn, CudaStream* stream, void** graph);
+  int is_capturing(const char* fn, CudaStream* stream, int* status);
+  int exchange_capture_mode(const char* fn, int* mode);
+  int graph_instantiate(const char* fn, void** exec, void* graph, unsigned long long flags);
+  int graph_launch(const char* fn, void* exec, CudaStream* stream);
+  int graph_exec_destroy(const char* fn, void* exec);
+  int graph_destroy(const char* fn, void* graph);
+  // Runs host_fn(data) on the stream in order (recorded while it captures).
+  int launch_host_func(const char* fn, CudaStream* stream, void (*host_fn)(void*), void* data);
 
   // For the SDK's other libraries and its test controls.
   Ledger& ledger() { return ledger_; }
@@ -164,10 +189,15 @@ class CudaRuntime {
   // not resolve (nothing held then).
   long pin(int device, const std::vector<Range>& ranges, bool empty_ok, void** host,
            std::vector<AllocRef>* held);
-  // Queues `work` on `stream`, a stream of the current device. 0, -1 for an unknown stream or
-  // one of another device, 1 + i when ranges[i] does not resolve; nothing is queued then.
+  // Queues `work` on `stream`, a stream of the current device (recorded while it captures). 0,
+  // -1 for an unknown stream or one of another device, -2 when its capture was invalidated
+  // (the last error says so), 1 + i when ranges[i] does not resolve; nothing is queued then.
   int submit(const char* name, const CudaStream* stream, const std::vector<Range>& ranges,
              RangeWork work);
+  // The same on a stream of any device, the ranges resolved on the stream's: a collective
+  // library's operations run on their communicator's device, whichever is current.
+  int submit_on_stream_device(const char* name, const CudaStream* stream,
+                              const std::vector<Range>& ranges, RangeWork work);
   // Holds a worker stream: work queued on it from now on waits until release(), so that a test
   // sees work not yet done. kInvalidHandle for an unknown stream, kInvalidValue when it is
   // already held (hold) or not held (release), kNotSupported on inline streams.
@@ -210,14 +240,21 @@ class CudaRuntime {
   // The stream an asynchronous call names or, for a synchronous one, the default stream; it
   // must be the current device's. 0 or a status.
   int stream_for_locked(bool async, const CudaStream* handle, CudaStreamRef* stream);
+  int submit_locked(const char* name, const CudaStreamRef& stream, const std::vector<Range>& ranges,
+                    RangeWork work);
   int side_locked(const void* p, size_t n, bool device, int dev, Side* side);
   int copy_locked(const char* fn, void* dst, const void* src, size_t n, int kind, bool async,
-                  WorkItem* item, Wait* wait);
+                  WorkItem* item, Wait* wait, bool* pageable);
   WorkItem copy_item(const char* fn, const Side& to, const Side& from, size_t n, bool async,
                      Wait* wait);
+  // Records the refusal's CUDA status as the last error and returns it.
+  int refused(const Verdict& v);
   int retired_locked(const char* fn, const AllocRef& a);
-  // Pushes `item` under `lk`, then releases it and waits as `wait` says.
-  int run(UniqueLock& lk, const CudaStreamRef& stream, WorkItem item, Wait wait);
+  // Pushes `item` under `lk`, then releases it and waits as `wait` says. While captures are
+  // underway an asynchronous item on a capturing stream is recorded (refused when
+  // `unrecordable` says why it cannot be), and a synchronous one may be forbidden.
+  int run(UniqueLock& lk, const char* fn, const CudaStreamRef& stream, WorkItem item, Wait wait,
+          const char* unrecordable = nullptr);
   int drain(const CudaStreamRef& stream);
 
   const CudaConfig cfg_;
@@ -233,6 +270,9 @@ class CudaRuntime {
   std::unordered_map<int, std::string> error_strings_;
   std::string unrecognized_;
   std::unordered_map<const CudaStream*, std::shared_ptr<std::promise<void>>> holds_;
+  Captures captures_;
+  HandleTable<CapturedGraph> graphs_;  // what captures made
+  HandleTable<CapturedGraph> execs_;   // instantiated: what launches queue
 };
 
 // The runtime over the SDK's handle types, S and E deriving from CudaStream and Event.

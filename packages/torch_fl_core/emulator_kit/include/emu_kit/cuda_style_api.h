@@ -120,3 +120,52 @@ int create_event(CudaRuntime& rt, const char* fn, H* out, unsigned flags) {
     return (RT).error_string(error);                                                              \
   }                                                                                               \
   EMU_KIT_CUDA_FN(P, GetLastError, (void), (RT).take_last_error())
+
+// CUDA's stream capture and graphs, where the SDK has them (CudaConfig::graphs):
+// StreamBeginCapture, StreamEndCapture, StreamIsCapturing, ThreadExchangeStreamCaptureMode,
+// GraphInstantiate, GraphLaunch, GraphExecDestroy, GraphDestroy. Its types P##Graph_t,
+// P##GraphExec_t (opaque pointers), P##StreamCaptureMode and P##StreamCaptureStatus.
+#define EMU_KIT_CUDA_GRAPH_API(P, RT)                                                            \
+  static_assert(P##ErrorIllegalState == 401 && P##ErrorStreamCaptureUnsupported == 900 &&        \
+                    P##ErrorStreamCaptureInvalidated == 901 && P##ErrorCapturedEvent == 907 &&   \
+                    P##ErrorStreamCaptureWrongThread == 908,                                     \
+                "the SDK's capture statuses are CUDA's");                                        \
+  static_assert(P##StreamCaptureModeGlobal == 0 && P##StreamCaptureModeThreadLocal == 1 &&       \
+                    P##StreamCaptureModeRelaxed == 2 && P##StreamCaptureStatusNone == 0 &&       \
+                    P##StreamCaptureStatusActive == 1 && P##StreamCaptureStatusInvalidated == 2, \
+                "the SDK's capture modes and statuses are CUDA's");                              \
+  EMU_KIT_CUDA_FN(P, StreamBeginCapture, (P##Stream_t stream, P##StreamCaptureMode mode),        \
+                  (RT).begin_capture(#P "StreamBeginCapture", stream, mode))                     \
+  EMU_KIT_EXPORT P##Error_t P##StreamEndCapture(P##Stream_t stream, P##Graph_t* graph) {         \
+    void* g = nullptr;                                                                           \
+    const int e = (RT).end_capture(#P "StreamEndCapture", stream, graph ? &g : nullptr);         \
+    if (e == 0) *graph = static_cast<P##Graph_t>(g);                                             \
+    return static_cast<P##Error_t>(e);                                                           \
+  }                                                                                              \
+  EMU_KIT_EXPORT P##Error_t P##StreamIsCapturing(P##Stream_t stream,                             \
+                                                 P##StreamCaptureStatus* status) {               \
+    int s = 0;                                                                                   \
+    const int e = (RT).is_capturing(#P "StreamIsCapturing", stream, status ? &s : nullptr);      \
+    if (e == 0) *status = static_cast<P##StreamCaptureStatus>(s);                                \
+    return static_cast<P##Error_t>(e);                                                           \
+  }                                                                                              \
+  EMU_KIT_EXPORT P##Error_t P##ThreadExchangeStreamCaptureMode(P##StreamCaptureMode* mode) {     \
+    int m = mode ? static_cast<int>(*mode) : 0;                                                  \
+    const int e =                                                                                \
+        (RT).exchange_capture_mode(#P "ThreadExchangeStreamCaptureMode", mode ? &m : nullptr);   \
+    if (e == 0) *mode = static_cast<P##StreamCaptureMode>(m);                                    \
+    return static_cast<P##Error_t>(e);                                                           \
+  }                                                                                              \
+  EMU_KIT_EXPORT P##Error_t P##GraphInstantiate(P##GraphExec_t* exec, P##Graph_t graph,          \
+                                                unsigned long long flags) {                      \
+    void* x = nullptr;                                                                           \
+    const int e =                                                                                \
+        (RT).graph_instantiate(#P "GraphInstantiate", exec ? &x : nullptr, graph, flags);        \
+    if (e == 0) *exec = static_cast<P##GraphExec_t>(x);                                          \
+    return static_cast<P##Error_t>(e);                                                           \
+  }                                                                                              \
+  EMU_KIT_CUDA_FN(P, GraphLaunch, (P##GraphExec_t exec, P##Stream_t stream),                     \
+                  (RT).graph_launch(#P "GraphLaunch", exec, stream))                             \
+  EMU_KIT_CUDA_FN(P, GraphExecDestroy, (P##GraphExec_t exec),                                    \
+                  (RT).graph_exec_destroy(#P "GraphExecDestroy", exec))                          \
+  EMU_KIT_CUDA_FN(P, GraphDestroy, (P##Graph_t graph), (RT).graph_destroy(#P "GraphDestroy", graph))

@@ -41,6 +41,8 @@
 //   stream_wait_event(Stream, Event), event_create(Event*, bool timing), event_destroy(Event),
 //   event_record(Event, Stream), event_synchronize(Event), event_query(Event),
 //   event_elapsed_time(float*, Event, Event).
+// A dialect whose SDK has CUDA's stream capture declares it too (kGraphs; cuda_style_graphs.h
+// lists what): the table then records device graphs.
 // TFL_KIT_SDK_CALL(field, fn) writes a call that forwards to fn as it is.
 #pragma once
 
@@ -72,6 +74,9 @@ struct tfl_event_st {
   uint32_t flags;
 };
 
+// After the handles it uses.
+#include <torch_fl/kit/cuda_style_graphs.h>
+
 // In a dialect: `field` calls the SDK's `fn` with the arguments as given, and
 // `field_name` is "fn".
 #define TFL_KIT_SDK_CALL(field, fn)                \
@@ -90,12 +95,15 @@ class CudaStyleRuntime {
   using Event = typename Sdk::Event;
   static_assert(std::is_pointer_v<Stream> && std::is_pointer_v<Event>,
                 "a CUDA-style SDK's streams and events are pointer handles");
+  // Device graphs where the dialect declares the SDK's stream capture (else empty fields).
+  using Graphs = CudaStyleGraphs<Sdk, CudaStyleRuntime>;
+  friend Graphs;
 
  public:
   // The table, for TFL_KIT_RUNTIME_ENTRY.
   static const tfl_runtime_v1& table() {
     static const tfl_runtime_v1 t = {TFL_RUNTIME_ABI_VERSION, sizeof(tfl_runtime_v1), Sdk::kRuntime,
-                                     Sdk::kCapabilities,
+                                     Sdk::kCapabilities | Graphs::kCapabilities,
                                      TFL_RUNTIME_V1_FUNCTIONS(TFL_KIT_TABLE_FIELD)};
     return t;
   }
@@ -118,7 +126,9 @@ class CudaStyleRuntime {
     std::snprintf(buf, sizeof(buf), "%s(...) on %s %d failed: %s (%s %d)%s%s", call, Sdk::kDevice,
                   device, Sdk::error_string(e), Sdk::kErrorType, static_cast<int>(e),
                   detail.empty() ? "" : "; ", detail.c_str());
-    return fail(Sdk::to_status(e), buf);
+    const tfl_status status = Sdk::to_status(e);
+    if (status == TFL_ERROR_CAPTURE) return fail(status, buf + Graphs::invalidated_by(buf));
+    return fail(status, buf);
   }
 
   static int current_device() {
@@ -284,6 +294,7 @@ class CudaStyleRuntime {
     }
     const int device = current_device();
     void* p = nullptr;
+    typename Graphs::Relaxed relaxed;  // allocation stays allowed while capturing
     TFL_KIT_CHECK(device, malloc, (&p, size), bytes_text(size));
     allocations_.add_device(p, size, device);
     *ptr = p;
@@ -304,6 +315,7 @@ class CudaStyleRuntime {
     }
     {
       TFL_KIT_ENTER(a.device);  // device-scoped: freed with its owner current
+      typename Graphs::Relaxed relaxed;
       TFL_KIT_CHECK(a.device, free, (ptr));
     }
     allocations_.remove_device(ptr);
@@ -330,6 +342,7 @@ class CudaStyleRuntime {
                                                  " runtime: host_free of " + pointer_text(ptr) +
                                                  ", which host_malloc did not return");
     }
+    typename Graphs::Relaxed relaxed;  // not among the calls the ABI forbids while capturing
     TFL_KIT_CHECK(-1, host_free, (ptr));
     allocations_.remove_host(ptr);
     return TFL_OK;
@@ -536,6 +549,11 @@ class CudaStyleRuntime {
     if (!fn) return fail(TFL_ERROR_INVALID_VALUE, "launch_host_func: NULL function");
     tfl_stream_st* st = nullptr;
     if (tfl_status s = resolve(stream, &st)) return s;
+    if constexpr (has_graphs<Sdk>::value) {
+      bool captured = false;
+      if (tfl_status s = Graphs::capturing(st, &captured)) return s;
+      if (captured) return Graphs::capture_host_func(st, fn, user_data);
+    }
     Event ev = nullptr;
     if (tfl_status s = Order{}.record(st, &ev)) return s;
     const int device = st->device;
@@ -650,14 +668,14 @@ class CudaStyleRuntime {
     return Sdk::to_status(e);
   }
 
-  // v1.3 device graphs: a dialect with a stream-capture API would fill these;
-  // none does yet, so torch.flagos graphs raise naming the runtime.
-  static constexpr std::nullptr_t rt_graph_capture_begin = nullptr;
-  static constexpr std::nullptr_t rt_graph_capture_end = nullptr;
-  static constexpr std::nullptr_t rt_graph_instantiate = nullptr;
-  static constexpr std::nullptr_t rt_graph_launch = nullptr;
-  static constexpr std::nullptr_t rt_graph_destroy = nullptr;
-  static constexpr std::nullptr_t rt_stream_capture_status = nullptr;
+  // v1.3 device graphs (cuda_style_graphs.h) where the dialect declares the SDK's stream
+  // capture; else empty, and torch.flagos graphs raise naming the runtime.
+  static constexpr auto rt_graph_capture_begin = Graphs::capture_begin;
+  static constexpr auto rt_graph_capture_end = Graphs::capture_end;
+  static constexpr auto rt_graph_instantiate = Graphs::instantiate;
+  static constexpr auto rt_graph_launch = Graphs::launch;
+  static constexpr auto rt_graph_destroy = Graphs::destroy;
+  static constexpr auto rt_stream_capture_status = Graphs::capture_status;
 
 #undef TFL_KIT_ENTER
 #undef TFL_KIT_CHECK

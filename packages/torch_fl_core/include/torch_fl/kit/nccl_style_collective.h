@@ -38,6 +38,7 @@
 #include <dlfcn.h>
 #include <torch_fl/collective.h>
 #include <torch_fl/kit/collective_library.h>
+#include <torch_fl/kit/nccl_style_values.h>
 
 #include <cstdarg>
 #include <cstdio>
@@ -49,29 +50,9 @@
 
 namespace torch_fl::kit::nccl_style {
 
-// NCCL's values, kept by the libraries made in its image.
-enum Result : int {
-  kSuccess = 0,
-  kInvalidArgument = 4,
-  kInvalidUsage = 5,
-  kRemoteError = 6,
-  kInProgress = 7
-};
-enum Type : int {
-  kInt8 = 0,
-  kUint8 = 1,
-  kInt32 = 2,
-  kInt64 = 4,
-  kFloat16 = 6,
-  kFloat32 = 7,
-  kFloat64 = 8,
-  kBfloat16 = 9
-};
-enum Op : int { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4 };
-
 using SdkComm = void*;
 struct UniqueId {
-  char internal[128];
+  char internal[kUniqueIdBytes];
 };
 
 // The functions used, with NCCL's shapes (enums pass as int).
