@@ -200,3 +200,24 @@ def test_a_failing_mudnn_call_names_operator_overload_device_vendor_status(emu, 
     for part in ("Binary::MUL", "aten::mul.Tensor", "flagos:1", "vendor musa", "EXECUTION_FAILED"):
         assert part in msg, msg
     close(a * 1, a.cpu())  # usable afterwards
+
+
+def test_relu_backward_and_mse_loss_stay_on_the_device(counts):
+    x = torch.randn(6, 5, requires_grad=True)
+    y = torch.randn(6, 5)
+    a = x.detach().to(DEV).requires_grad_()
+    for reduction in ("mean", "sum", "none"):
+        loss_fn = torch.nn.MSELoss(reduction=reduction)
+        ref = loss_fn(torch.relu(x), y)
+        got = loss_fn(torch.relu(a), y.to(DEV))
+        close(got, ref.detach(), atol=1e-6, rtol=1e-5)
+        g = torch.ones_like(ref)
+        (gx,) = torch.autograd.grad(ref, x, g)
+        (ga,) = torch.autograd.grad(got, a, g.to(DEV))
+        close(ga, gx, atol=1e-6, rtol=1e-5)
+    assert counts("aten::threshold_backward") == {"musa": 3}
+    assert counts("aten::mse_loss") == {"musa": 3}
+    assert counts("aten::mse_loss_backward") == {"musa": 3}
+    # Two dtypes: declined by the composed kernel, so the CPU kernel promotes as PyTorch does.
+    mixed = torch.nn.functional.mse_loss(a.detach().double(), y.to(DEV))
+    close(mixed, torch.nn.functional.mse_loss(x.detach().double(), y))

@@ -122,6 +122,13 @@ OPS: list[Op] = [
         fn="Ternary::LERP",
         dtypes=FLOATS,
     ),
+    Op(
+        "threshold_backward",
+        "threshold_backward",
+        ("", "grad_input"),
+        fn="Ternary::SELECT",
+        dtypes=FLOATS,
+    ),
     Op("where", "where", ("self", "self_out"), fn="Ternary::SELECT", dtypes=NUMBERS + ("bool",)),
     # ---- reductions ----
     # sum casts its input to the result's dtype (integers and bool to int64) before reducing.
@@ -185,6 +192,8 @@ HANDWRITTEN: dict[str, tuple[tuple[str, ...], None]] = {
         ),
         None,
     ),
+    "mse_loss": (("Binary::SUB", "Binary::MUL", "Reduce::MEAN", "Reduce::ADD"), None),
+    "mse_loss_backward": (("Binary::SUB", "Binary::MUL"), None),
     "_amp_update_scale_": (
         (
             "Binary::NE",

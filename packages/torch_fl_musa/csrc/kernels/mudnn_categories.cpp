@@ -192,6 +192,31 @@ void where(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dty
   c.finish(r);
 }
 
+void threshold_backward(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor g = c.tensor("grad_output"), self = c.tensor("self");
+  const at::ScalarType dt = g.scalar_type();
+  if (self.scalar_type() != dt) c.decline("operands of different dtypes");
+  c.need(dtypes, dt, fn);
+  const std::vector<int64_t> shape = at::infer_size(g.sizes(), self.sizes());
+  c10::DeviceGuard guard(c.device());
+  const at::Tensor x = input(c, self, dt, shape), y = input(c, g, dt, shape);
+  const at::Tensor t =
+      input(c, at::native::wrapped_scalar_tensor(c.scalar("threshold")), dt, shape);
+  const at::Tensor zero = input(c, at::native::wrapped_scalar_tensor(at::Scalar(0)), dt, shape);
+  at::Tensor r = c.output(shape, dt, true, {x, y});
+  if (r.numel() > 0) {
+    at::Tensor mask = torch_fl::kit::empty_result(c, shape, at::kBool);
+    dnn::Binary gt;
+    check(gt.SetMode(dnn::Binary::Mode::GT), "Binary::GT", c);
+    dnn::Tensor dm = desc(c, mask);
+    const dnn::Tensor dx = desc(c, x), dt_ = desc(c, t);
+    launch(c, "Binary::GT", gt,
+           [&](dnn::Binary& o, dnn::Handle& h) { return o.Run(h, dm, dx, dt_); });
+    run_ternary(c, mode, fn, 1.0, r, mask, y, zero);
+  }
+  c.finish(r);
+}
+
 // ---- reductions ---------------------------------------------------------------------------
 
 void reduce(Call& c, dnn::Reduce::Mode mode, const char* fn, const DtypeSet& dtypes) {

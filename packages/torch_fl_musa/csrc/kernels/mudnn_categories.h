@@ -20,6 +20,8 @@ void binary_alpha(Call& c, dnn::Binary::Mode mode, const char* fn, const DtypeSe
 void ternary_value(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dtypes);
 // self + weight * (end - self), weight a Scalar or a Tensor.
 void lerp(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dtypes);
+// grad_output where self > threshold, else 0 (ReLU's backward): a Binary GT mask, then SELECT.
+void threshold_backward(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dtypes);
 // condition ? self : other.
 void where(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dtypes);
 // sum, mean, amax, amin, all, any over `dim` (every dim when absent or None).
