@@ -221,3 +221,26 @@ def test_relu_backward_and_mse_loss_stay_on_the_device(counts):
     # Two dtypes: declined by the composed kernel, so the CPU kernel promotes as PyTorch does.
     mixed = torch.nn.functional.mse_loss(a.detach().double(), y.to(DEV))
     close(mixed, torch.nn.functional.mse_loss(x.detach().double(), y))
+
+
+def test_cat_of_views_and_its_special_cases(counts):
+    a, b = torch.randn(3, 4), torch.randn(3, 2)
+    da, db = a.to(DEV), b.to(DEV)
+    close(torch.cat([da, db.t().t()], 1), torch.cat([a, b], 1))
+    close(torch.cat([da.t(), db.t()], 0), torch.cat([a.t(), b.t()], 0))  # strided inputs
+    i = torch.arange(6, dtype=torch.int64).reshape(2, 3)
+    assert torch.equal(torch.cat([i.to(DEV), i.to(DEV)]).cpu(), torch.cat([i, i]))
+    out = torch.empty(0, device=DEV)
+    torch.cat([da, da], out=out)
+    close(out, torch.cat([a, a]))
+    assert counts("aten::cat") == {"musa": 3} and counts("aten::cat.out") == {"musa": 1}
+    # PyTorch's special cases are served by the CPU, with its results and errors.
+    close(torch.cat([da, torch.empty(0, device=DEV)]), torch.cat([a, torch.empty(0)]))
+    close(torch.cat([da, db.double()], 1), torch.cat([a, b.double()], 1))
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match"):
+        torch.cat([da, db], 0)
+    with (
+        pytest.warns(UserWarning, match="resized"),
+        pytest.raises(RuntimeError, match="unsupported"),
+    ):
+        torch.cat([da, da], out=da)  # the CPU resizes out (with its warning), then raises

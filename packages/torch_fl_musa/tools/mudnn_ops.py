@@ -173,6 +173,8 @@ OPS: list[Op] = [
         dtypes=FLOATS,
         args="musa::dnn::Softmax::Mode::LOGSOFTMAX",
     ),
+    # ---- shape ----
+    Op("cat", "cat", ("", "out"), fn="Concat", dtypes=ANY),
     # ---- fills ----
     Op("fill", "fill", ("_:Scalar",), fn="Fill", dtypes=ANY),
     Op("zero", "zero", ("_:",), fn="Fill", dtypes=ANY),

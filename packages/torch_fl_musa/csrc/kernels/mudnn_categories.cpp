@@ -401,6 +401,53 @@ void softmax_backward(Call& c, const char* fn, const DtypeSet& dtypes, dnn::Soft
   c.finish(r);
 }
 
+// ---- shape ----------------------------------------------------------------------------
+
+void cat(Call& c, const char* fn, const DtypeSet& dtypes) {
+  const std::vector<at::Tensor> ts = c.tensors("tensors");
+  if (ts.empty() || ts.size() > 1024) c.decline("an empty or very long list");
+  const at::Tensor& first = ts.front();
+  const at::ScalarType dt = first.scalar_type();
+  c.need(dtypes, dt, fn);
+  for (const at::Tensor& t : ts) {
+    // PyTorch wraps `dim` by the first tensor that is not a legacy 1-D empty one: its rules.
+    if (t.dim() != first.dim()) c.decline("tensors of several ranks (legacy empty tensors)");
+    if (t.dim() == 0) c.decline("a 0-dim tensor (PyTorch's error)");
+  }
+  const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), first.dim());
+  std::vector<int64_t> shape = first.sizes().vec();
+  shape[dim] = 0;
+  for (const at::Tensor& t : ts) {
+    if (t.scalar_type() != dt) c.decline("tensors of several dtypes (type promotion)");
+    if (!t.device().is_privateuseone()) c.decline("a tensor not on flagos");
+    if (t.suggest_memory_format() != at::MemoryFormat::Contiguous)
+      c.decline("an input in another memory format (the result keeps it)");
+    for (int64_t d = 0; d < t.dim(); ++d)
+      if (d != dim && t.size(d) != first.size(d)) c.decline("mismatched sizes (PyTorch's error)");
+    shape[dim] += t.size(dim);
+  }
+  if (c.form() == Form::Out) {
+    const at::Tensor out = c.target();
+    for (const at::Tensor& t : ts)
+      if (at::get_overlap_status(out, t) != at::MemOverlapStatus::No)
+        c.decline("an out= that overlaps an input (PyTorch's error)");
+  }
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = c.output(shape, dt, /*elementwise=*/false);
+  if (r.numel() > 0) {
+    std::vector<dnn::Tensor> ins;
+    ins.reserve(ts.size());
+    for (const at::Tensor& t : ts) ins.push_back(desc(c, t));
+    dnn::Concat op;
+    check(op.SetAxis(static_cast<int>(dim)), fn, c);
+    dnn::Tensor out = desc(c, r);
+    launch(c, fn, op, [&](dnn::Concat& o, dnn::Handle& h) {
+      return o.Run(h, out, static_cast<int>(ins.size()), ins.data());
+    });
+  }
+  c.finish(r);
+}
+
 // ---- fills --------------------------------------------------------------------------------
 
 namespace {

@@ -31,6 +31,10 @@ void bmm(Call& c, const char* fn, const DtypeSet& dtypes);
 void addmm(Call& c, const char* fn, const DtypeSet& dtypes);
 void softmax(Call& c, dnn::Softmax::Mode mode, const char* fn, const DtypeSet& dtypes);
 void softmax_backward(Call& c, const char* fn, const DtypeSet& dtypes, dnn::Softmax::Mode mode);
+// tensors one after another along `dim` (Concat); calls with PyTorch's special cases (type
+// promotion, legacy empty tensors, other memory formats, an out= that overlaps an input) are
+// declined to the CPU.
+void cat(Call& c, const char* fn, const DtypeSet& dtypes);
 void fill(Call& c, const char* fn, const DtypeSet& dtypes);
 void zero(Call& c, const char* fn, const DtypeSet& dtypes);
 

@@ -112,8 +112,27 @@ class MUDNN_EXPORT Tensor {
 class MUDNN_EXPORT Unary {
  public:
   enum class Mode : int {
-    ABS, NEG, SQRT, RSQRT, EXP, LOG, SIN, COS, TANH, SIGMOID, RELU, RECIPROCAL, ERF, FLOOR, CEIL,
-    SILU, GELU, LOGICAL_NOT, ADD, MUL, POW,
+    ABS,
+    NEG,
+    SQRT,
+    RSQRT,
+    EXP,
+    LOG,
+    SIN,
+    COS,
+    TANH,
+    SIGMOID,
+    RELU,
+    RECIPROCAL,
+    ERF,
+    FLOOR,
+    CEIL,
+    SILU,
+    GELU,
+    LOGICAL_NOT,
+    ADD,
+    MUL,
+    POW,
   };
   Status SetMode(Mode mode);
   Status SetAlpha(double alpha);
@@ -130,7 +149,21 @@ class MUDNN_EXPORT Unary {
 class MUDNN_EXPORT Binary {
  public:
   enum class Mode : int {
-    ADD, SUB, MUL, TRUEDIV, MAXIMUM, MINIMUM, POW, EQ, NE, LT, LE, GT, GE, LOGICAL_AND, LOGICAL_OR,
+    ADD,
+    SUB,
+    MUL,
+    TRUEDIV,
+    MAXIMUM,
+    MINIMUM,
+    POW,
+    EQ,
+    NE,
+    LT,
+    LE,
+    GT,
+    GE,
+    LOGICAL_AND,
+    LOGICAL_OR,
   };
   Status SetMode(Mode mode);
   Status SetAlpha(double alpha);
@@ -216,6 +249,18 @@ class MUDNN_EXPORT Softmax {
  private:
   Mode mode_ = Mode::SOFTMAX;
   int dim_ = -1;
+};
+
+// out = the inputs one after another along `axis` (SetAxis): every input of out's type and rank,
+// with out's dims except on the axis, whose sizes add up to out's. Any type but DOUBLE; an input
+// must not overlap out.
+class MUDNN_EXPORT Concat {
+ public:
+  Status SetAxis(int axis);
+  Status Run(Handle& h, Tensor& out, int num_inputs, const Tensor* inputs) const;
+
+ private:
+  int axis_ = 0;
 };
 
 // out = value everywhere (every type but DOUBLE).
