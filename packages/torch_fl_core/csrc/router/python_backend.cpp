@@ -14,6 +14,7 @@
 #include "boxing/call_scope.h"
 #include "glue/runtime_access.h"
 #include "router/backend.h"
+#include "router/capture_rules.h"
 #include "router/producer_order.h"
 
 #include <unordered_map>
@@ -105,6 +106,7 @@ class PythonBackend final : public Backend {
   }
 
   void call(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) override {
+    check_capturable(op, name_, view_type_);
     const auto& schema = op.schema();
     const size_t num_args = schema.arguments().size();
     // A Python kernel (a Triton launch) is an unordered producer on runtimes
