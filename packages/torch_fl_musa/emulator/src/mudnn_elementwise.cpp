@@ -95,8 +95,35 @@ int64_t unary_i(Unary::Mode m, int64_t x, int64_t alpha) {
 
 bool is_comparison(Binary::Mode m) { return m >= Binary::Mode::EQ; }
 
+// The comparison and logical modes read the same in both domains; T is double or int64_t.
+template <typename T>
+bool compare(Binary::Mode m, T a, T b) {
+  using M = Binary::Mode;
+  switch (m) {
+    case M::EQ:
+      return a == b;
+    case M::NE:
+      return a != b;
+    case M::LT:
+      return a < b;
+    case M::LE:
+      return a <= b;
+    case M::GT:
+      return a > b;
+    case M::GE:
+      return a >= b;
+    case M::LOGICAL_AND:
+      return a != 0 && b != 0;
+    case M::LOGICAL_OR:
+      return a != 0 || b != 0;
+    default:
+      return false;  // arithmetic modes: the callers handle them
+  }
+}
+
 double binary_f(Binary::Mode m, double a, double b, double alpha) {
   using M = Binary::Mode;
+  if (is_comparison(m)) return compare(m, a, b);
   switch (m) {
     case M::ADD:
       return a + alpha * b;
@@ -112,28 +139,14 @@ double binary_f(Binary::Mode m, double a, double b, double alpha) {
       return std::isnan(a) || std::isnan(b) ? std::nan("") : (a < b ? a : b);
     case M::POW:
       return std::pow(a, b);
-    case M::EQ:
-      return a == b;
-    case M::NE:
-      return a != b;
-    case M::LT:
-      return a < b;
-    case M::LE:
-      return a <= b;
-    case M::GT:
-      return a > b;
-    case M::GE:
-      return a >= b;
-    case M::LOGICAL_AND:
-      return a != 0 && b != 0;
-    case M::LOGICAL_OR:
-      return a != 0 || b != 0;
+    default:
+      return 0;  // comparisons: returned above
   }
-  return 0;
 }
 
 int64_t binary_i(Binary::Mode m, int64_t a, int64_t b, int64_t alpha) {
   using M = Binary::Mode;
+  if (is_comparison(m)) return compare(m, a, b);
   switch (m) {
     case M::ADD:
       return wrap_add(a, wrap_mul(alpha, b));
@@ -145,22 +158,6 @@ int64_t binary_i(Binary::Mode m, int64_t a, int64_t b, int64_t alpha) {
       return a > b ? a : b;
     case M::MINIMUM:
       return a < b ? a : b;
-    case M::EQ:
-      return a == b;
-    case M::NE:
-      return a != b;
-    case M::LT:
-      return a < b;
-    case M::LE:
-      return a <= b;
-    case M::GT:
-      return a > b;
-    case M::GE:
-      return a >= b;
-    case M::LOGICAL_AND:
-      return a != 0 && b != 0;
-    case M::LOGICAL_OR:
-      return a != 0 || b != 0;
     default:
       return 0;  // TRUEDIV and POW are floating only (Run rejects them)
   }

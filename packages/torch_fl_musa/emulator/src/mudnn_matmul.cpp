@@ -74,8 +74,17 @@ void compute(const Gemm& g, const std::vector<View>& v, bool with_bias) {
   v[0].scatter_f(out);
 }
 
-Status launch(const char* name, Handle& h, const Gemm& g, Tensor& out, const Tensor& a,
-              const Tensor& b, const Tensor* bias) {
+// One call of either operator: counts it, validates it (rank 2 MatMul, rank 3 BatchMatMul) and
+// queues it. Both classes hold the same configuration, passed here by value.
+Status run(const char* name, int rank, bool ta, bool tb, double alpha, double beta, Handle& h,
+           Tensor& out, const Tensor& a, const Tensor& b, const Tensor* bias) {
+  Status st = emu::enter(name);
+  if (st != Status::SUCCESS) return st;
+  Gemm g;
+  st = shape(rank, ta, tb, out, a, b, bias, &g);
+  if (st != Status::SUCCESS) return st;
+  g.alpha = alpha;
+  g.beta = beta;
   emu::Launch l(name, h);
   l.output(out, "out");
   l.input(a, "a");
@@ -104,26 +113,12 @@ Status MatMul::SetBeta(double beta) {
 }
 
 Status MatMul::Run(Handle& h, Tensor& out, const Tensor& a, const Tensor& b) const {
-  Status st = emu::enter("MatMul::Run");
-  if (st != Status::SUCCESS) return st;
-  Gemm g;
-  st = shape(2, ta_, tb_, out, a, b, nullptr, &g);
-  if (st != Status::SUCCESS) return st;
-  g.alpha = alpha_;
-  g.beta = beta_;
-  return launch("MatMul::Run", h, g, out, a, b, nullptr);
+  return run("MatMul::Run", 2, ta_, tb_, alpha_, beta_, h, out, a, b, nullptr);
 }
 
 Status MatMul::RunWithBiasAdd(Handle& h, Tensor& out, const Tensor& a, const Tensor& b,
                               const Tensor& bias) const {
-  Status st = emu::enter("MatMul::RunWithBiasAdd");
-  if (st != Status::SUCCESS) return st;
-  Gemm g;
-  st = shape(2, ta_, tb_, out, a, b, &bias, &g);
-  if (st != Status::SUCCESS) return st;
-  g.alpha = alpha_;
-  g.beta = beta_;
-  return launch("MatMul::RunWithBiasAdd", h, g, out, a, b, &bias);
+  return run("MatMul::RunWithBiasAdd", 2, ta_, tb_, alpha_, beta_, h, out, a, b, &bias);
 }
 
 Status BatchMatMul::SetTranspose(bool transpose_a, bool transpose_b) {
@@ -143,14 +138,7 @@ Status BatchMatMul::SetBeta(double beta) {
 }
 
 Status BatchMatMul::Run(Handle& h, Tensor& out, const Tensor& a, const Tensor& b) const {
-  Status st = emu::enter("BatchMatMul::Run");
-  if (st != Status::SUCCESS) return st;
-  Gemm g;
-  st = shape(3, ta_, tb_, out, a, b, nullptr, &g);
-  if (st != Status::SUCCESS) return st;
-  g.alpha = alpha_;
-  g.beta = beta_;
-  return launch("BatchMatMul::Run", h, g, out, a, b, nullptr);
+  return run("BatchMatMul::Run", 3, ta_, tb_, alpha_, beta_, h, out, a, b, nullptr);
 }
 
 }  // namespace dnn
