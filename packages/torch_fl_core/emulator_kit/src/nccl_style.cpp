@@ -49,9 +49,7 @@ bool is_64bit(int t) { return t == kInt64 || t == kUint64 || t == kFloat64; }
 // The kind a group may aggregate: sends and receives are one.
 OpKind family(OpKind k) { return k == OpKind::recv ? OpKind::send : k; }
 
-// Holds the operations' communicators busy until the last copy of the work is gone (it ran, was
-// skipped, or was never queued): CommDestroy drains them, and never waits for work that will not
-// run.
+// Holds the operations' communicators busy while it lives: CommDestroy drains them.
 struct Working {
   explicit Working(std::vector<CommPtr> c) : comms(std::move(c)) {
     for (const CommPtr& comm : comms) comm->begin_work();
@@ -62,6 +60,17 @@ struct Working {
   Working(const Working&) = delete;
   Working& operator=(const Working&) = delete;
   std::vector<CommPtr> comms;
+};
+
+// What the work's copies share. Queued work pins its communicators until its last copy is gone
+// (it ran, was skipped, or was never queued), so CommDestroy waits for it and never for work that
+// will not run. A graph's recording pins nothing (NCCL's ncclCommDestroy does not wait for
+// graphs that may launch again): each launch pins them while it runs.
+struct Issued {
+  explicit Issued(std::vector<CommPtr> c)
+      : comms(std::move(c)), queued(std::make_unique<Working>(comms)) {}
+  std::vector<CommPtr> comms;
+  std::unique_ptr<Working> queued;
 };
 
 }  // namespace
@@ -130,8 +139,9 @@ int Library::run(std::vector<Pending>& ops) {
   }
   std::vector<Op> engine;
   for (const Pending& p : ops) engine.push_back(p.op);
-  auto working = std::make_shared<Working>(std::move(comms));
-  const Refusal r = rt_.run(parts, [engine, working](const std::vector<std::vector<void*>>& host) {
+  auto issued = std::make_shared<Issued>(std::move(comms));
+  const Refusal r = rt_.run(parts, [engine, issued](const std::vector<std::vector<void*>>& host) {
+    const Working running(issued->comms);
     std::vector<Op> placed = engine;
     for (size_t k = 0; k < placed.size(); ++k) {
       Op& o = placed[k];
@@ -145,6 +155,7 @@ int Library::run(std::vector<Pending>& ops) {
   });
   switch (r.kind) {
     case Refusal::none:
+      if (r.recorded) issued->queued.reset();
       return kSuccess;
     case Refusal::unknown_stream:
       return fail(kInvalidArgument, "%s: stream %p is not a live stream", ops[r.part].fn,

@@ -32,8 +32,13 @@ class MusaRuntime final : public emu_kit::nccl::Runtime {
       for (const emu_kit::Range& r : parts[p].ranges) ranges.push_back({r.ptr, r.bytes});
       counts.push_back(parts[p].ranges.size());
     }
+    auto* stream = static_cast<musaStream_t>(parts.front().stream);
+    musaStreamCaptureStatus capture = musaStreamCaptureStatusNone;
+    const bool recorded = stream != nullptr &&
+                          musaStreamIsCapturing(stream, &capture) == musaSuccess &&
+                          capture == musaStreamCaptureStatusActive;
     const int r = musa_emu::submit_on_stream_device(
-        "mccl", static_cast<musaStream_t>(parts.front().stream), ranges.data(), ranges.size(),
+        "mccl", stream, ranges.data(), ranges.size(),
         [counts, work = std::move(work)](void* const* host, char*, size_t) {
           std::vector<std::vector<void*>> per_part;
           for (size_t n : counts) {
@@ -43,7 +48,7 @@ class MusaRuntime final : public emu_kit::nccl::Runtime {
           work(per_part);
           return 0;  // a failure is the communicator's asynchronous error, not the stream's
         });
-    if (r == 0) return {};
+    if (r == 0) return {Refusal::none, 0, 0, recorded};
     if (r == -2) return {Refusal::capture_invalidated, 0, 0};
     if (r < 0) return {Refusal::unknown_stream, 0, 0};
     // Range r - 1 of the flattened list: its part and index.

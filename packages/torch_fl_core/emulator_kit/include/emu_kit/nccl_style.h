@@ -67,6 +67,9 @@ struct Refusal {
   enum Kind { none, unknown_stream, bad_range, several_streams, capture_invalidated } kind = none;
   size_t part = 0;   // the part it is about
   size_t range = 0;  // bad_range: which of its ranges
+  // none: the stream was capturing, so the work was recorded into its graph and runs at each
+  // launch of the graph instead of once.
+  bool recorded = false;
 };
 
 // How a library reaches the runtime whose streams and memory its calls name (its emulator's
@@ -82,7 +85,8 @@ class Runtime {
   virtual int stream_device(void* stream) = 0;
   // Runs `work` once, in the order of the parts' streams, each range resolved on its stream's
   // device: before returning (inline streams; every rank's work waits for its peers there) or
-  // later on the stream's worker. The memory stays backed until the work ran. When it refuses,
+  // later on the stream's worker; on a capturing stream, at each launch of the graph (and says
+  // so: Refusal::recorded). The memory stays backed until the work ran. When it refuses,
   // nothing runs and `work` is dropped.
   virtual Refusal run(const std::vector<Part>& parts, HostWork work) = 0;
 };
