@@ -21,18 +21,6 @@ std::string format(const char* fmt, ...) {
   return buf;
 }
 
-const char* mode_name(CaptureMode m) {
-  switch (m) {
-    case CaptureMode::global:
-      return "global";
-    case CaptureMode::thread_local_:
-      return "thread-local";
-    case CaptureMode::relaxed:
-      return "relaxed";
-  }
-  return "unknown";
-}
-
 const void* addr(const void* p) { return p; }
 
 }  // namespace
@@ -55,6 +43,11 @@ CaptureMode Captures::exchange_thread_mode(CaptureMode mode) {
   const CaptureMode old = t_mode;
   t_mode = mode;
   return old;
+}
+
+const char* Captures::mode_name(CaptureMode m) const {
+  const auto i = static_cast<size_t>(m);
+  return i < names_.size() ? names_[i] : "unknown";
 }
 
 Captures::CaptureRef Captures::of(const Stream* s) const {

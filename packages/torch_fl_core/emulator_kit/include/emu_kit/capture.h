@@ -15,6 +15,7 @@
 // The SDK maps each Refusal to its status. Not locked: its owner's lock guards it.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -75,6 +76,11 @@ void launch_graph(const GraphBody& body, Stream& stream);
 
 class Captures {
  public:
+  // The SDK's names of the modes, in CaptureMode's order: messages name a mode as its users
+  // spell it.
+  using ModeNames = std::array<const char*, 3>;
+  explicit Captures(ModeNames names = {"global", "thread-local", "relaxed"}) : names_(names) {}
+
   // Whether anything captures: every check below is free when nothing does.
   bool any() const { return !by_stream_.empty(); }
   CaptureStatus status(const Stream* s) const;
@@ -132,6 +138,7 @@ class Captures {
   };
   using CaptureRef = std::shared_ptr<Capture>;
 
+  const char* mode_name(CaptureMode m) const;
   CaptureRef of(const Stream* s) const;
   CaptureRef of_event(const Event* ev) const;
   bool reaches_this_thread(const Capture& c) const;
@@ -141,6 +148,7 @@ class Captures {
   void bump(Capture& c, const Stream* s);
   void forget_event(const Event* ev);
 
+  ModeNames names_;
   std::unordered_map<const Stream*, CaptureRef> by_stream_;  // origins and joined streams
 };
 
