@@ -1,28 +1,24 @@
 // Stream capture (aclmdlRICapture*): while a stream captures, its tasks are recorded into a model
-// run instance instead of run, and aclmdlRIExecuteAsync runs them again on a stream.
+// run instance instead of run, and aclmdlRIExecuteAsync runs them again on a stream. The rules
+// are the emulator kit's capture engine (emu_kit/capture.h), with CANN's statuses.
 //
 // Every place that puts work on a stream goes through enqueue(), which records it when the
 // stream captures; the calls a capture forbids ask the check_* functions first. A stream that
 // does not capture pays one atomic load.
 #pragma once
 
-#include <functional>
 #include <memory>
-#include <string>
 #include <vector>
 
 #include "acl_state.h"
+#include "emu_kit/capture.h"
 
 namespace acl_emu {
 
-// One recorded task. An event record is kept apart: the event is recorded again on the launch
-// stream at every execution (pending from then on, as after aclrtRecordEvent).
-struct Node {
-  std::string name;
-  std::function<int(char* msg, size_t len)> run;  // reads and writes memory when it runs
-  std::vector<AllocRef> allocs;  // pinned while a launch of it is queued; freed: it fails
-  EventRef event;                // set: an event record instead of `run`
-};
+// One recorded task, the engine's (emu_kit/capture.h): an event record is kept apart, the event
+// recorded again on the launch stream at every execution (pending from then on, as after
+// aclrtRecordEvent).
+using Node = emu_kit::GraphNode;
 using Nodes = std::vector<Node>;
 
 // Puts `item` on `st` or, while `st` captures, records it (`fn` names the call for errors).
