@@ -651,3 +651,19 @@ def test_fullgraph_compile_first_in_process(flagos):
         check=False,
     )
     assert "COMPILED" in r.stdout, r.stdout + r.stderr[-4000:]
+
+
+def test_aot_inductor_is_refused_by_name(dynamo):
+    # Inductor's C++ wrapper (AOTInductor's, and config.cpp_wrapper's) has no flagos device: the
+    # refusal names the vendor and the way out, instead of "Device flagos not supported".
+    import torch_fl
+
+    model = nn.Linear(8, 4).to("flagos")
+    x = torch.randn(3, 8, device="flagos")
+    exported = torch.export.export(model, (x,))
+    with pytest.raises(Exception, match=rf"AOTInductor.*vendor '{torch_fl.vendor().name}'") as e:
+        torch._inductor.aot_compile(exported.module(), (x,))
+    assert "ep.module()" in str(e.value)
+    with pytest.raises(Exception, match=r"C\+\+ wrapper"):
+        torch.compile(model, options={"cpp_wrapper": True})(x)
+    torch.testing.assert_close(exported.module()(x).cpu(), model(x).cpu())  # the way out

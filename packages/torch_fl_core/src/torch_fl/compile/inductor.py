@@ -510,6 +510,31 @@ def _share_config_heuristics() -> None:
     cls.get_config_heuristics = get_config_heuristics
 
 
+def _cpp_wrapper_message(vendor: str, kind: str | None) -> str:
+    codegen = f"its kernels are generated as {kind} code" if kind else "it has no code generation"
+    return (
+        f"flagos: AOTInductor (torch._inductor.aoti_compile_and_package, aot_compile) and "
+        f"Inductor's C++ wrapper (config.cpp_wrapper) are not available on flagos (vendor "
+        f"{vendor!r}; {codegen}): the C++ wrapper's runtime knows only CPU, CUDA, XPU and MPS "
+        f"tensors. Run the program with torch.compile (the Python wrapper), or the exported "
+        f"program eagerly (ep.module())."
+    )
+
+
+def _cpp_wrapper_refusal(vendor: str, kind: str) -> type:
+    """Inductor's C++ wrapper for ``flagos``: a clear refusal instead of Inductor's bare
+    ``AssertionError: Device flagos not supported``."""
+
+    class NoCppWrapper:
+        supports_caching = False  # nothing is generated to cache
+
+        @classmethod
+        def create(cls, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError(_cpp_wrapper_message(vendor, kind))
+
+    return NoCppWrapper
+
+
 def _run_without_codegen(compile_fx_module: ModuleType, vendor: str) -> None:
     """A vendor without code generation runs its ``flagos`` graphs on its routed kernels
     (:mod:`torch_fl.compile.routed_graphs`); graphs without ``flagos`` tensors go to Inductor.
@@ -527,11 +552,14 @@ def _run_without_codegen(compile_fx_module: ModuleType, vendor: str) -> None:
             isinstance(t, torch.Tensor) and t.device.type == _DEVICE for t in example_inputs or ()
         ):
             from torch._inductor import config
+            from torch._inductor.virtualized import V
 
             from torch_fl.compile import routed_graphs
 
             # mode="reduce-overhead" arrives as this config patch (or set globally).
             patches = kwargs.get("config_patches") or {}
+            if V.aot_compilation or patches.get("cpp_wrapper", config.cpp_wrapper):
+                raise NotImplementedError(_cpp_wrapper_message(vendor, None))
             graphs = bool(patches.get("triton.cudagraphs", config.triton.cudagraphs))
             return routed_graphs.compile_graph(model, example_inputs, vendor, graphs=graphs)
         return original(model, example_inputs, *args, **kwargs)
@@ -596,6 +624,7 @@ def register(_compile_fx: ModuleType) -> None:
         _DEVICE,
         _scheduling_class(),
         _wrapper_classes()[0],
+        _cpp_wrapper_refusal(scheduling.vendor_name(), kind),
         device_custom_pass=_build_identity_pass(f"{scheduling.vendor_name()}:{kind}"),
     )
     _register_device_op_overrides(common)
