@@ -99,13 +99,19 @@ bool batch_norm_through_legit(const c10::OperatorHandle& op, torch::jit::Stack* 
 // error where CPU raises one, and values CPU would not give. Such calls copy
 // each flagos storage to the CPU once and hand the CPU kernel views of those
 // copies with the arguments' own geometry, so it sees the aliasing exactly as
-// it would natively; written arguments are copied back.
+// it would natively; written arguments are copied back. One flagos tensor
+// passed twice (out= the input) is one host view, as it is one tensor on CPU:
+// kernels compare identity (gather(x, 1, i, out=x) raises even when resizing
+// `out` empties both) and a resize of `out` is a resize of that input too.
 class StorageCopies {
  public:
   explicit StorageCopies(c10::DeviceIndex device) : device_(device) {}
 
   at::Tensor to_host(const at::Tensor& t) {
     if (!t.defined() || !t.device().is_privateuseone()) return t;
+    for (const auto& [impl, host] : views_) {
+      if (impl == t.unsafeGetTensorImpl()) return host;
+    }
     const c10::Storage& storage = t.storage();
     at::Tensor* bytes = nullptr;
     for (auto& [impl, host] : copies_) {
@@ -122,6 +128,7 @@ class StorageCopies {
                           .set_(bytes->storage(), t.storage_offset(), t.sizes(), t.strides());
     if (t.is_conj()) host._set_conj(true);
     if (t.is_neg()) host._set_neg(true);
+    views_.emplace_back(t.unsafeGetTensorImpl(), host);
     return host;
   }
 
@@ -145,6 +152,7 @@ class StorageCopies {
  private:
   c10::DeviceIndex device_;
   c10::SmallVector<std::pair<const c10::StorageImpl*, at::Tensor>, 4> copies_;
+  c10::SmallVector<std::pair<const c10::TensorImpl*, at::Tensor>, 4> views_;
 };
 
 // One element per address: a written view with stride-0 dimensions (an
@@ -168,6 +176,34 @@ void write_back(const at::Tensor& original, const at::Tensor& host) {
   dst.copy_(src);
 }
 
+bool is_written(const c10::Argument& arg) {
+  const auto* info = arg.alias_info();
+  return info != nullptr && info->isWrite();
+}
+
+// A CPU kernel that raises may already have changed what it writes: cat,
+// index_select and gather resize `out` before they find the error, index_put_
+// and scatter_ write the elements before a bad index. On CPU (and box:cpu,
+// which runs on the same memory) those changes stay; the copies must reach the
+// flagos arguments too, or a failed call would leave them as they were. Best
+// effort: the kernel's error is the one that propagates, never one from here.
+void write_back_after_error(const c10::IValue& original, const c10::IValue& host) noexcept {
+  const auto host_copy = [](const at::Tensor& h) { return h.defined() && h.device().is_cpu(); };
+  try {
+    if (original.isTensor() && host.isTensor()) {
+      if (host_copy(host.toTensor())) write_back(original.toTensor(), host.toTensor());
+    } else if (original.isTensorList() && host.isTensorList()) {
+      const auto o = original.toTensorList().vec();
+      const auto h = host.toTensorList().vec();
+      if (o.size() != h.size()) return;
+      for (size_t j = 0; j < o.size(); ++j) {
+        if (host_copy(h[j])) write_back(o[j], h[j]);
+      }
+    }
+  } catch (...) {  // NOLINT(bugprone-empty-catch): the kernel's error wins
+  }
+}
+
 void run_storage_exact(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& schema = op.schema();
   const size_t n = schema.arguments().size();
@@ -181,10 +217,16 @@ void run_storage_exact(const c10::OperatorHandle& op, torch::jit::Stack* stack) 
     *it = copies.to_host(*it);
     hosts.push_back(*it);
   }
-  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  try {
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  } catch (...) {
+    for (size_t i = 0; i < n; ++i) {
+      if (is_written(schema.arguments()[i])) write_back_after_error(originals[i], hosts[i]);
+    }
+    throw;
+  }
   for (size_t i = 0; i < n; ++i) {
-    const auto* info = schema.arguments()[i].alias_info();
-    if (!info || !info->isWrite()) continue;
+    if (!is_written(schema.arguments()[i])) continue;
     if (originals[i].isTensor()) {
       write_back(originals[i].toTensor(), hosts[i].toTensor());
     } else if (originals[i].isTensorList()) {
@@ -210,8 +252,8 @@ void run_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, b
   const auto& schema = op.schema();
   const auto args_begin = check_fallback_call(op, stack, "routed to the CPU fallback");
   if (batch_norm_through_legit(op, stack)) return;
-  const bool aliased =
-      schema.is_mutable() && boxing::has_aliased_write(schema, args_begin, stack->end());
+  const bool writes = schema.is_mutable();
+  const bool aliased = writes && boxing::has_aliased_write(schema, args_begin, stack->end());
   if (!aliased) move_leading_cpu_scalars(args_begin, stack->end());
   if (boxing::has_generator_argument(schema)) {
     boxing::bridge_generators(schema, args_begin, stack->end());
@@ -222,7 +264,35 @@ void run_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, b
     return;
   }
   // error_on_views: a view served by copying would silently break aliasing.
-  at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
+  if (!writes) {
+    at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
+    return;
+  }
+  // ATen's fallback replaces the written arguments on the stack with its CPU
+  // copies and drops its own references to them when it unwinds: hold them
+  // for a kernel that raises (write_back_after_error). Out= and in-place calls
+  // only, a reference each.
+  const auto& args = schema.arguments();
+  c10::SmallVector<c10::IValue, 4> written;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (is_written(args[i])) written.push_back(args_begin[static_cast<ptrdiff_t>(i)]);
+  }
+  const size_t height = stack->size();
+  try {
+    at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
+  } catch (...) {
+    // A kernel raises before it pops its arguments, so the stack still holds
+    // the CPU copies it worked on (flagos tensors there, if copying failed, are
+    // passed over). Another height: the kernel had returned; nothing to redo.
+    if (stack->size() == height) {
+      const size_t base = height - args.size();
+      size_t w = 0;
+      for (size_t i = 0; i < args.size(); ++i) {
+        if (is_written(args[i])) write_back_after_error(written[w++], (*stack)[base + i]);
+      }
+    }
+    throw;
+  }
 }
 
 void set_fallback_log(bool on) { g_log.store(on); }
