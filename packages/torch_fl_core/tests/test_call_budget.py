@@ -10,7 +10,8 @@ returning a new tensor makes one (the flagos tensor over the kernel's result). A
 whose lists come back (an optimizer's, every step) makes none either, over 10 tensors or 150: the
 router keeps the lists' aliases (csrc/boxing/list_aliases.h) and hands them to the kernel as they
 are. A convolution (ATen's overrideable path,
-boxed) has a budget of its own, so that what counting and layout add to it stays counted.
+boxed) has a budget of its own, so that what counting and layout add to it stays counted, and so
+has an ``out=`` call served by the CPU fallback.
 sim routes ``_foreach_add_.List`` to
 ``box:cpu`` as one call (the derived list rule), as the cuda vendor routes it to ``box:cuda``.
 """
@@ -45,6 +46,10 @@ BUDGET = {
     # The answer keeps the layout CPU and CUDA give it (channels_last): no restriding copy, which
     # costs 9 more (43 when every answer was made contiguous).
     "conv2d channels_last": (34, "the contiguous convolution's, one more beside CPU's own"),
+    # The CPU fallback copies each operand to the host and the written one back (ATen's
+    # cpu_fallback: host tensors, their storages, the boxed stack); keeping the written
+    # arguments for a kernel that raises adds none (28.2 measured).
+    "add_out (cpu fallback)": (29, "ATen's host copies of the operands and the stack"),
 }
 
 

@@ -67,6 +67,12 @@ def main() -> int:
     th.start()
     th.join()
     out.update(res)
+    # An out= call served by the CPU fallback (copies to the host and back; its references kept
+    # for a kernel that raises).
+    from torch_fl.routing import override
+
+    with override({"add.out": "cpu"}):
+        out["add_out (cpu fallback)"] = counted(lib, fl["add_out"]) - counted(lib, cpu["add_out"])
     print(json.dumps(out))
     return 0
 
