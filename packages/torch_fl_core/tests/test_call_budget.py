@@ -48,8 +48,9 @@ BUDGET = {
     "conv2d channels_last": (34, "the contiguous convolution's, one more beside CPU's own"),
     # The CPU fallback copies each operand to the host and the written one back (ATen's
     # cpu_fallback: host tensors, their storages, the boxed stack); keeping the written
-    # arguments for a kernel that raises adds none (28.2 measured).
-    "add_out (cpu fallback)": (29, "ATen's host copies of the operands and the stack"),
+    # arguments for a kernel that raises adds none (28.2 on torch 2.13, the same before and after
+    # it did; 30.2 on 2.11, as conv2d's counts there are 2 higher too).
+    "add_out (cpu fallback)": (30, "ATen's host copies of the operands and the stack"),
 }
 
 
