@@ -71,7 +71,12 @@ def test_out_holds_the_answer_when_the_kernel_sets_a_math_bit(solver, tol):
     ],
     ids=["lerp-long", "gather-out-self"],
 )
-def test_out_resized_before_an_error_stays_resized(name, op, make_out, error, box_backend):
+@pytest.mark.parametrize("route", ["box", "cpu"])
+def test_out_resized_before_an_error_stays_resized(name, op, make_out, error, route, request):
+    # On a box:<key> backend the kernel runs on the flagos memory itself; the CPU fallback runs it
+    # on host copies, and what the kernel changed before raising must reach the flagos tensor.
+    backend = request.getfixturevalue("box_backend") if route == "box" else "cpu"
+
     def run(device):
         if name == "gather.out":
             out = torch.arange(6.0, device=device).view(2, 3)
@@ -88,11 +93,11 @@ def test_out_resized_before_an_error_stays_resized(name, op, make_out, error, bo
         return out
 
     expected = run("cpu")
-    with torch_fl.routing.override({name: box_backend}):
+    with torch_fl.routing.override({name: backend}):
         got = run("flagos")
     assert got.shape == expected.shape, (
         f"{name}: CPU leaves the out tensor {tuple(expected.shape)}, flagos "
-        f"{tuple(got.shape)} ({box_backend})"
+        f"{tuple(got.shape)} ({backend})"
     )
 
 
