@@ -32,9 +32,9 @@ RT_INVALID_DEVICEID, RT_CONTEXT_NULL, RT_STREAM_CONTEXT = 107001, 107002, 107003
 RT_THREAD_SUBSCRIBE, RT_STREAM_NO_CB_REG = 107012, 107015
 RT_MEMORY_ALLOCATION, RT_EVENT_NOT_COMPLETE, RT_REPORT_TIMEOUT = 207001, 507006, 507012
 RT_AICORE_EXCEPTION = 507015
-RT_FEATURE_NOT_SUPPORT = 207000
 # Stream capture (aclmdlRICapture*).
 RT_CAPTURE_DEPENDENCY, RT_MODEL_CAPTURED, RT_STREAM_CAPTURED = 107024, 107026, 107027
+RT_STREAM_UNJOINED, RT_STREAM_CAPTURE_UNMATCHED = 107025, 107036
 RT_EVENT_CAPTURED, RT_STREAM_NOT_CAPTURED, RT_CAPTURE_MODE_NOT_SUPPORT = 107028, 107029, 107030
 RT_STREAM_CAPTURE_WRONG_THREAD, RT_STREAM_CAPTURE_INVALIDATED = 107038, 507903
 MODE_GLOBAL, MODE_THREAD_LOCAL, MODE_RELAXED = 0, 1, 2  # aclmdlRICaptureMode
@@ -1078,8 +1078,49 @@ def test_capture_misuse(acl, mem, cap_stream):
     assert acl.aclmdlRIDestroy(model) == SUCCESS
 
 
+def test_joined_stream_is_captured_and_replays_in_order(acl, mem, cap_stream):
+    # A fork and join through events, as a collective on its own stream is ordered: the joined
+    # stream's tasks are recorded, and each execution keeps the order the events gave.
+    s = cap_stream
+    other = ctypes.c_void_p()
+    assert acl.aclrtCreateStream(ctypes.byref(other)) == SUCCESS
+    fork, join = ctypes.c_void_p(), ctypes.c_void_p()
+    for e in (fork, join):
+        assert acl.aclrtCreateEvent(ctypes.byref(e)) == SUCCESS
+    a, b, c = (mem.malloc(0, 8) for _ in range(3))
+    assert acl.aclmdlRICaptureBegin(s, MODE_GLOBAL) == SUCCESS
+    assert acl.aclrtMemsetAsync(a, 8, 5, 8, s) == SUCCESS
+    assert acl.aclrtRecordEvent(fork, s) == SUCCESS
+    assert acl.aclrtStreamWaitEvent(other, fork) == SUCCESS, err(acl)
+    assert acl.aclrtMemcpyAsync(b, 8, a, 8, D2D, other) == SUCCESS, err(acl)
+    assert acl.aclrtRecordEvent(join, other) == SUCCESS
+    assert acl.aclrtStreamWaitEvent(s, join) == SUCCESS, err(acl)
+    assert acl.aclrtMemsetAsync(a, 8, 9, 8, s) == SUCCESS
+    assert acl.aclrtMemcpyAsync(c, 8, b, 8, D2D, s) == SUCCESS
+    rc, model = _capture_end(acl, s)
+    assert rc == SUCCESS, err(acl)
+    assert _capture_status(acl, other) == (CAPTURE_NONE, None)
+    for ptr in (a, b, c):
+        mem.write(0, ptr, b"\0" * 8)
+    assert acl.aclrtSynchronizeStream(other) == SUCCESS, "recorded, not run"
+    assert mem.read(0, b, 8) == b"\0" * 8
+    for launch in (s, other.value):
+        for ptr in (a, b, c):
+            mem.write(0, ptr, b"\0" * 8)
+        assert acl.aclmdlRIExecuteAsync(model, launch) == SUCCESS, err(acl)
+        assert acl.aclrtSynchronizeStream(launch) == SUCCESS, err(acl)
+        assert mem.read(0, b, 8) == b"\x05" * 8, "the joined copy ran after the fork"
+        assert mem.read(0, a, 8) == b"\x09" * 8, "the origin's later task ran after the join"
+        assert mem.read(0, c, 8) == b"\x05" * 8
+    assert acl.aclmdlRIDestroy(model) == SUCCESS
+    for e in (fork, join):
+        assert acl.aclrtDestroyEvent(e) == SUCCESS
+    assert acl.aclrtDestroyStream(other) == SUCCESS
+
+
 def test_events_across_the_capture_boundary(acl, mem, cap_stream):
     s = cap_stream
+    d = mem.malloc(0, 8)
     other = ctypes.c_void_p()
     assert acl.aclrtCreateStream(ctypes.byref(other)) == SUCCESS
     inside, outside, never = (ctypes.c_void_p() for _ in range(3))
@@ -1088,13 +1129,33 @@ def test_events_across_the_capture_boundary(acl, mem, cap_stream):
     assert acl.aclrtRecordEvent(outside, other) == SUCCESS
     assert acl.aclrtSynchronizeEvent(outside) == SUCCESS
 
-    # Another stream waiting on an event of the capture would join it: refused here.
+    # Another stream waiting on an event of the capture joins it (CANN: "event deduction" brings
+    # more streams into the capture); ending it before the origin waited on that stream's last
+    # task fails, as CUDA's unjoined end does, and ends the capture without an instance.
+    assert acl.aclmdlRICaptureBegin(s, MODE_GLOBAL) == SUCCESS
+    model = _capture_status(acl, s)[1]
+    assert acl.aclrtRecordEvent(inside, s) == SUCCESS
+    assert acl.aclrtStreamWaitEvent(other, inside) == SUCCESS, err(acl)
+    assert _capture_status(acl, other) == (CAPTURE_ACTIVE, model)
+    assert acl.aclrtSynchronizeStream(other) == RT_STREAM_CAPTURED
+    assert _capture_end(acl, s)[0] == RT_STREAM_CAPTURE_INVALIDATED
+    assert _capture_status(acl, other)[0] == CAPTURE_NONE, "the end releases joined streams"
     assert acl.aclmdlRICaptureBegin(s, MODE_GLOBAL) == SUCCESS
     assert acl.aclrtRecordEvent(inside, s) == SUCCESS
-    assert acl.aclrtStreamWaitEvent(other, inside) == RT_FEATURE_NOT_SUPPORT
-    assert "one stream per capture" in err(acl)
-    assert _capture_status(acl, s)[0] == CAPTURE_INVALIDATED
+    assert acl.aclrtStreamWaitEvent(other, inside) == SUCCESS
+    assert acl.aclrtMemsetAsync(d, 8, 1, 8, other) == SUCCESS, err(acl)
+    assert _capture_end(acl, s) == (RT_STREAM_UNJOINED, None)
+    assert "did not wait for its last work" in err(acl)
+    assert _capture_status(acl, s)[0] == CAPTURE_NONE
+    assert _capture_status(acl, other)[0] == CAPTURE_NONE
+    # Only the stream that began a capture ends it: a joined one is refused, invalidating it.
+    assert acl.aclmdlRICaptureBegin(s, MODE_GLOBAL) == SUCCESS
+    assert acl.aclrtRecordEvent(inside, s) == SUCCESS
+    assert acl.aclrtStreamWaitEvent(other, inside) == SUCCESS
+    assert _capture_end(acl, other)[0] == RT_STREAM_CAPTURE_UNMATCHED
+    assert _capture_status(acl, other)[0] == CAPTURE_INVALIDATED
     assert _capture_end(acl, s)[0] == RT_STREAM_CAPTURE_INVALIDATED
+    assert acl.aclrtSynchronizeStream(other) == SUCCESS
 
     # The capturing stream waiting on an event recorded outside the capture.
     assert acl.aclmdlRICaptureBegin(s, MODE_GLOBAL) == SUCCESS

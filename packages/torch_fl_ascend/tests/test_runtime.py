@@ -54,7 +54,7 @@ OUT_OF_MEMORY, INVALID_POINTER, INVALID_MEMCPY_KIND = (
     _m.INVALID_MEMCPY_KIND,
 )
 NOT_READY, INVALID_HANDLE, DEVICE_ERROR = _m.NOT_READY, _m.INVALID_HANDLE, _m.DEVICE_ERROR
-NOT_SUPPORTED, CAPTURE = _m.NOT_SUPPORTED, _m.CAPTURE
+CAPTURE = _m.CAPTURE
 MODE_GLOBAL, MODE_THREAD_LOCAL, MODE_RELAXED = _m.MODE_GLOBAL, _m.MODE_THREAD_LOCAL, _m.MODE_RELAXED
 CAPTURE_NONE, CAPTURE_ACTIVE, CAPTURE_INVALIDATED = (
     _m.CAPTURE_NONE,
@@ -964,13 +964,37 @@ def test_capture_and_other_streams_events_and_pageable_copies(capturing) -> None
     inside, outside = rt.event(), rt.event()
     rt.check(rt.t.event_record(outside, other))
     rt.check(rt.t.event_synchronize(outside))
-    # Another stream waiting on an event of the capture would join it: the emulator refuses.
+    # Another stream waiting on an event of the capture joins it (CANN's "event deduction"), and
+    # its tasks are recorded; the capture ends once the origin waited on its last task.
+    d = rt.malloc(8)
+    rt.write(d, b"\0" * 8)
+    back = rt.event()
     rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
     rt.check(rt.t.event_record(inside, s))
-    assert rt.t.stream_wait_event(other, inside) == NOT_SUPPORTED
-    assert "ACL_ERROR_RT_FEATURE_NOT_SUPPORT" in rt.error()
-    assert rt.capture_status(s) == CAPTURE_INVALIDATED
+    rt.check(rt.t.stream_wait_event(other, inside))
+    assert rt.capture_status(other) == CAPTURE_ACTIVE
+    rt.check(rt.t.memset_async(d, 3, 8, other))
+    rt.check(rt.t.event_record(back, other))
+    rt.check(rt.t.stream_wait_event(s, back))
+    st, joined = rt.capture_end(s)
+    rt.check(st)
+    assert rt.capture_status(other) == CAPTURE_NONE
+    assert rt.read(d, 8) == b"\0" * 8, "recorded, not run"
+    rt.check(rt.t.graph_launch(joined, s))
+    rt.check(rt.t.stream_synchronize(s))
+    assert rt.read(d, 8) == b"\x03" * 8
+    rt.check(rt.t.graph_destroy(joined))
+    # Ended before the origin waited on the joined stream's last task: a capture error (CUDA's
+    # unjoined end), and the capture is over.
+    rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
+    rt.check(rt.t.event_record(inside, s))
+    rt.check(rt.t.stream_wait_event(other, inside))
+    rt.check(rt.t.memset_async(d, 4, 8, other))
     assert rt.capture_end(s)[0] == CAPTURE
+    assert "ACL_ERROR_RT_STREAM_UNJOINED" in rt.error()
+    assert rt.capture_status(s) == CAPTURE_NONE and rt.capture_status(other) == CAPTURE_NONE
+    rt.check(rt.t.event_destroy(back))
+    rt.check(rt.t.free(d))
     # The capturing stream waiting on an event recorded outside it.
     rt.check(rt.t.graph_capture_begin(s, MODE_GLOBAL))
     assert rt.t.stream_wait_event(s, outside) == CAPTURE

@@ -85,6 +85,10 @@ const char* acl_error_name(aclError e) {
       return "ACL_ERROR_RT_DEV_SETUP_ERROR";
     case ACL_ERROR_RT_CAPTURE_DEPENDENCY:
       return "ACL_ERROR_RT_CAPTURE_DEPENDENCY";
+    case ACL_ERROR_RT_STREAM_UNJOINED:
+      return "ACL_ERROR_RT_STREAM_UNJOINED";
+    case ACL_ERROR_RT_STREAM_CAPTURE_UNMATCHED:
+      return "ACL_ERROR_RT_STREAM_CAPTURE_UNMATCHED";
     case ACL_ERROR_RT_MODEL_CAPTURED:
       return "ACL_ERROR_RT_MODEL_CAPTURED";
     case ACL_ERROR_RT_STREAM_CAPTURED:
@@ -135,8 +139,11 @@ tfl_status to_status(aclError e) {
     case ACL_ERROR_RT_STREAM_NOT_COMPLETE:
     case ACL_ERROR_RT_EVENT_NOT_COMPLETE:
       return TFL_ERROR_NOT_READY;
-    // A call a stream capture forbids, or work on a capture that one invalidated.
+    // A call a stream capture forbids, work on a capture that one invalidated, or the end of a
+    // capture that a joined stream left unjoined or that a joined stream tried to end.
     case ACL_ERROR_RT_CAPTURE_DEPENDENCY:
+    case ACL_ERROR_RT_STREAM_UNJOINED:
+    case ACL_ERROR_RT_STREAM_CAPTURE_UNMATCHED:
     case ACL_ERROR_RT_MODEL_CAPTURED:
     case ACL_ERROR_RT_STREAM_CAPTURED:
     case ACL_ERROR_RT_EVENT_CAPTURED:

@@ -5,8 +5,12 @@
 // The rules follow CANN's documentation (aclmdlRICaptureBegin: the capture mode limits the
 // unsafe functions aclrtMemcpy, aclrtMemset, ...; aclmdlRICaptureEnd of an invalidated capture
 // fails) and, where CANN says nothing, CUDA's stream capture, which CANN's mirrors: a forbidden
-// call fails and invalidates the capture, and so does every later task on it. Unlike the engine,
-// a capture here records one stream: a stream that would join it is refused.
+// call fails and invalidates the capture, and so does every later task on it. A stream that waits
+// on an event recorded in a capture joins it ("through event deduction, more streams enter the
+// capture state", aclmdlRICaptureBegin) and its later tasks are recorded too, until the capture
+// ends; the origin must wait on a joined stream's last task before aclmdlRICaptureEnd
+// (ACL_ERROR_RT_STREAM_UNJOINED), and only the origin ends it
+// (ACL_ERROR_RT_STREAM_CAPTURE_UNMATCHED).
 #include "acl_capture.h"
 
 #include <pthread.h>
@@ -50,6 +54,7 @@ using ModelRef = std::shared_ptr<Model>;
 struct OpenModel {
   aclmdlRI handle = nullptr;
   ModelRef model;
+  std::vector<StreamRef> joined;  // the streams that joined it: they capture until it ends
 };
 
 struct CaptureState {
@@ -59,7 +64,7 @@ struct CaptureState {
   emu_kit::Captures engine{{"ACL_MODEL_RI_CAPTURE_MODE_GLOBAL",
                             "ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL",
                             "ACL_MODEL_RI_CAPTURE_MODE_RELAXED"}};
-  std::unordered_map<const AclStream*, OpenModel> open;  // by capturing stream
+  std::unordered_map<const AclStream*, OpenModel> open;  // by the stream it began on
   emu_kit::HandleTable<Model> models;
   std::atomic<int> active{0};  // lets every check skip the lock while nothing captures
 };
@@ -103,8 +108,12 @@ aclError refused(const Verdict& v, aclError forbidden = ACL_ERROR_RT_STREAM_CAPT
       code = ACL_ERROR_RT_STREAM_NOT_CAPTURED;
       invalidates = false;
       break;
-    case Refusal::unmatched:  // both need a joined stream, which no capture here has
-    case Refusal::unjoined:
+    case Refusal::unmatched:
+      code = ACL_ERROR_RT_STREAM_CAPTURE_UNMATCHED;
+      break;
+    case Refusal::unjoined:  // the capture ended, without a model run instance
+      code = ACL_ERROR_RT_STREAM_UNJOINED;
+      invalidates = false;
       break;
   }
   return fail(code, "%s%s", v.message.c_str(),
@@ -171,31 +180,26 @@ bool capture_wait_event(const char* fn, const StreamRef& st, const EventRef& ev,
   CaptureState& cs = C();
   if (cs.active.load(std::memory_order_acquire) == 0) return false;
   Verdict v;
-  bool joins = false;
   {
     std::lock_guard<std::mutex> lk(cs.mu);
-    const CaptureStatus own = cs.engine.status(st.get());
-    if (own == CaptureStatus::none) {
-      // Waiting on an event of a capture joins it (as in CANN), which the engine allows; this
-      // emulator records one stream per capture, so the join is refused, invalidating it.
-      v = cs.engine.event_call(ev.get(), fn);
-      if (!v) return false;
-      joins = true;
-    } else if (own == CaptureStatus::active && !ev->armed()) {
-      // An unarmed event has nothing to wait for: the wait is dropped, even when another capture
-      // recorded it (CUDA refuses that as a merge; this emulator's contract lets it pass).
+    const emu_kit::Stream* mine = cs.engine.origin(st.get());
+    const emu_kit::Stream* theirs = cs.engine.event_origin(ev.get());
+    if (!mine && !theirs) return false;
+    if (mine && theirs != mine && !ev->armed() &&
+        cs.engine.status(st.get()) == CaptureStatus::active) {
+      // An unarmed event outside this capture has nothing to wait for: the wait is dropped, even
+      // when another capture recorded it (CUDA refuses that as a merge; this emulator's contract
+      // lets it pass).
       *rc = ACL_SUCCESS;
       return true;
-    } else if (!cs.engine.wait_event(st, fn, ev, &v)) {
-      return false;
     }
-  }
-  if (joins) {
-    *rc = fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-               "%s; stream %p would join that capture, and the CANN emulator captures one stream "
-               "per capture; the capture is now invalidated",
-               v.message.c_str(), static_cast<void*>(st.get()));
-    return true;
+    cs.engine.wait_event(st, fn, ev, &v);
+    if (!v && !mine) {
+      // Waiting on an event recorded in a capture: `st` joins it, its later tasks recorded.
+      auto it = cs.open.find(static_cast<const AclStream*>(theirs));
+      if (it != cs.open.end()) it->second.joined.push_back(st);
+      st->capturing.store(true, std::memory_order_release);
+    }
   }
   *rc = refused(v);
   return true;
@@ -282,7 +286,8 @@ aclError aclmdlRICaptureGetInfo(aclrtStream stream, aclmdlRICaptureStatus* statu
   const CaptureStatus c = cs.engine.status(st.get());
   *status = static_cast<aclmdlRICaptureStatus>(c);
   if (modelRI) {
-    auto it = cs.open.find(st.get());  // a capturing stream is always the one it began on
+    // A joined stream reports the model run instance of the capture it joined.
+    auto it = cs.open.find(static_cast<const AclStream*>(cs.engine.origin(st.get())));
     *modelRI = it == cs.open.end() ? nullptr : it->second.handle;
   }
   return ACL_SUCCESS;
@@ -310,6 +315,7 @@ aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI* modelRI) {
       const OpenModel open = it->second;
       cs.open.erase(it);
       st->capturing.store(false, std::memory_order_release);
+      for (const StreamRef& j : open.joined) j->capturing.store(false, std::memory_order_release);
       cs.active.fetch_sub(1, std::memory_order_acq_rel);
       if (v) {
         cs.models.remove(open.handle);

@@ -1,6 +1,8 @@
 // Model run instances made by stream capture: aclmdlRIExecuteAsync queues the recorded tasks on
 // a stream, in recording order, reading and writing memory when they run; aclmdlRIDestroy
-// releases one (executions already queued still complete).
+// releases one (executions already queued still complete). Tasks of streams that joined the
+// capture are in that order too: it is the order of the calls, so every event wait between the
+// streams is kept, and one stream runs them all.
 #include "acl_capture.h"
 
 using namespace acl_emu;

@@ -67,6 +67,16 @@ CaptureStatus Captures::status(const Stream* s) const {
   return c->invalidated ? CaptureStatus::invalidated : CaptureStatus::active;
 }
 
+const Stream* Captures::origin(const Stream* s) const {
+  CaptureRef c = of(s);
+  return c ? c->origin.get() : nullptr;
+}
+
+const Stream* Captures::event_origin(const Event* ev) const {
+  CaptureRef c = of_event(ev);
+  return c ? c->origin.get() : nullptr;
+}
+
 void Captures::invalidate(Capture& c, const std::string& reason) {
   if (c.invalidated) return;  // the first reason: later failures follow from it
   c.invalidated = true;

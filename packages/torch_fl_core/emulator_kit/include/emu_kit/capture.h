@@ -84,6 +84,10 @@ class Captures {
   // Whether anything captures: every check below is free when nothing does.
   bool any() const { return !by_stream_.empty(); }
   CaptureStatus status(const Stream* s) const;
+  // The origin of the capture `s` is in (itself, or the stream whose capture it joined), and of
+  // the capture that last recorded `ev`: nullptr for none. They refuse nothing.
+  const Stream* origin(const Stream* s) const;
+  const Stream* event_origin(const Event* ev) const;
 
   // A capture on `s` (not a default stream: the caller refuses it).
   Verdict begin(const StreamRef& s, CaptureMode mode, const char* fn);
