@@ -8,8 +8,6 @@ Two and four ranks as processes, DDP, FSDP2, DCP and a dead peer run in the cont
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 import torch
 import torch.distributed as dist
@@ -71,50 +69,9 @@ def test_injected_hccl_fault_is_an_error_naming_the_call(group, emu):
             group.allreduce([t]).wait()
 
 
-CAPTURE_RANK = textwrap.dedent(
-    """
-    import datetime, json, sys
-    import torch
-    import torch.distributed as dist
-
-    rank, world, store = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    device = torch.device("flagos", rank)
-    torch.flagos.set_device(device)
-    dist.init_process_group(
-        "flagos", init_method=f"file://{store}", rank=rank, world_size=world,
-        timeout=datetime.timedelta(seconds=60),
-    )
-    x = torch.ones(4, device=device)
-    warm = x.clone()
-    dist.all_reduce(warm)  # the communicator made outside the capture
-    g = torch.flagos.Graph()
-    with torch.flagos.graph(g):
-        y = x * 2
-        dist.all_reduce(y)
-        z = y + 1
-    out = {"rank": rank, "replays": []}
-    for k in (1.0, 5.0, 7.0):
-        x.fill_(k * (rank + 1))
-        g.replay()
-        out["replays"].append(z.cpu().tolist())
-    # The graph is still alive: destroying the group must not wait for launches that may come.
-    dist.destroy_process_group()
-    print(json.dumps(out))
-    """
-)
-
-
 def test_all_reduce_captured_in_a_graph_runs_at_each_replay(ascend, tmp_path):
     # HcclAllReduce runs on the communicator's stream, which joins the capture through events
-    # (CANN's aclmdlRICaptureBegin: event deduction brings more streams into the capture): each
-    # replay reduces the ranks' current values, and the group is destroyed with the graph alive.
-    from torch_fl.testing import run_rank_scripts
+    # (CANN's aclmdlRICaptureBegin: event deduction brings more streams into the capture).
+    from torch_fl.testing import check_all_reduce_captured_in_a_graph
 
-    assert torch.flagos.graphs.supported()
-    store = str(tmp_path / "store")
-    reports = run_rank_scripts(
-        CAPTURE_RANK, 2, lambda r: [str(r), "2", store], env={"OMP_NUM_THREADS": "1"}, timeout=120
-    )
-    for out in reports:
-        # z = 2 * (k * 1 + k * 2) + 1 for k = 1, 5, 7
-        assert out["replays"] == [[7.0] * 4, [31.0] * 4, [43.0] * 4], out
+    check_all_reduce_captured_in_a_graph(str(tmp_path / "store"))

@@ -207,3 +207,54 @@ def run_rank_scripts(
         assert p.returncode == 0, stderr[-2000:]
         reports.append(json.loads(stdout.strip().splitlines()[-1]))
     return reports
+
+
+_CAPTURED_ALL_REDUCE_RANK = """
+import datetime, json, sys
+import torch
+import torch.distributed as dist
+
+rank, world, store = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+device = torch.device("flagos", rank)
+torch.flagos.set_device(device)
+dist.init_process_group(
+    "flagos", init_method=f"file://{store}", rank=rank, world_size=world,
+    timeout=datetime.timedelta(seconds=60),
+)
+x = torch.ones(4, device=device)
+warm = x.clone()
+dist.all_reduce(warm)  # the communicator made outside the capture
+g = torch.flagos.Graph()
+with torch.flagos.graph(g):
+    y = x * 2
+    dist.all_reduce(y)
+    z = y + 1
+out = {"rank": rank, "replays": []}
+for k in (1.0, 5.0, 7.0):
+    x.fill_(k * (rank + 1))
+    g.replay()
+    out["replays"].append(z.cpu().tolist())
+# The graph is still alive: destroying the group must not wait for launches that may come.
+dist.destroy_process_group()
+print(json.dumps(out))
+"""
+
+
+def check_all_reduce_captured_in_a_graph(store: str) -> None:
+    """Two ranks (one device each) capture ``y = 2x; all_reduce(y); z = y + 1`` in a
+    ``torch.flagos.graph``, replay it with new inputs, then destroy the group while the graph is
+    alive: as NCCL's under CUDA graphs, the collective runs at each replay on the ranks' current
+    values, and the destruction returns. ``store``: a path for the ranks' file store. A vendor
+    whose runtime records graphs and whose collective library may be captured runs it."""
+    assert torch.flagos.graphs.supported(), f"runtime {_C.runtime_name()!r} records no graphs"
+    assert torch.flagos.device_count() >= 2, "needs two devices"
+    reports = run_rank_scripts(
+        _CAPTURED_ALL_REDUCE_RANK,
+        2,
+        lambda r: [str(r), "2", store],
+        env={"OMP_NUM_THREADS": "1"},
+        timeout=120,
+    )
+    for out in reports:
+        # z = 2 * (k * 1 + k * 2) + 1 for k = 1, 5, 7
+        assert out["replays"] == [[7.0] * 4, [31.0] * 4, [43.0] * 4], out
