@@ -643,6 +643,11 @@ def test_fullgraph_compile_first_in_process(flagos):
         print("COMPILED")
         """
     )
+    _run_child(code, "COMPILED")
+
+
+def _run_child(code: str, marker: str) -> None:
+    """Runs ``code`` in a fresh interpreter; it must print ``marker``."""
     r = subprocess.run(
         [sys.executable, "-W", "ignore", "-c", code],
         capture_output=True,
@@ -650,7 +655,7 @@ def test_fullgraph_compile_first_in_process(flagos):
         timeout=300,
         check=False,
     )
-    assert "COMPILED" in r.stdout, r.stdout + r.stderr[-4000:]
+    assert marker in r.stdout, r.stdout + r.stderr[-4000:]
 
 
 def test_aot_inductor_is_refused_by_name(flagos):
@@ -683,11 +688,4 @@ def test_aot_inductor_is_refused_by_name(flagos):
         print("REFUSED")
         """
     )
-    r = subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert "REFUSED" in r.stdout, r.stdout + r.stderr[-4000:]
+    _run_child(code, "REFUSED")
