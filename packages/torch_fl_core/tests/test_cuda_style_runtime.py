@@ -7,8 +7,9 @@ stream of the source in the caller's stream order, SDK failures named (call, dev
 string and type, detail) with the status mapped, NOT_READY, host functions, the table's name and
 its empty fields; and, for a dialect that declares CUDA's stream capture, the graph seat: the
 SDK's capture errors passed on with what invalidated the capture, allocation and host functions
-kept allowed while capturing, graphs launched on their device. The real SDKs run in
-torch-fl-gcu's and torch-fl-musa's tests (the TopsRider and MUSA emulators).
+kept allowed while capturing, graphs launched on their device; and, for a dialect declaring the
+optional members of ``cuda_style_hooks.h`` (CANN's rules), each of them. The real SDKs run in
+torch-fl-gcu's, torch-fl-musa's and torch-fl-ascend's tests (their emulators).
 """
 
 from __future__ import annotations
@@ -201,3 +202,85 @@ def test_a_graph_launches_on_its_device_and_is_instantiated_once(run):
     st, msg, _ = run["destroy again"]
     assert st == S["TFL_ERROR_INVALID_HANDLE"]
     assert re.fullmatch(r"graph_destroy: unknown or destroyed graph 0x\w+", msg)
+
+
+def test_a_dialects_init_runs_once_before_any_call_and_is_retried_after_a_failure(run):
+    st, msg, calls = run["hooks init fails"]
+    assert (st, msg, calls) == (S["TFL_ERROR_DEVICE"], "fakeInit on -1 gave 700 []", [])
+    assert run["hooks init retried"][2] == ["Init"]
+    # Its failure_text words every SDK failure, its device_name names the devices.
+    assert run["hooks malloc fails"][:2] == (
+        S["TFL_ERROR_INVALID_VALUE"],
+        "fakeMalloc on 0 gave 1 [64 bytes]",
+    )
+    assert run["hooks device_name 1"][2] == ["name hooked 1"]
+    # A forked child forgets the parent's allocations and initialises again.
+    assert (
+        run["hooks stream destroy"][2][-1]
+        == f"pointer_info kind {S['TFL_POINTER_UNKNOWN']} device -1"
+    )
+    assert run["hooks after fork"][2] == ["Init"]
+
+
+def test_a_dialect_checking_arguments_refuses_them_before_the_sdk(run):
+    assert run["hooks set_device 2"][:2] == (
+        S["TFL_ERROR_INVALID_DEVICE"],
+        "fakehooks runtime: no FAKE dev 2",
+    )
+    assert run["hooks mem_get_info NULL"][0] == S["TFL_ERROR_INVALID_VALUE"]
+    st, msg, calls = run["hooks memset past the end"]
+    assert st == S["TFL_ERROR_INVALID_VALUE"] and calls == []
+    assert re.fullmatch(
+        r"fakehooks runtime: memset_async 0x\w+: 32 bytes at offset 8 overrun its allocation of "
+        r"32 bytes on FAKE dev 0",
+        msg,
+    )
+    assert run["hooks unknown kind"][:2] == (
+        S["TFL_ERROR_INVALID_VALUE"],
+        "fakehooks runtime: unknown memcpy kind 7",
+    )
+
+
+def test_a_dialect_with_unordered_copies_drains_streams_around_them(run):
+    # Pageable host memory: copied synchronously once the stream drained; pinned stays async.
+    assert run["hooks pageable h2d"][2] == ["StreamSynchronize dev0", "Memcpy dev0"]
+    assert run["hooks pinned h2d"][2] == ["MemcpyAsync kind1 dev0"]
+    # A synchronous copy between devices drains both default streams, then the peer copy runs
+    # with the source current.
+    calls = [c for c in run["hooks sync d2d 1->0"][2] if not c.startswith("StreamCreate")]
+    assert calls == [
+        "SetDevice 1",
+        "SetDevice 0",
+        "SetDevice 1",
+        "StreamSynchronize dev1",
+        "SetDevice 0",
+        "StreamSynchronize dev0",
+        "SetDevice 1",
+        "MemcpyPeer 1->0",
+        "SetDevice 0",
+    ]
+    assert run["hooks stream destroy"][2][:2] == ["StreamSynchronize dev0", "StreamDestroy dev0"]
+
+
+def test_a_dialect_with_stream_callbacks_and_tracked_events(run):
+    assert run["hooks host fn"][2] == ["LaunchHostFunc"]  # the SDK's callback, no watcher event
+    assert run["hooks wait on a never-recorded event"][:3] == (0, "", [])
+    assert run["hooks query a never-recorded event"][:3] == (0, "", [])
+    assert run["hooks elapsed never recorded"][:2] == (
+        S["TFL_ERROR_INVALID_VALUE"],
+        "event_elapsed_ms: an event was never recorded",
+    )
+    assert run["hooks elapsed untimed"][:2] == (
+        S["TFL_ERROR_INVALID_VALUE"],
+        "event_elapsed_ms: an event was created without timing",
+    )
+    # Recorded on a stream of device 1, the event of device 0 is made again there.
+    assert run["hooks record on a stream of 1"][2] == [
+        "SetDevice 1",
+        "EventCreate dev1 timing",
+        "SetDevice 0",
+        "SetDevice 1",
+        "EventRecord dev1",
+        "SetDevice 0",
+    ]
+    assert run["hooks wait on it"][2] == ["StreamWaitEvent dev0 on event of dev1"]

@@ -1,9 +1,10 @@
 // Drives the kit's CUDA-style runtime (torch_fl/kit/cuda_style_runtime.h) over a fake SDK of
 // CUDA's shape defined here: two devices whose pointers are device-scoped (a call touching one
 // with another device current fails, as GCU and MUSA memory does), streams and events that run
-// at once, a call log and one injectable fault; and a second dialect of it with CUDA's stream
-// capture (cuda_style_graphs.h). Prints, per scenario, the tfl_status, the runtime's last error
-// and the fake SDK calls it made.
+// at once, a call log and one injectable fault; a second dialect of it with CUDA's stream
+// capture (cuda_style_graphs.h); and a third declaring every optional member of
+// cuda_style_hooks.h. Prints, per scenario, the tfl_status, the runtime's last error and the fake
+// SDK calls it made.
 #include <torch_fl/kit/cuda_style_runtime.h>
 
 #include <cstdio>
@@ -265,6 +266,13 @@ Error fakeLaunchHostFunc(Stream s, void (*)(void*), void*) {
   return kOk;
 }
 
+// What only the third dialect calls.
+Error fakeInit() {
+  FAKE_CALL("fakeInit");
+  log("Init");
+  return kOk;
+}
+
 }  // namespace fake
 
 using namespace fake;  // the dialect names each call as the SDK spells it
@@ -345,9 +353,46 @@ struct FakeGraphs : Fake {
   TFL_KIT_SDK_CALL(launch_host_func, fakeLaunchHostFunc)
 };
 
+// The same SDK declaring every optional member (cuda_style_hooks.h); stream synchronization,
+// stream destruction and event creation logged to show when the runtime asks for them.
+struct FakeHooks : Fake {
+  static constexpr const char* kRuntime = "fakehooks";
+  static constexpr bool kChecksArguments = true;
+  static constexpr bool kUnorderedSyncCopies = true;
+  static constexpr bool kPinnedAsyncCopies = true;
+  static constexpr bool kDrainBeforeStreamDestroy = true;
+  static constexpr bool kStreamCallbacks = true;
+  static constexpr bool kTracksEvents = true;
+  TFL_KIT_SDK_CALL(init, fakeInit)
+  static std::string failure_text(const char* call, int device, Error e, const std::string& d) {
+    return std::string(call) + " on " + std::to_string(device) + " gave " + std::to_string(e) +
+           " [" + d + "]";
+  }
+  static void device_name(int device, char* buf, size_t len) {
+    std::snprintf(buf, len, "hooked %d", device);
+  }
+  static constexpr const char* stream_synchronize_name = "fakeStreamSynchronize";
+  static Error stream_synchronize(Stream s) {
+    log("StreamSynchronize dev" + std::to_string(s->device));
+    return fakeStreamSynchronize(s);
+  }
+  static constexpr const char* stream_destroy_name = "fakeStreamDestroy";
+  static Error stream_destroy(Stream s) {
+    log("StreamDestroy dev" + std::to_string(s->device));
+    return fakeStreamDestroy(s);
+  }
+  static constexpr const char* event_create_name = "fakeEventCreate";
+  static Error event_create(Event* e, bool timing) {
+    log("EventCreate dev" + std::to_string(t_device) + (timing ? " timing" : ""));
+    return fakeEventCreate(e, timing);
+  }
+  TFL_KIT_SDK_CALL(launch_host_func, fakeLaunchHostFunc)
+};
+
 namespace {
 
 const tfl_runtime_v1& rt = torch_fl::kit::CudaStyleRuntime<Fake>::table();
+const tfl_runtime_v1& hrt = torch_fl::kit::CudaStyleRuntime<FakeHooks>::table();
 const tfl_runtime_v1& grt = torch_fl::kit::CudaStyleRuntime<FakeGraphs>::table();
 
 void report(const char* scenario, tfl_status st) {
@@ -489,5 +534,56 @@ int main() {
   report("launch again", grt.graph_launch(graph, gs));
   report("destroy", grt.graph_destroy(graph));
   report("destroy again", grt.graph_destroy(graph));
+
+  // ---- the optional members: the dialect with every one of them ----
+  fake::g_fail_call = "fakeInit";
+  fake::g_fail_status = fake::kIllegal;
+  report("hooks init fails", hrt.set_device(0));
+  report("hooks init retried", hrt.set_device(0));
+  report("hooks set_device 2", hrt.set_device(2));
+  report("hooks device_name 1", hrt.device_name(1, name, sizeof(name)));
+  std::printf("name %s\n", name);
+  report("hooks mem_get_info NULL", hrt.mem_get_info(nullptr, nullptr));
+  void* h0 = nullptr;
+  void* h1 = nullptr;
+  void* pinned = nullptr;
+  hrt.malloc(&h0, 32);
+  hrt.set_device(1);
+  hrt.malloc(&h1, 32);
+  hrt.set_device(0);
+  hrt.host_malloc(&pinned, 32);
+  tfl_stream hs = nullptr;
+  hrt.stream_create(&hs, 0);
+  fake::g_log.clear();
+  fake::g_fail_call = "fakeMalloc";
+  fake::g_fail_status = fake::kInvalidValue;
+  void* hq = nullptr;
+  report("hooks malloc fails", hrt.malloc(&hq, 64));
+  report("hooks memset past the end", hrt.memset_async(static_cast<char*>(h0) + 8, 0, 32, hs));
+  report("hooks unknown kind", hrt.memcpy(h0, host, 4, static_cast<tfl_memcpy_kind>(7)));
+  report("hooks pageable h2d", hrt.memcpy_async(h0, host, 16, TFL_MEMCPY_HOST_TO_DEVICE, hs));
+  report("hooks pinned h2d", hrt.memcpy_async(h0, pinned, 16, TFL_MEMCPY_HOST_TO_DEVICE, hs));
+  report("hooks sync d2d 1->0", hrt.memcpy(h0, h1, 16, TFL_MEMCPY_DEVICE_TO_DEVICE));
+  report("hooks host fn", hrt.launch_host_func(hs, [](void*) {}, nullptr));
+  tfl_event he = nullptr, untimed = nullptr;
+  hrt.event_create(&he, 0);
+  hrt.event_create(&untimed, TFL_EVENT_DISABLE_TIMING);
+  fake::g_log.clear();
+  report("hooks wait on a never-recorded event", hrt.stream_wait_event(hs, he));
+  report("hooks query a never-recorded event", hrt.event_query(he));
+  report("hooks elapsed never recorded", hrt.event_elapsed_ms(&ms, he, he));
+  report("hooks elapsed untimed", hrt.event_elapsed_ms(&ms, he, untimed));
+  tfl_stream hs1 = nullptr;
+  hrt.set_device(1);
+  hrt.stream_create(&hs1, 0);
+  hrt.set_device(0);
+  fake::g_log.clear();
+  report("hooks record on a stream of 1", hrt.event_record(he, hs1));
+  report("hooks wait on it", hrt.stream_wait_event(hs, he));
+  report("hooks stream destroy", hrt.stream_destroy(hs));
+  torch_fl::kit::CudaStyleRuntime<FakeHooks>::forget_after_fork();
+  hrt.pointer_info(h0, &pk, &device);
+  std::printf("pointer_info kind %d device %d\n", static_cast<int>(pk), device);
+  report("hooks after fork", hrt.device_count(&n));
   return 0;
 }

@@ -32,6 +32,7 @@
 
 #include <map>
 #include <mutex>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <unordered_set>
@@ -61,6 +62,7 @@ class CudaStyleGraphs {
     Relaxed() {}  // user-provided: a scope object, not an unused variable
   };
   static std::string invalidated_by(const std::string&) { return ""; }
+  static void forget_after_fork() {}
   static constexpr std::nullptr_t capture_begin = nullptr;
   static constexpr std::nullptr_t capture_end = nullptr;
   static constexpr std::nullptr_t instantiate = nullptr;
@@ -123,6 +125,14 @@ class CudaStyleGraphs<Sdk, Rt, true> {
       out += "; the graph capture on " + Rt::device_text(capture.device) + " is now invalidated";
     }
     return out;
+  }
+
+  // A forked child has none of the parent's captures or graphs (cuda_style_runtime.h's
+  // forget_after_fork).
+  static void forget_after_fork() {
+    new (&mu_) std::mutex();
+    new (&captures_) std::map<tfl_stream_st*, Capture>();
+    new (&graphs_) std::unordered_set<tfl_graph_st*>();
   }
 
   static tfl_status capture_begin(tfl_stream stream, int mode) {

@@ -17,7 +17,8 @@
 //    device and the SDK's status string: a copy never reports success while
 //    moving nothing; only an allocation's start is freed;
 //  - host functions run from one watcher thread, in launch order, once an
-//    event recorded on the stream completed.
+//    event recorded on the stream completed (or through the SDK's stream
+//    callback, for a dialect declaring kStreamCallbacks).
 //
 // The dialect (a struct of static members; see packages/torch_fl_gcu's):
 //   using Error, Stream, Event (Stream and Event pointer handles), MemcpyKind;
@@ -42,10 +43,14 @@
 //   event_record(Event, Stream), event_synchronize(Event), event_query(Event),
 //   event_elapsed_time(float*, Event, Event).
 // A dialect whose SDK has CUDA's stream capture declares it too (kGraphs; cuda_style_graphs.h
-// lists what): the table then records device graphs.
+// lists what): the table then records device graphs. An SDK that differs from CUDA's rules in a
+// few places (CANN's aclrt) declares the optional members of cuda_style_hooks.h.
 // TFL_KIT_SDK_CALL(field, fn) writes a call that forwards to fn as it is.
+// A call made of several SDK calls may name the one that failed: its `<call>_name` is then a
+// thread_local variable the function sets.
 #pragma once
 
+#include <torch_fl/kit/cuda_style_hooks.h>
 #include <torch_fl/kit/runtime_allocations.h>
 #include <torch_fl/kit/runtime_copies.h>
 #include <torch_fl/kit/runtime_default_streams.h>
@@ -55,10 +60,12 @@
 #include <torch_fl/kit/runtime_table.h>
 #include <torch_fl/runtime.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <string>
 #include <type_traits>
 
@@ -72,6 +79,8 @@ struct tfl_event_st {
   void* event;
   int device;
   uint32_t flags;
+  bool recorded = false;  // kTracksEvents: the runtime's view of it (guarded by mu)
+  std::mutex mu;
 };
 
 // After the handles it uses.
@@ -118,22 +127,38 @@ class CudaStyleRuntime {
     return owner >= 0 ? " (" + device_text(owner) + ")" : " (host)";
   }
 
-  // Records "<call>(...) on <device> N failed: <status string> (<type> <n>)[; detail]".
+  // Records "<call>(...) on <device> N failed: <status string> (<type> <n>)[; detail]" (or the
+  // dialect's failure_text).
   static tfl_status fail_sdk(const char* call, int device, Error e,
                              const std::string& detail = "") {
-    Sdk::clear_error();  // the SDK's sticky copy: this one is reported
-    char buf[512];
-    std::snprintf(buf, sizeof(buf), "%s(...) on %s %d failed: %s (%s %d)%s%s", call, Sdk::kDevice,
-                  device, Sdk::error_string(e), Sdk::kErrorType, static_cast<int>(e),
-                  detail.empty() ? "" : "; ", detail.c_str());
+    std::string msg;
+    if constexpr (has_failure_text<Sdk>::value) {
+      msg = Sdk::failure_text(call, device, e, detail);
+    } else {
+      Sdk::clear_error();  // the SDK's sticky copy: this one is reported
+      char buf[512];
+      std::snprintf(buf, sizeof(buf), "%s(...) on %s %d failed: %s (%s %d)%s%s", call, Sdk::kDevice,
+                    device, Sdk::error_string(e), Sdk::kErrorType, static_cast<int>(e),
+                    detail.empty() ? "" : "; ", detail.c_str());
+      msg = buf;
+    }
     const tfl_status status = Sdk::to_status(e);
-    if (status == TFL_ERROR_CAPTURE) return fail(status, buf + Graphs::invalidated_by(buf));
-    return fail(status, buf);
+    if (status == TFL_ERROR_CAPTURE) msg += Graphs::invalidated_by(msg);
+    return fail(status, std::move(msg));
   }
 
-  static int current_device() {
-    int d = 0;
-    return Sdk::get_device(&d) == Sdk::kSuccess ? d : -1;
+  // The calling thread's device; a failure is reported.
+  static tfl_status current(int* device) {
+    int d = -1;
+    const Error e = Sdk::get_device(&d);
+    if (e != Sdk::kSuccess) return fail_sdk(Sdk::get_device_name, -1, e);
+    *device = d;
+    return TFL_OK;
+  }
+
+  static tfl_status no_device(int device) {
+    return fail(TFL_ERROR_INVALID_DEVICE,
+                std::string(Sdk::kRuntime) + " runtime: no " + device_text(device));
   }
 
   // Makes `device` current for the scope (the SDK acts on the current device).
@@ -166,6 +191,12 @@ class CudaStyleRuntime {
     if (_e != Sdk::kSuccess) return fail_sdk(Sdk::call##_name, (device), _e, ##__VA_ARGS__); \
   } while (0)
 
+#define TFL_KIT_READY() \
+  if (tfl_status _ready = ready()) return _ready
+#define TFL_KIT_CURRENT(var) \
+  int var = -1;              \
+  if (tfl_status _current = current(&var)) return _current
+
   static std::string bytes_text(size_t n) { return std::to_string(n) + " bytes"; }
   static std::string peer_text(int src, int dst, size_t n) {
     return device_text(src) + " -> " + device_text(dst) + ", " + bytes_text(n);
@@ -173,6 +204,8 @@ class CudaStyleRuntime {
 
   // ---- state: every device and pinned allocation goes through this runtime ----
   static inline AllocationRegistry allocations_;
+  static inline std::mutex init_mutex_;
+  static inline std::atomic<bool> initialised_{false};
   static inline int count_ = -1;
   static inline DefaultStreams<tfl_stream_st> default_;  // made with their device current
   // Leaked: the watcher thread outlives static destructors.
@@ -180,11 +213,31 @@ class CudaStyleRuntime {
 
   static int owner_of(const void* p) { return allocations_.owner_of(p); }
 
-  static tfl_status default_stream(int device, tfl_stream_st** out) {
-    if (!default_.has_device(device)) {
-      return fail(TFL_ERROR_INVALID_DEVICE,
-                  std::string(Sdk::kRuntime) + " runtime: no " + device_text(device));
+  // A dialect with init(): the SDK initialised before any call.
+  static tfl_status ready() {
+    if constexpr (has_init<Sdk>::value) {
+      if (!initialised_.load(std::memory_order_acquire)) return rt_init();
     }
+    return TFL_OK;
+  }
+
+  // kChecksArguments: [p, p + n) stays inside p's device allocation, if it is in one.
+  static tfl_status check_range(const char* what, const void* p, size_t n) {
+    if constexpr (has_kChecksArguments<Sdk>::value) {
+      Allocation a;
+      if (allocations_.device_allocation(p, &a) && a.offset(p) + n > a.size) {
+        return fail(TFL_ERROR_INVALID_VALUE,
+                    std::string(Sdk::kRuntime) + " runtime: " + what + " " + pointer_text(p) +
+                        ": " + bytes_text(n) + " at offset " + std::to_string(a.offset(p)) +
+                        " overrun its allocation of " + bytes_text(a.size) + " on " +
+                        device_text(a.device));
+      }
+    }
+    return TFL_OK;
+  }
+
+  static tfl_status default_stream(int device, tfl_stream_st** out) {
+    if (!default_.has_device(device)) return no_device(device);
     return default_.get(device, out, [](int device, tfl_stream_st** made) {
       TFL_KIT_ENTER(device);
       Stream s = nullptr;
@@ -200,19 +253,28 @@ class CudaStyleRuntime {
       *out = s;
       return TFL_OK;
     }
-    return default_stream(current_device(), out);
+    TFL_KIT_CURRENT(device);
+    return default_stream(device, out);
   }
 
   // Which device a copy runs on (the one owning the pointer that decides) and
   // the refusal when the kind does not fit the pointers.
-  static tfl_status copy_device(void* dst, const void* src, tfl_memcpy_kind kind, int* device,
-                                int* other) {
+  static tfl_status copy_device(void* dst, const void* src, size_t n, tfl_memcpy_kind kind,
+                                int* device, int* other) {
+    if constexpr (has_kChecksArguments<Sdk>::value) {
+      if (kind < TFL_MEMCPY_HOST_TO_HOST || kind > TFL_MEMCPY_DEVICE_TO_DEVICE) {
+        return fail(TFL_ERROR_INVALID_VALUE, std::string(Sdk::kRuntime) +
+                                                 " runtime: unknown memcpy kind " +
+                                                 std::to_string(static_cast<int>(kind)));
+      }
+    }
     const int d = owner_of(dst), s = owner_of(src);
     CopyRoute route;
     if (copy_route(kind, d, s, &route)) {
       *device = route.device;
       *other = route.other;
-      return TFL_OK;
+      if (tfl_status st = check_range("memcpy dst", dst, n)) return st;
+      return check_range("memcpy src", src, n);
     }
     return fail(TFL_ERROR_INVALID_MEMCPY_KIND,
                 std::string(Sdk::kRuntime) + " runtime: memcpy kind " + memcpy_kind_name(kind) +
@@ -228,9 +290,12 @@ class CudaStyleRuntime {
   // ======================= the table's functions =======================
 
   static tfl_status rt_init() {
-    static std::mutex m;
-    std::lock_guard<std::mutex> lock(m);
+    std::lock_guard<std::mutex> lock(init_mutex_);
     if (count_ >= 0) return TFL_OK;
+    if constexpr (has_init<Sdk>::value) {
+      const Error e = Sdk::init();
+      if (e != Sdk::kSuccess) return fail_sdk(Sdk::init_name, -1, e);
+    }
     int n = 0;
     const Error e = Sdk::get_device_count(&n);
     if (e == Sdk::kNoDevice) {
@@ -240,6 +305,7 @@ class CudaStyleRuntime {
     }
     default_.reset(n);
     count_ = n;
+    initialised_.store(true, std::memory_order_release);
     return TFL_OK;
   }
 
@@ -255,34 +321,49 @@ class CudaStyleRuntime {
 
   static tfl_status rt_get_device(int* device) {
     if (!device) return fail(TFL_ERROR_INVALID_VALUE, "get_device: NULL out-parameter");
+    TFL_KIT_READY();
     TFL_KIT_CHECK(-1, get_device, (device));
     return TFL_OK;
   }
 
   static tfl_status rt_set_device(int device) {
+    TFL_KIT_READY();
+    if constexpr (has_kChecksArguments<Sdk>::value) {
+      if (tfl_status s = rt_init()) return s;
+      if (device < 0 || device >= count_) return no_device(device);
+    }
     TFL_KIT_CHECK(device, set_device, (device));
     return TFL_OK;
   }
 
   static tfl_status rt_device_synchronize() {
-    const int device = current_device();
+    TFL_KIT_READY();
+    TFL_KIT_CURRENT(device);
     TFL_KIT_CHECK(device, device_synchronize, ());
     return TFL_OK;
   }
 
   static tfl_status rt_mem_get_info(size_t* free_bytes, size_t* total_bytes) {
-    const int device = current_device();
+    if constexpr (has_kChecksArguments<Sdk>::value) {
+      if (!free_bytes || !total_bytes) {
+        return fail(TFL_ERROR_INVALID_VALUE, "mem_get_info: NULL out-parameter");
+      }
+    }
+    TFL_KIT_READY();
+    TFL_KIT_CURRENT(device);
     TFL_KIT_CHECK(device, mem_get_info, (free_bytes, total_bytes));
     return TFL_OK;
   }
 
   static tfl_status rt_device_name(int device, char* buf, size_t len) {
     if (!buf || len == 0) return fail(TFL_ERROR_INVALID_VALUE, "device_name: empty buffer");
-    if (device < 0 || device >= count_) {
-      return fail(TFL_ERROR_INVALID_DEVICE,
-                  std::string(Sdk::kRuntime) + " runtime: no " + device_text(device));
+    TFL_KIT_READY();
+    if (device < 0 || device >= count_) return no_device(device);
+    if constexpr (has_device_name<Sdk>::value) {
+      Sdk::device_name(device, buf, len);
+    } else {
+      std::snprintf(buf, len, Sdk::kDeviceName, device);
     }
-    std::snprintf(buf, len, Sdk::kDeviceName, device);
     return TFL_OK;
   }
 
@@ -292,7 +373,8 @@ class CudaStyleRuntime {
       *ptr = nullptr;
       return TFL_OK;
     }
-    const int device = current_device();
+    TFL_KIT_READY();
+    TFL_KIT_CURRENT(device);
     void* p = nullptr;
     typename Graphs::Relaxed relaxed;  // allocation stays allowed while capturing
     TFL_KIT_CHECK(device, malloc, (&p, size), bytes_text(size));
@@ -303,6 +385,7 @@ class CudaStyleRuntime {
 
   static tfl_status rt_free(void* ptr) {
     if (!ptr) return TFL_OK;
+    TFL_KIT_READY();
     Allocation a;
     if (!allocations_.device_start(ptr, &a)) {
       // Only an allocation's start is freed: freeing an inside pointer would
@@ -328,6 +411,7 @@ class CudaStyleRuntime {
       *ptr = nullptr;
       return TFL_OK;
     }
+    TFL_KIT_READY();
     void* p = nullptr;
     TFL_KIT_CHECK(-1, host_malloc, (&p, size), bytes_text(size));
     allocations_.add_host(p, size);
@@ -337,6 +421,7 @@ class CudaStyleRuntime {
 
   static tfl_status rt_host_free(void* ptr) {
     if (!ptr) return TFL_OK;
+    TFL_KIT_READY();
     if (!allocations_.host_start(ptr)) {
       return fail(TFL_ERROR_INVALID_POINTER, std::string(Sdk::kRuntime) +
                                                  " runtime: host_free of " + pointer_text(ptr) +
@@ -354,8 +439,22 @@ class CudaStyleRuntime {
     return TFL_OK;
   }
 
+  // Drains `device`'s default stream (what a synchronous copy is ordered after).
+  static tfl_status drain_default(int device) {
+    tfl_stream_st* ds = nullptr;
+    if (tfl_status s = default_stream(device, &ds)) return s;
+    TFL_KIT_ENTER(device);
+    TFL_KIT_CHECK(device, stream_synchronize, (sdk(ds)));
+    return TFL_OK;
+  }
+
   // Cross-device bytes, synchronously: the peer copy with the source current.
   static tfl_status peer_sync(void* dst, int ddev, const void* src, int sdev, size_t n) {
+    if constexpr (has_kUnorderedSyncCopies<Sdk>::value) {
+      for (int d : {sdev, ddev}) {
+        if (tfl_status s = drain_default(d)) return s;
+      }
+    }
     TFL_KIT_ENTER(sdev);
     TFL_KIT_CHECK(sdev, memcpy_peer, (dst, ddev, src, sdev, n), peer_text(sdev, ddev, n));
     return TFL_OK;
@@ -363,8 +462,9 @@ class CudaStyleRuntime {
 
   static tfl_status rt_memcpy(void* dst, const void* src, size_t n, tfl_memcpy_kind kind) {
     if (n == 0) return TFL_OK;
+    TFL_KIT_READY();
     int device = -1, other = -1;
-    if (tfl_status s = copy_device(dst, src, kind, &device, &other)) return s;
+    if (tfl_status s = copy_device(dst, src, n, kind, &device, &other)) return s;
     if (kind == TFL_MEMCPY_HOST_TO_HOST) {
       std::memmove(dst, src, n);
       return TFL_OK;
@@ -374,9 +474,7 @@ class CudaStyleRuntime {
     }
     TFL_KIT_ENTER(device);
     // "after the current device's default stream work": ordered behind it first.
-    tfl_stream_st* ds = nullptr;
-    if (tfl_status s = default_stream(device, &ds)) return s;
-    TFL_KIT_CHECK(device, stream_synchronize, (sdk(ds)));
+    if (tfl_status s = drain_default(device)) return s;
     TFL_KIT_CHECK(device, memcpy, (dst, src, n, sdk_kind(kind)),
                   std::string(memcpy_kind_name(kind)) + ", " + bytes_text(n));
     return TFL_OK;
@@ -385,8 +483,9 @@ class CudaStyleRuntime {
   static tfl_status rt_memcpy_async(void* dst, const void* src, size_t n, tfl_memcpy_kind kind,
                                     tfl_stream stream) {
     if (n == 0) return TFL_OK;
+    TFL_KIT_READY();
     int device = -1, other = -1;
-    if (tfl_status s = copy_device(dst, src, kind, &device, &other)) return s;
+    if (tfl_status s = copy_device(dst, src, n, kind, &device, &other)) return s;
     if (kind == TFL_MEMCPY_HOST_TO_HOST) {
       tfl_stream_st* st = nullptr;
       if (tfl_status s = resolve(stream, &st)) return s;
@@ -407,11 +506,24 @@ class CudaStyleRuntime {
                                                device_text(st->device));
     }
     TFL_KIT_ENTER(device);
-    TFL_KIT_CHECK(device, memcpy_async, (dst, src, n, sdk_kind(kind), sdk(st)),
-                  std::string(memcpy_kind_name(kind)) + ", " + bytes_text(n));
+    const std::string what = std::string(memcpy_kind_name(kind)) + ", " + bytes_text(n);
+    if constexpr (has_kPinnedAsyncCopies<Sdk>::value) {
+      const void* host = kind == TFL_MEMCPY_HOST_TO_DEVICE   ? src
+                         : kind == TFL_MEMCPY_DEVICE_TO_HOST ? static_cast<const void*>(dst)
+                                                             : nullptr;
+      if (host && !allocations_.host_range(host, n)) {
+        // The bytes move now, after the stream's earlier work (what stream order asks of them).
+        // A capturing stream refuses the wait, so such a copy is never recorded.
+        TFL_KIT_CHECK(device, stream_synchronize, (sdk(st)),
+                      what + ", pageable host memory: copied after the stream's work");
+        TFL_KIT_CHECK(device, memcpy, (dst, src, n, sdk_kind(kind)),
+                      what + ", pageable host memory");
+        return TFL_OK;
+      }
+    }
+    TFL_KIT_CHECK(device, memcpy_async, (dst, src, n, sdk_kind(kind), sdk(st)), what);
     return TFL_OK;
   }
-
   // The peer event barrier's SDK steps (stream_after).
   struct Order {
     tfl_status record(tfl_stream_st* signal, Event* ev) const {
@@ -443,6 +555,7 @@ class CudaStyleRuntime {
   static tfl_status rt_memcpy_peer_async(void* dst, int dst_device, const void* src, int src_device,
                                          size_t n, tfl_stream stream) {
     if (n == 0) return TFL_OK;
+    TFL_KIT_READY();
     const int d = owner_of(dst), s = owner_of(src);
     if (d != dst_device || s != src_device) {
       const auto where = [](int owner) {
@@ -454,6 +567,8 @@ class CudaStyleRuntime {
                       device_text(dst_device) + "), src " + pointer_text(src) + " is " + where(s) +
                       " (expected " + device_text(src_device) + ")");
     }
+    if (tfl_status e = check_range("memcpy_peer_async dst", dst, n)) return e;
+    if (tfl_status e = check_range("memcpy_peer_async src", src, n)) return e;
     tfl_stream_st* st = nullptr;
     if (tfl_status e = resolve(stream, &st)) return e;
     if (st->device == src_device) {
@@ -478,12 +593,14 @@ class CudaStyleRuntime {
 
   static tfl_status rt_memset_async(void* ptr, int value, size_t n, tfl_stream stream) {
     if (n == 0) return TFL_OK;
+    TFL_KIT_READY();
     const int device = owner_of(ptr);
     if (device < 0) {
       return fail(TFL_ERROR_INVALID_POINTER, std::string(Sdk::kRuntime) +
                                                  " runtime: memset_async of " + pointer_text(ptr) +
                                                  ", which no " + Sdk::kDevice + " allocated");
     }
+    if (tfl_status s = check_range("memset_async", ptr, n)) return s;
     tfl_stream_st* st = nullptr;
     if (tfl_status s = resolve(stream, &st)) return s;
     if (st->device != device) {
@@ -498,7 +615,8 @@ class CudaStyleRuntime {
 
   static tfl_status rt_stream_create(tfl_stream* stream, int priority) {
     if (!stream) return fail(TFL_ERROR_INVALID_VALUE, "stream_create: NULL out-parameter");
-    const int device = current_device();
+    TFL_KIT_READY();
+    TFL_KIT_CURRENT(device);
     Stream s = nullptr;
     TFL_KIT_CHECK(device, stream_create, (&s, true, priority));
     *stream = new tfl_stream_st{s, device};
@@ -509,8 +627,12 @@ class CudaStyleRuntime {
     if (!stream) {
       return fail(TFL_ERROR_INVALID_HANDLE, "stream_destroy: the default stream is not destroyed");
     }
+    TFL_KIT_READY();
     {
       TFL_KIT_ENTER(stream->device);
+      if constexpr (has_kDrainBeforeStreamDestroy<Sdk>::value) {
+        TFL_KIT_CHECK(stream->device, stream_synchronize, (sdk(stream)));
+      }
       TFL_KIT_CHECK(stream->device, stream_destroy, (sdk(stream)));
     }
     delete stream;
@@ -518,6 +640,7 @@ class CudaStyleRuntime {
   }
 
   static tfl_status rt_stream_synchronize(tfl_stream stream) {
+    TFL_KIT_READY();
     tfl_stream_st* st = nullptr;
     if (tfl_status s = resolve(stream, &st)) return s;
     TFL_KIT_ENTER(st->device);
@@ -526,6 +649,7 @@ class CudaStyleRuntime {
   }
 
   static tfl_status rt_stream_query(tfl_stream stream) {
+    TFL_KIT_READY();
     tfl_stream_st* st = nullptr;
     if (tfl_status s = resolve(stream, &st)) return s;
     TFL_KIT_ENTER(st->device);
@@ -537,19 +661,31 @@ class CudaStyleRuntime {
 
   static tfl_status rt_stream_wait_event(tfl_stream stream, tfl_event event) {
     if (!event) return fail(TFL_ERROR_INVALID_HANDLE, "stream_wait_event: NULL event");
+    TFL_KIT_READY();
     tfl_stream_st* st = nullptr;
     if (tfl_status s = resolve(stream, &st)) return s;
+    std::unique_lock<std::mutex> lock(event->mu, std::defer_lock);
+    if constexpr (has_kTracksEvents<Sdk>::value) {
+      lock.lock();
+      if (!event->recorded) return TFL_OK;  // nothing to wait for
+    }
     TFL_KIT_ENTER(st->device);
     TFL_KIT_CHECK(st->device, stream_wait_event, (sdk(st), sdk(event)));
     return TFL_OK;
   }
 
-  // An event recorded on the stream, waited for by the watcher thread.
+  // An event recorded on the stream, waited for by the watcher thread (kStreamCallbacks: the
+  // SDK's stream callback).
   static tfl_status rt_launch_host_func(tfl_stream stream, tfl_host_fn fn, void* user_data) {
     if (!fn) return fail(TFL_ERROR_INVALID_VALUE, "launch_host_func: NULL function");
+    TFL_KIT_READY();
     tfl_stream_st* st = nullptr;
     if (tfl_status s = resolve(stream, &st)) return s;
-    if constexpr (has_graphs<Sdk>::value) {
+    if constexpr (has_kStreamCallbacks<Sdk>::value) {
+      TFL_KIT_ENTER(st->device);
+      TFL_KIT_CHECK(st->device, launch_host_func, (sdk(st), fn, user_data));
+      return TFL_OK;
+    } else if constexpr (has_graphs<Sdk>::value) {
       bool captured = false;
       if (tfl_status s = Graphs::capturing(st, &captured)) return s;
       if (captured) return Graphs::capture_host_func(st, fn, user_data);
@@ -572,15 +708,17 @@ class CudaStyleRuntime {
     if (flags & ~static_cast<uint32_t>(TFL_EVENT_DISABLE_TIMING)) {
       return fail(TFL_ERROR_INVALID_VALUE, "event_create: unknown flags " + std::to_string(flags));
     }
-    const int device = current_device();
+    TFL_KIT_READY();
+    TFL_KIT_CURRENT(device);
     Event e = nullptr;
     TFL_KIT_CHECK(device, event_create, (&e, (flags & TFL_EVENT_DISABLE_TIMING) == 0));
-    *event = new tfl_event_st{e, device, flags};
+    *event = new tfl_event_st{e, device, flags, false, {}};
     return TFL_OK;
   }
 
   static tfl_status rt_event_destroy(tfl_event event) {
     if (!event) return fail(TFL_ERROR_INVALID_HANDLE, "event_destroy: NULL event");
+    TFL_KIT_READY();
     {
       TFL_KIT_ENTER(event->device);
       TFL_KIT_CHECK(event->device, event_destroy, (sdk(event)));
@@ -591,16 +729,44 @@ class CudaStyleRuntime {
 
   static tfl_status rt_event_record(tfl_event event, tfl_stream stream) {
     if (!event) return fail(TFL_ERROR_INVALID_HANDLE, "event_record: NULL event");
+    TFL_KIT_READY();
     tfl_stream_st* st = nullptr;
     if (tfl_status s = resolve(stream, &st)) return s;
+    std::lock_guard<std::mutex> lock(event->mu);
+    if constexpr (has_kTracksEvents<Sdk>::value) {
+      if (event->device != st->device) {
+        // The SDK keeps an event in its device's context: re-created on the stream's device (a
+        // record replaces whatever the event held anyway).
+        Event fresh = nullptr;
+        {
+          TFL_KIT_ENTER(st->device);
+          TFL_KIT_CHECK(st->device, event_create,
+                        (&fresh, (event->flags & TFL_EVENT_DISABLE_TIMING) == 0));
+        }
+        {
+          DeviceScope old(event->device);
+          (void)Sdk::event_destroy(sdk(event));
+        }
+        event->event = fresh;
+        event->device = st->device;
+        event->recorded = false;
+      }
+    }
     TFL_KIT_ENTER(st->device);
     TFL_KIT_CHECK(st->device, event_record, (sdk(event), sdk(st)));
     event->device = st->device;
+    event->recorded = true;
     return TFL_OK;
   }
 
   static tfl_status rt_event_synchronize(tfl_event event) {
     if (!event) return fail(TFL_ERROR_INVALID_HANDLE, "event_synchronize: NULL event");
+    TFL_KIT_READY();
+    std::unique_lock<std::mutex> lock(event->mu, std::defer_lock);
+    if constexpr (has_kTracksEvents<Sdk>::value) {
+      lock.lock();
+      if (!event->recorded) return TFL_OK;  // nothing pending, as with CUDA
+    }
     TFL_KIT_ENTER(event->device);
     TFL_KIT_CHECK(event->device, event_synchronize, (sdk(event)));
     return TFL_OK;
@@ -608,6 +774,12 @@ class CudaStyleRuntime {
 
   static tfl_status rt_event_query(tfl_event event) {
     if (!event) return fail(TFL_ERROR_INVALID_HANDLE, "event_query: NULL event");
+    TFL_KIT_READY();
+    std::unique_lock<std::mutex> lock(event->mu, std::defer_lock);
+    if constexpr (has_kTracksEvents<Sdk>::value) {
+      lock.lock();
+      if (!event->recorded) return TFL_OK;  // nothing pending, as with CUDA
+    }
     TFL_KIT_ENTER(event->device);
     const Error e = Sdk::event_query(sdk(event));
     if (e == Sdk::kNotReady) return TFL_ERROR_NOT_READY;
@@ -618,6 +790,31 @@ class CudaStyleRuntime {
   static tfl_status rt_event_elapsed_ms(float* ms, tfl_event start, tfl_event end) {
     if (!ms || !start || !end) {
       return fail(TFL_ERROR_INVALID_VALUE, "event_elapsed_ms: NULL argument");
+    }
+    TFL_KIT_READY();
+    std::unique_lock<std::mutex> l1(start->mu, std::defer_lock);
+    std::unique_lock<std::mutex> l2(end->mu, std::defer_lock);
+    if constexpr (has_kTracksEvents<Sdk>::value) {
+      if ((start->flags | end->flags) & TFL_EVENT_DISABLE_TIMING) {
+        return fail(TFL_ERROR_INVALID_VALUE,
+                    "event_elapsed_ms: an event was created without timing");
+      }
+      if (start == end) {
+        l1.lock();
+      } else {
+        std::lock(l1, l2);
+      }
+      if (!start->recorded || !end->recorded) {
+        return fail(TFL_ERROR_INVALID_VALUE, "event_elapsed_ms: an event was never recorded");
+      }
+      for (tfl_event_st* ev : {start, end}) {
+        TFL_KIT_ENTER(ev->device);
+        const Error q = Sdk::event_query(sdk(ev));
+        if (q == Sdk::kNotReady) {
+          return fail(TFL_ERROR_NOT_READY, "event_elapsed_ms: an event has not completed yet");
+        }
+        if (q != Sdk::kSuccess) return fail_sdk(Sdk::event_query_name, ev->device, q);
+      }
     }
     TFL_KIT_ENTER(end->device);
     const Error e = Sdk::event_elapsed_time(ms, sdk(start), sdk(end));
@@ -653,6 +850,18 @@ class CudaStyleRuntime {
     if (count) *count = 0;
     if (msg && len) msg[0] = '\0';
     if (!count) return fail(TFL_ERROR_INVALID_VALUE, "probe: NULL out-parameter");
+    if constexpr (has_init<Sdk>::value) {
+      // The SDK's initialisation first: the count, or why there is none.
+      if (tfl_status s = rt_init()) {
+        if (msg && len) std::snprintf(msg, len, "%s", last_error());
+        return s;
+      }
+      *count = count_;
+      if (count_ == 0 && msg && len) {
+        std::snprintf(msg, len, "%s reports no %s", Sdk::get_device_count_name, Sdk::kDevice);
+      }
+      return TFL_OK;
+    }
     int n = 0;
     const Error e = Sdk::get_device_count(&n);
     if (e == Sdk::kSuccess) {
@@ -679,6 +888,24 @@ class CudaStyleRuntime {
 
 #undef TFL_KIT_ENTER
 #undef TFL_KIT_CHECK
+#undef TFL_KIT_READY
+#undef TFL_KIT_CURRENT
+
+ public:
+  // For a dialect whose SDK starts a forked child uninitialised (from its pthread_atfork child
+  // handler): the child forgets the parent's devices, streams, allocations, graphs and host
+  // function thread and initialises afresh on first use. Locks a thread that did not fork may
+  // hold are re-made, not waited for; the parent's objects are abandoned, never destroyed.
+  static void forget_after_fork() {
+    new (&init_mutex_) std::mutex();
+    count_ = -1;
+    initialised_.store(false);
+    new (&default_) DefaultStreams<tfl_stream_st>();
+    new (&allocations_) AllocationRegistry();
+    host_functions_ = new HostFunctionThread();
+    Graphs::forget_after_fork();
+    thread_error().clear();
+  }
 };
 
 }  // namespace torch_fl::kit
