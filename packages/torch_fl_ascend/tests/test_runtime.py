@@ -537,7 +537,7 @@ def test_peer_copies_between_npus_0_and_1(two: Runtime, emu: Emulator) -> None:
     assert emu.calls("aclrtDeviceEnablePeerAccess") == after_first, "enabled once"
 
     assert rt.t.memcpy_peer_async(a, 1, b, 1, 32, None) == INVALID_POINTER  # a is on NPU 0
-    assert "expected NPU 1" in rt.error()
+    assert "expected Ascend NPU 1" in rt.error()
     assert rt.t.memcpy_peer_async(a, 0, b, 1, 33, None) == INVALID_VALUE
     assert rt.read(a, 32) == b"asyn" * 8
 
@@ -552,7 +552,7 @@ def test_device_pointer_on_a_stream_of_another_device_is_refused(two: Runtime) -
     rt = two
     b = on_device(rt, 1, lambda: rt.malloc(8))
     assert rt.t.memset_async(b, 0, 8, None) == INVALID_VALUE  # NULL: device 0's stream
-    assert "NPU 1 pointer on a stream of NPU 0" in rt.error()
+    assert "Ascend NPU 1 pointer on a stream of Ascend NPU 0" in rt.error()
     host = rt.host_malloc(8)
     assert rt.t.memcpy_async(host, b, 8, D2H, None) == INVALID_VALUE
     rt.check(rt.t.memcpy(host, b, 8, D2H))  # synchronous copies pick the owner's device
@@ -1153,7 +1153,7 @@ def test_three_small_npus_in_subprocess(emu: Emulator) -> None:
 def test_no_npu_in_subprocess(emu: Emulator) -> None:
     out = _run_child("child_no_npu", ASCEND_EMU_DEVICES="0")
     assert out["probe"] == 0 and out["probe_count"] == 0
-    assert out["probe_message"] == "aclrtGetDeviceCount reports no NPU"
+    assert out["probe_message"] == "aclrtGetDeviceCount reports no Ascend NPU"
     assert out["count"] == 0
     assert out["set_device"] == INVALID_DEVICE
     assert out["malloc"] != OK and "aclrtSetDevice" in out["malloc_error"]

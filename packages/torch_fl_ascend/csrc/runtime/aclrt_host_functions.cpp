@@ -7,11 +7,8 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <new>
 #include <thread>
-
-#include "aclrt_device.h"
-#include "aclrt_errors.h"
-#include "aclrt_fork.h"
 
 namespace tfl_aclrt {
 
@@ -33,6 +30,10 @@ struct Reporter {
 std::mutex g_reporter_mutex;
 std::map<int, Reporter*> g_reporters;
 std::atomic<bool> g_stop_reporters{false};
+
+// Streams subscribed to a report thread (by the thread's id), up to their destruction.
+std::mutex g_subscribed_mutex;
+std::map<aclrtStream, uint64_t> g_subscribed;
 
 void reporter_main(int device, Reporter* r) {
   // Callbacks run in the context of the stream's device.
@@ -65,9 +66,8 @@ void stop_reporters() {
   }
 }
 
-}  // namespace
-
-tfl_status reporter_for(int device, uint64_t* thread_id) {
+// The report thread of `device`, started on first use.
+aclError reporter_for(int device, uint64_t* thread_id, const char** call) {
   std::lock_guard<std::mutex> lock(g_reporter_mutex);
   Reporter*& r = g_reporters[device];
   if (!r) {
@@ -78,37 +78,48 @@ tfl_status reporter_for(int device, uint64_t* thread_id) {
     while (!r->started.load(std::memory_order_acquire)) std::this_thread::yield();
   }
   if (r->setup_status != ACL_SUCCESS) {
-    return fail_acl("aclrtSetDevice", device, r->setup_status,
-                    "on the host-function report thread");
+    *call = "aclrtSetDevice";  // on the report thread
+    return r->setup_status;
   }
   *thread_id = r->thread_id.load(std::memory_order_acquire);
-  return TFL_OK;
+  return ACL_SUCCESS;
 }
 
-tfl_status subscribe(tfl_stream_st* st) {
-  std::lock_guard<std::mutex> lock(st->subscribe_mutex);
-  if (st->subscribed) return TFL_OK;
-  uint64_t tid = 0;
-  if (tfl_status s = reporter_for(st->device, &tid)) return s;
-  ENTER_DEVICE(st->device);
-  ACL_CHECK(st->device, aclrtSubscribeReport(tid, st->stream));
-  st->subscribed = true;
-  return TFL_OK;
+}  // namespace
+
+aclError launch_callback(aclrtStream stream, aclrtCallback fn, void* user_data, const char** call) {
+  {
+    std::lock_guard<std::mutex> lock(g_subscribed_mutex);
+    if (!g_subscribed.count(stream)) {
+      *call = "aclrtGetDevice";
+      int32_t device = -1;
+      if (aclError e = aclrtGetDevice(&device)) return e;
+      uint64_t tid = 0;
+      if (aclError e = reporter_for(device, &tid, call)) return e;
+      *call = "aclrtSubscribeReport";
+      if (aclError e = aclrtSubscribeReport(tid, stream)) return e;
+      g_subscribed[stream] = tid;
+    }
+  }
+  *call = "aclrtLaunchCallback";
+  return aclrtLaunchCallback(fn, user_data, ACL_CALLBACK_BLOCK, stream);
 }
 
-tfl_status rt_launch_host_func(tfl_stream stream, tfl_host_fn fn, void* user_data) {
-  if (!fn) return fail(TFL_ERROR_INVALID_VALUE, "launch_host_func: NULL function");
-  READY();
-  RESOLVE(st, stream);
-  if (tfl_status s = subscribe(st)) return s;
-  ENTER_DEVICE(st->device);
-  ACL_CHECK(st->device, aclrtLaunchCallback(fn, user_data, ACL_CALLBACK_BLOCK, st->stream));
-  return TFL_OK;
+aclError unsubscribe(aclrtStream stream, const char** call) {
+  std::lock_guard<std::mutex> lock(g_subscribed_mutex);
+  auto it = g_subscribed.find(stream);
+  if (it == g_subscribed.end()) return ACL_SUCCESS;
+  *call = "aclrtUnSubscribeReport";
+  if (aclError e = aclrtUnSubscribeReport(it->second, stream)) return e;
+  g_subscribed.erase(it);
+  return ACL_SUCCESS;
 }
 
 void forget_reporters_after_fork() {
-  remake(g_reporter_mutex);
+  new (&g_reporter_mutex) std::mutex();
   new (&g_reporters) std::map<int, Reporter*>();
+  new (&g_subscribed_mutex) std::mutex();
+  new (&g_subscribed) std::map<aclrtStream, uint64_t>();
   g_stop_reporters.store(false);
 }
 

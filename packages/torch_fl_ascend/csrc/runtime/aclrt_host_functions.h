@@ -1,23 +1,19 @@
-// launch_host_func: aclrtLaunchCallback(ACL_CALLBACK_BLOCK) runs fn on a thread subscribed to
-// the stream (aclrtSubscribeReport) that serves aclrtProcessReport; BLOCK holds later work on
-// the stream until fn returned, the ordering runtime.h asks for.
+// Host functions: aclrtLaunchCallback(ACL_CALLBACK_BLOCK) runs fn on a thread subscribed to the
+// stream (aclrtSubscribeReport) that serves aclrtProcessReport; BLOCK holds later work on the
+// stream until fn returned.
 #pragma once
 
-#include <torch_fl/runtime.h>
-
-#include <cstdint>
-
-#include "aclrt_stream.h"
+#include <acl/acl.h>
 
 namespace tfl_aclrt {
 
-// The report thread of `device` (started on first use).
-tfl_status reporter_for(int device, uint64_t* thread_id);
-// Subscribes `st` to its device's report thread, once.
-tfl_status subscribe(tfl_stream_st* st);
+// fn(user_data) on `stream` (of the current NPU), the stream subscribed to its NPU's report
+// thread first. On failure *call names the CANN call that failed.
+aclError launch_callback(aclrtStream stream, aclrtCallback fn, void* user_data, const char** call);
+// Ends the stream's subscription, if it has one (before aclrtDestroyStream; current NPU).
+aclError unsubscribe(aclrtStream stream, const char** call);
 
-tfl_status rt_launch_host_func(tfl_stream stream, tfl_host_fn fn, void* user_data);
-
+// A forked child has none of the parent's report threads.
 void forget_reporters_after_fork();
 
 }  // namespace tfl_aclrt
