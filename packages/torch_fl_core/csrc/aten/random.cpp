@@ -18,7 +18,10 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
   const double scale = keep == 0 ? 0. : 1. / keep;
   at::Tensor mask = at::empty_like(input).bernoulli_(keep);
   at::Tensor output = input * mask * scale;
-  return {output, mask.to(at::kBool)};
+  // A comparison, not a dtype-converting copy: every vendor computes it on the device, and it
+  // records into a device graph (a converting copy is staged on the host where memory is not
+  // host-addressable).
+  return {output, mask.ne(0)};
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("native_dropout", TORCH_FN(native_dropout)); }

@@ -166,6 +166,7 @@ void DeviceGraph::reset() {
   }
   host_work_.clear();
   before_launch_.clear();
+  rng_draws_.reset();
   instantiated_ = false;
   if (pool_ != 0) {
     release_graph_pool(device_, pool_);
@@ -182,6 +183,12 @@ void DeviceGraph::record(std::function<void()> work, std::function<void()> befor
   TFL_CALL(device_, launch_host_func, native_stream(*stream_), &HostWork::run, host.get());
   host_work_.push_back(std::move(host));
   if (before_launch) before_launch_.push_back(std::move(before_launch));
+}
+
+void DeviceGraph::before_each_launch(std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(record_mutex_);
+  TORCH_INTERNAL_ASSERT(capturing_);
+  before_launch_.push_back(std::move(fn));
 }
 
 }  // namespace torch_fl

@@ -49,6 +49,8 @@ class DeviceGraph final : public CaptureSink {
 
   c10::Stream stream() const override { return *stream_; }
   void record(std::function<void()> work, std::function<void()> before_launch) override;
+  void before_each_launch(std::function<void()> fn) override;
+  std::shared_ptr<void>& rng_draws() override { return rng_draws_; }
 
  private:
   struct HostWork;
@@ -66,6 +68,7 @@ class DeviceGraph final : public CaptureSink {
   // through user_data) and reports a failure at the next replay or reset.
   std::vector<std::shared_ptr<HostWork>> host_work_;
   std::vector<std::function<void()>> before_launch_;
+  std::shared_ptr<void> rng_draws_;
   std::mutex record_mutex_;
   struct Failure {
     std::mutex mutex;

@@ -12,6 +12,7 @@
 #include <c10/core/Stream.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace torch_fl {
@@ -36,6 +37,12 @@ class CaptureSink {
   // launch is queued, in capture order (draws from generators, as CUDA graphs
   // advance their offsets at replay).
   virtual void record(std::function<void()> work, std::function<void()> before_launch) = 0;
+  // Runs `fn` on the replaying thread before each launch, after what earlier
+  // calls gave (a generator refreshing the device words its captured kernels
+  // read their seed and offset from: glue/graph_rng.h).
+  virtual void before_each_launch(std::function<void()> fn) = 0;
+  // What glue/graph_rng.cpp keeps for this capture; dropped with the graph.
+  virtual std::shared_ptr<void>& rng_draws() = 0;
 };
 
 // The seat capture the calling thread's work goes to: the one whose stream is

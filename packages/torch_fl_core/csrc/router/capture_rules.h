@@ -1,10 +1,11 @@
-// What a backend that runs its kernel when it is called (a Python kernel, a
-// vendor's library kernel) may do inside a device-graph capture. A capture
-// records stream work and replays it; what such a kernel decides on the host
-// at the call is decided once, at capture. Two things it cannot get right:
+// What a Python backend's kernel (FlagGems) may do inside a device-graph
+// capture. A capture records stream work and replays it; what such a kernel
+// decides on the host at the call is decided once, at capture. Two things it
+// cannot get right:
 //  - a draw from a generator: the kernel takes the seed and offset as host
 //    values, so every replay would repeat the capture's random numbers (CUDA
-//    graphs avoid this only for kernels that read them from device memory);
+//    graphs avoid this only for kernels that read them from device memory;
+//    a vendor's library kernel does, through torch_fl/philox.h);
 //  - work on host views of the operands (a Python backend with CPU views):
 //    it runs now, not at each replay.
 // Both are refused by name at the call instead of replaying a wrong answer.

@@ -8,7 +8,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "router/capture_rules.h"
 #include "router/producer_order.h"
 
 namespace torch_fl {
@@ -26,7 +25,8 @@ class LibraryBackend final : public Backend {
     auto target = lookup(op);
     TORCH_CHECK(target.has_value(), "flagos backend '", name_, "' has no kernel ", ns_,
                 "::", short_name(op.operator_name()), " for ", full_name(op.operator_name()));
-    check_capturable(op, name_, std::nullopt);
+    // No capture check: a vendor kernel drawing random numbers takes its seed through
+    // torch_fl/philox.h, which gives it device words in a capture or refuses it by name.
     // A native producer: earlier unordered-producer work on the streams of
     // its devices must be done first (router/producer_order.h).
     order_native_producer_for_stack(op, *stack);
