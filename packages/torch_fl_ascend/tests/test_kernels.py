@@ -429,3 +429,51 @@ def test_a_cpu_scalar_operand_is_a_device_fill_not_a_copy(counts):
     assert torch.equal((u.to(DEV) + 300).cpu(), u + 300)
     i = torch.tensor([3, -7], dtype=torch.int8)
     assert torch.equal((i.to(DEV) * 1000).cpu(), i * 1000)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_bernoulli_on_the_dropout_mask_ops(counts, dtype):
+    """bernoulli_(p) from aclnnDropoutGenMaskV2 + DoMask: exactly 0 or 1, share p, seeded runs
+    repeat, consecutive draws differ, strided targets are written in place."""
+    torch.flagos.manual_seed(5)
+    x = torch.empty(3000, device=DEV, dtype=dtype).bernoulli_(0.3)
+    v = x.float().cpu()
+    assert set(v.unique().tolist()) <= {0.0, 1.0}
+    assert abs(v.mean().item() - 0.3) < 0.05
+    torch.flagos.manual_seed(5)
+    again = torch.empty(3000, device=DEV, dtype=dtype).bernoulli_(0.3)
+    assert torch.equal(again.cpu(), x.cpu())
+    assert not torch.equal(torch.empty_like(x).bernoulli_(0.3).cpu(), x.cpu())
+    assert torch.empty(100, device=DEV, dtype=dtype).bernoulli_(1.0).cpu().eq(1).all()
+    assert torch.empty(100, device=DEV, dtype=dtype).bernoulli_(0.0).cpu().eq(0).all()
+    base = torch.full((40, 30), 7.0, device=DEV, dtype=dtype)
+    base[:, ::3].bernoulli_(0.5)
+    cpu = base.cpu()
+    assert cpu[:, 1::3].eq(7).all() and set(cpu[:, ::3].unique().tolist()) <= {0.0, 1.0}
+    assert counts("aten::bernoulli_.float") == {"ascend": 6}
+
+
+def test_bernoulli_float64_goes_to_the_cpu_up_front(counts):
+    x = torch.empty(64, device=DEV, dtype=torch.float64).bernoulli_(0.5)
+    assert set(x.cpu().unique().tolist()) <= {0.0, 1.0}
+    assert counts("aten::bernoulli_.float") == {"cpu": 1}
+
+
+def test_dropout_replays_draw_anew_in_a_graph(ascend):
+    """In a capture the mask reads its seed and offset from device words the graph rewrites
+    before each replay (aclnnDropoutGenMaskV2Tensor): replays differ, and the generator advances
+    as eager calls would."""
+    torch.flagos.manual_seed(3)
+    x = torch.ones(4096, device=DEV)
+    g = torch.flagos.Graph()
+    with torch.flagos.graph(g):
+        y = torch.nn.functional.dropout(x, 0.5)
+    after_capture = torch.flagos.get_rng_state()
+    masks = []
+    for _ in range(3):
+        g.replay()
+        masks.append(y.cpu().ne(0))
+    assert not torch.equal(masks[0], masks[1]) and not torch.equal(masks[1], masks[2])
+    assert all(0.45 < m.float().mean().item() < 0.55 for m in masks)
+    assert set(y.cpu().unique().tolist()) <= {0.0, 2.0}
+    assert not torch.equal(torch.flagos.get_rng_state(), after_capture)

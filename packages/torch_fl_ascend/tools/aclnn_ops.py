@@ -351,6 +351,11 @@ HANDWRITTEN: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         FLOATS,
     ),
     "_amp_update_scale_": (("aclnnAmpUpdateScale",), ("float32",)),
+    # csrc/kernels/random_kernels.cpp: the mask ops, the device-words form for graph captures.
+    "bernoulli_.float": (
+        ("aclnnDropoutGenMaskV2", "aclnnDropoutGenMaskV2Tensor", "aclnnDropoutDoMask"),
+        FLOATS,
+    ),
 }
 
 

@@ -22,6 +22,8 @@
 #include "aclnnop/aclnn_convolution_backward.h"
 #include "aclnnop/aclnn_dropout.h"
 #include "aclnnop/aclnn_dropout_gen_mask.h"
+#include "aclnnop/aclnn_dropout_gen_mask_v2.h"
+#include "aclnnop/aclnn_dropout_gen_mask_v2_tensor.h"
 #include "aclnnop/aclnn_dropout_do_mask.h"
 #include "aclnnop/aclnn_foreach_non_finite_check_and_unscale.h"
 #include "aclnnop/aclnn_amp_update_scale.h"
@@ -382,6 +384,64 @@ OPAPI_EXPORT aclnnStatus aclnnDropoutGenMaskGetWorkspaceSize(const aclIntArray* 
   });
 }
 EMU_LAUNCH(DropoutGenMask)
+
+namespace {
+
+// What both V2 forms check beyond GenMask: the prob dtype, and the mask's size.
+int64_t GenMaskV2Checks(Op& op, const std::vector<int64_t>& shape, double prob,
+                        aclDataType probDataType, const aclTensor* out) {
+  op.require(prob >= 0 && prob <= 1, "prob must lie in [0, 1]");
+  op.require(probDataType == ACL_FLOAT || probDataType == ACL_FLOAT16 || probDataType == ACL_BF16,
+             std::string("probDataType must be FLOAT, FLOAT16 or BFLOAT16, got ") +
+                 emu_nn::DtypeName(probDataType));
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  if (out != nullptr)
+    op.require(Numel(out) == MaskBytes(n), "out must hold align(numel(shape), 128) / 8 = " +
+                                               std::to_string(MaskBytes(n)) + " bytes");
+  return n;
+}
+
+}  // namespace
+
+OPAPI_EXPORT aclnnStatus aclnnDropoutGenMaskV2GetWorkspaceSize(
+    const aclIntArray* shape, double prob, int64_t seed, int64_t offset, aclDataType probDataType,
+    aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** ex) {
+  Op op("aclnnDropoutGenMaskV2");
+  auto sh = op.ints("shape", shape);
+  int o = op.out("out", out, Bit(ACL_UINT8));
+  const int64_t n = GenMaskV2Checks(op, sh, prob, probDataType, out);
+  return op.build(workspaceSize, ex, 0, [=](Ctx& c) {
+    if (c.meta) return;
+    c.t[o].copy_(PackBits(KeepMask(n, prob, seed, offset), c.t[o].numel()).view(c.t[o].sizes()));
+  });
+}
+EMU_LAUNCH(DropoutGenMaskV2)
+
+// The seed and offset live in device tensors (INT64, shape [1]) read when the op runs, so a
+// replayed graph draws with the values written before its launch; `offset` adds to offsetTensor.
+OPAPI_EXPORT aclnnStatus aclnnDropoutGenMaskV2TensorGetWorkspaceSize(
+    const aclIntArray* shape, double prob, const aclTensor* seedTensor,
+    const aclTensor* offsetTensor, int64_t offset, aclDataType probDataType, aclTensor* out,
+    uint64_t* workspaceSize, aclOpExecutor** ex) {
+  Op op("aclnnDropoutGenMaskV2Tensor");
+  auto sh = op.ints("shape", shape);
+  int s = op.in("seedTensor", seedTensor, Bit(ACL_INT64));
+  int f = op.in("offsetTensor", offsetTensor, Bit(ACL_INT64));
+  int o = op.out("out", out, Bit(ACL_UINT8));
+  if (seedTensor != nullptr) op.require(Numel(seedTensor) == 1, "seedTensor must have shape [1]");
+  if (offsetTensor != nullptr)
+    op.require(Numel(offsetTensor) == 1, "offsetTensor must have shape [1]");
+  const int64_t n = GenMaskV2Checks(op, sh, prob, probDataType, out);
+  return op.build(workspaceSize, ex, 0, [=](Ctx& c) {
+    if (c.meta) return;
+    const int64_t seed = c.t[s].reshape({}).item<int64_t>();
+    const int64_t base = c.t[f].reshape({}).item<int64_t>();
+    c.t[o].copy_(
+        PackBits(KeepMask(n, prob, seed, base + offset), c.t[o].numel()).view(c.t[o].sizes()));
+  });
+}
+EMU_LAUNCH(DropoutGenMaskV2Tensor)
 
 OPAPI_EXPORT aclnnStatus aclnnDropoutDoMaskGetWorkspaceSize(const aclTensor* self,
                                                             const aclTensor* mask, double prob,
