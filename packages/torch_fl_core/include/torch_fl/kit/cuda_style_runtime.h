@@ -215,9 +215,7 @@ class CudaStyleRuntime {
 
   // A dialect with init(): the SDK initialised before any call.
   static tfl_status ready() {
-    if constexpr (has_init<Sdk>::value) {
-      if (!initialised_.load(std::memory_order_acquire)) return rt_init();
-    }
+    if constexpr (has_init<Sdk>::value) return rt_init();
     return TFL_OK;
   }
 
@@ -290,6 +288,7 @@ class CudaStyleRuntime {
   // ======================= the table's functions =======================
 
   static tfl_status rt_init() {
+    if (initialised_.load(std::memory_order_acquire)) return TFL_OK;
     std::lock_guard<std::mutex> lock(init_mutex_);
     if (count_ >= 0) return TFL_OK;
     if constexpr (has_init<Sdk>::value) {
