@@ -5,7 +5,9 @@
 // Strategy: the runtime only moves bytes. Anything that is not a byte move
 // (casts, broadcasting, strided layouts, conj/neg bits) is done by ATen's CPU
 // copy_ on either a host staging tensor or, when the runtime's memory is host
-// addressable, on CPU alias views of the device memory itself.
+// addressable, on CPU alias views of the device memory itself; a same-device
+// copy on memory the host cannot address goes to the vendor's copy kernel
+// where it has one (aten/vendor_copy.h).
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
@@ -13,6 +15,7 @@
 #include <torch/library.h>
 
 #include "aten/copy.h"
+#include "aten/vendor_copy.h"
 #include "glue/caching_allocator.h"
 #include "glue/graph_capture.h"
 #include "glue/host_allocator.h"
@@ -124,8 +127,10 @@ void copy_same_device(const Tensor& src, const Tensor& dst) {
     cpu_alias(dst, dst.data_ptr()).copy_(cpu_alias(src, src.data_ptr()));
     return;
   }
-  // Device memory the host cannot touch: stage both spans (dst's too, so bytes
+  // Device memory the host cannot touch: the vendor's copy kernel on the
+  // stream where it has one; else stage both spans (dst's too, so bytes
   // between its elements keep their values), copy on the host, write back.
+  if (vendor_copy(src, dst)) return;
   check_not_capturing("a strided copy on a device the host cannot address (staged on the host)");
   Tensor src_buf, dst_buf;
   Tensor hsrc = host_copy_of_span(src, stream, &src_buf);

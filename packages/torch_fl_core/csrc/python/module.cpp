@@ -35,6 +35,7 @@
 #include "distributed/python_backend_object.h"
 #include "aten/cpu_fallback.h"
 #include "aten/factories.h"
+#include "aten/vendor_copy.h"
 #include "profiler/route_scope.h"
 #include "router/backend.h"
 #include "boxing/call_arguments.h"
@@ -234,6 +235,8 @@ NB_MODULE(_C, m) {
   m.def("_capturing_device", [] { return static_cast<int>(capturing_device()); });
   // Device graphs through the runtime's graph seat: a graph is a handle (an int) here.
   m.def("graphs_recorded", [] { return runtime_records_graphs(); });
+  // Whether the vendor serves same-device casts and strided copies (aten/vendor_copy.h).
+  m.def("vendor_copies", [] { return has_vendor_copy(); });
   m.def("_graph_new", [] {
     auto graph = std::make_unique<DeviceGraph>();
     const int64_t id = ++g_next_graph;

@@ -83,6 +83,15 @@ class LibraryBackend final : public Backend {
   mutable std::unordered_map<std::string, std::optional<c10::OperatorHandle>> cache_;
 };
 
+std::mutex& namespaces_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<std::string>& namespaces() {
+  static auto* v = new std::vector<std::string>();  // leaked: read during exit
+  return *v;
+}
+
 }  // namespace
 
 std::shared_ptr<Backend> make_library_backend(const std::string& name, const std::string& ns) {
@@ -90,7 +99,16 @@ std::shared_ptr<Backend> make_library_backend(const std::string& name, const std
               "flagos: backend name '", name, "' is reserved");
   TORCH_CHECK(!ns.empty() && ns != "aten" && ns.find("::") == std::string::npos,
               "flagos: a library backend needs an operator namespace of its own, got '", ns, "'");
+  {
+    std::lock_guard<std::mutex> lock(namespaces_mutex());
+    namespaces().push_back(ns);
+  }
   return std::make_shared<LibraryBackend>(name, ns);
+}
+
+std::vector<std::string> library_namespaces() {
+  std::lock_guard<std::mutex> lock(namespaces_mutex());
+  return namespaces();
 }
 
 }  // namespace torch_fl

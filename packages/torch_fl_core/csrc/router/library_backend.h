@@ -17,11 +17,16 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "router/backend.h"
 
 namespace torch_fl {
 
 std::shared_ptr<Backend> make_library_backend(const std::string& name, const std::string& ns);
+
+// The operator namespaces of the library backends made so far, in order (where
+// aten/vendor_copy.cpp looks for a vendor's copy kernel).
+std::vector<std::string> library_namespaces();
 
 }  // namespace torch_fl
