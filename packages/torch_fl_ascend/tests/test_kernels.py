@@ -477,3 +477,50 @@ def test_dropout_replays_draw_anew_in_a_graph(ascend):
     assert all(0.45 < m.float().mean().item() < 0.55 for m in masks)
     assert set(y.cpu().unique().tolist()) <= {0.0, 2.0}
     assert not torch.equal(torch.flagos.get_rng_state(), after_capture)
+
+
+def test_casts_and_strided_copies_run_on_aclnn_inplace_copy(emu, ascend):
+    """Same-device copies that are not byte moves go to aclnnInplaceCopy on the stream (core's
+    vendor copy kernel), not through host staging."""
+    import torch_fl
+
+    assert torch_fl._C.vendor_copies()
+    x = torch.arange(24.0).reshape(4, 6)
+    d = x.to(DEV)
+    before = emu.call_count("aclnnInplaceCopy")
+    t = d.t().contiguous()
+    h = d.to(torch.float16)
+    i = d[:, ::2].to(torch.int64)
+    b = d.to(torch.bool)
+    assert emu.call_count("aclnnInplaceCopy") - before == 4
+    assert torch.equal(t.cpu(), x.t().contiguous())
+    assert torch.equal(h.cpu(), x.to(torch.float16))
+    assert torch.equal(i.cpu(), x[:, ::2].to(torch.int64))
+    assert torch.equal(b.cpu(), x.to(torch.bool))
+    # Into a strided destination: the bytes between its elements keep their values.
+    dst = torch.zeros(4, 12, device=DEV)
+    dst[:, ::2].copy_(d)
+    ref = torch.zeros(4, 12)
+    ref[:, ::2] = x
+    assert torch.equal(dst.cpu(), ref)
+
+
+def test_a_dtype_the_copy_kernel_lacks_is_staged_through_the_host(emu, ascend):
+    z = torch.randn(3, 5, dtype=torch.complex64)
+    before = emu.call_count("aclnnInplaceCopy")
+    t = z.to(DEV).t().contiguous()
+    assert torch.equal(t.cpu(), z.t().contiguous())
+    assert emu.call_count("aclnnInplaceCopy") == before
+
+
+def test_a_layout_changing_copy_records_into_a_graph(ascend):
+    d = torch.randn(16, 8, device=DEV)
+    g = torch.flagos.Graph()
+    with torch.flagos.graph(g):
+        t = d.t().contiguous()
+        h = d.to(torch.bfloat16)
+    fresh = torch.randn(16, 8)
+    d.copy_(fresh.to(DEV))
+    g.replay()
+    assert torch.equal(t.cpu(), fresh.t().contiguous())
+    assert torch.equal(h.cpu(), fresh.to(torch.bfloat16))
