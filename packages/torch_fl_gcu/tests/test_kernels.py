@@ -277,3 +277,32 @@ def test_out_and_inplace_write_back_casts_as_pytorch(counts):
     with pytest.raises(RuntimeError, match=r"output with shape \[3, 1\] doesn't match"):
         a[:, :1].clone().add_(a)
     assert counts("aten::add.out").get("gcu", 0) >= 1
+
+
+def test_casts_and_strided_copies_run_on_topsaten_copy(emu, gcu):
+    """Same-device copies that are not byte moves go to topsatenCopy (which honours strides) on
+    the stream, not through host staging; int64, which topsaten does not move, is staged."""
+    import torch_fl
+
+    assert torch_fl._C.vendor_copies()
+    x = torch.arange(24.0).reshape(4, 6)
+    d = x.to(DEV)
+    before = emu.call_count("topsatenCopy")
+    t = d.t().contiguous()
+    h = d.to(torch.bfloat16)
+    i = d[:, ::2].to(torch.int32)
+    b = d.to(torch.bool)
+    dst = torch.zeros(4, 12, device=DEV)
+    dst[:, ::2].copy_(d)
+    assert emu.call_count("topsatenCopy") - before == 5
+    assert torch.equal(t.cpu(), x.t().contiguous())
+    assert torch.equal(h.cpu(), x.to(torch.bfloat16))
+    assert torch.equal(i.cpu(), x[:, ::2].to(torch.int32))
+    assert torch.equal(b.cpu(), x.to(torch.bool))
+    ref = torch.zeros(4, 12)
+    ref[:, ::2] = x
+    assert torch.equal(dst.cpu(), ref)  # the bytes between its elements keep their values
+    before = emu.call_count("topsatenCopy")
+    w = d.to(torch.int64).t().contiguous()
+    assert torch.equal(w.cpu(), x.to(torch.int64).t().contiguous())
+    assert emu.call_count("topsatenCopy") == before

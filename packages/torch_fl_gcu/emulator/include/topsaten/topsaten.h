@@ -179,6 +179,8 @@ topsatenStatus_t topsatenArange(T& out, const S& start, const S& end, const S& s
                                 St stream);
 topsatenStatus_t topsatenFill_(T& self, const S& value, St stream);
 topsatenStatus_t topsatenZero(T& self, St stream);
+// Honours both tensors' strides and converts to self's dtype (no broadcasting, no non_blocking).
+topsatenStatus_t topsatenCopy(T& self, const T& src, bool non_blocking, St stream);
 topsatenStatus_t topsatenMasked_fill(T& out, const T& self, const T& mask, const S& value,
                                      St stream);
 topsatenStatus_t topsatenWhere(T& out, const T& condition, const T& self, const T& other,
