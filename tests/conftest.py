@@ -379,7 +379,12 @@ def simctl(flagos):
 
 
 def allocated(flagos_mod) -> list[int]:
-    """memory_allocated of every device, after a synchronize."""
+    """memory_allocated of every device, after a garbage collection and a synchronize (tensors
+    an earlier test left in reference cycles would otherwise be freed in the middle of a test that
+    compares two snapshots)."""
+    import gc
+
+    gc.collect()
     n = flagos_mod.device_count()
     for i in range(n):
         flagos_mod.synchronize(i)
