@@ -6,7 +6,7 @@
 // partial overlap. It is never a route: copy_ between devices and the host stays core's.
 #include <aclnnop/aclnn_copy.h>
 #include <c10/core/DeviceGuard.h>
-#include <torch/library.h>
+#include <torch_fl/kit/device_copy.h>
 
 #include "aclnn_common.h"
 
@@ -19,11 +19,7 @@ const DtypeSet kCopyDtypes{at::kFloat, at::kHalf,  at::kBFloat16, at::kDouble, a
 
 void copy(const c10::OperatorHandle& op, torch::jit::Stack* s) {
   Call c(op, s, Form::Inplace);
-  at::Tensor self = c.tensor("self");
-  const at::Tensor src = c.tensor("src");
-  TORCH_CHECK(src.device() == self.device() && src.sizes() == self.sizes(), c.name(),
-              " (vendor ascend): the device copy takes two tensors of one NPU and one shape, got ",
-              src.device(), " ", src.sizes(), " into ", self.device(), " ", self.sizes());
+  const auto [self, src] = torch_fl::kit::device_copy_operands(c);
   c.need(kCopyDtypes, self.scalar_type(), "aclnnInplaceCopy");
   c.need(kCopyDtypes, src.scalar_type(), "aclnnInplaceCopy");
   c10::DeviceGuard guard(c.device());
@@ -37,10 +33,4 @@ void copy(const c10::OperatorHandle& op, torch::jit::Stack* s) {
 }  // namespace
 }  // namespace tfl_ascend
 
-TORCH_LIBRARY_FRAGMENT(torch_fl_ascend, m) {
-  m.def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)");
-}
-
-TORCH_LIBRARY_IMPL(torch_fl_ascend, PrivateUse1, m) {
-  m.impl("copy_", torch::CppFunction::makeFromBoxedFunction<&tfl_ascend::copy>());
-}
+TFL_KIT_DEVICE_COPY(torch_fl_ascend, &tfl_ascend::copy)

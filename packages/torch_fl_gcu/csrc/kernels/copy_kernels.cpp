@@ -5,7 +5,7 @@
 // bits, no partial overlap. It is never a route. 64-bit dtypes, which topsaten does not move,
 // are declined: core stages them as before.
 #include <c10/core/DeviceGuard.h>
-#include <torch/library.h>
+#include <torch_fl/kit/device_copy.h>
 
 #include <vector>
 
@@ -28,11 +28,7 @@ struct Strided {
 
 void copy(const c10::OperatorHandle& op, torch::jit::Stack* s) {
   Call c(op, s, Form::Inplace);
-  at::Tensor self = c.tensor("self");
-  const at::Tensor src = c.tensor("src");
-  TORCH_CHECK(src.device() == self.device() && src.sizes() == self.sizes(), c.name(),
-              " (vendor gcu): the device copy takes two tensors of one card and one shape, got ",
-              src.device(), " ", src.sizes(), " into ", self.device(), " ", self.sizes());
+  const auto [self, src] = torch_fl::kit::device_copy_operands(c);
   for (const at::Tensor* t : {static_cast<const at::Tensor*>(&self), &src}) {
     if (!storage_dtype(t->scalar_type())) {
       c.decline(std::string("topsatenCopy does not move ") + c10::toString(t->scalar_type()));
@@ -52,10 +48,4 @@ void copy(const c10::OperatorHandle& op, torch::jit::Stack* s) {
 }  // namespace
 }  // namespace tfl_gcu
 
-TORCH_LIBRARY_FRAGMENT(torch_fl_gcu, m) {
-  m.def("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)");
-}
-
-TORCH_LIBRARY_IMPL(torch_fl_gcu, PrivateUse1, m) {
-  m.impl("copy_", torch::CppFunction::makeFromBoxedFunction<&tfl_gcu::copy>());
-}
+TFL_KIT_DEVICE_COPY(torch_fl_gcu, &tfl_gcu::copy)
