@@ -13,17 +13,18 @@
 namespace torch_fl {
 namespace {
 
-// The kernel, looked up again when a library backend was added since.
+// The kernel, looked up again only when a library backend was added since (every kernel's
+// .contiguous() on gcu comes here: no list copy per call).
 std::optional<c10::OperatorHandle> kernel() {
   static std::mutex mutex;
   static size_t seen = 0;
   static std::optional<c10::OperatorHandle> found;
-  const std::vector<std::string> namespaces = library_namespaces();
+  const size_t count = library_namespace_count();
   std::lock_guard<std::mutex> lock(mutex);
-  if (namespaces.size() != seen) {
-    seen = namespaces.size();
+  if (count != seen) {
+    seen = count;
     found.reset();
-    for (const std::string& ns : namespaces) {
+    for (const std::string& ns : library_namespaces()) {
       auto op = c10::Dispatcher::singleton().findOp(c10::OperatorName(ns + "::copy_", ""));
       if (op && op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) {
         found = *op;

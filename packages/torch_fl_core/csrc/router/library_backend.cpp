@@ -2,6 +2,7 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include <atomic>
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
@@ -87,6 +88,10 @@ std::mutex& namespaces_mutex() {
   static std::mutex m;
   return m;
 }
+std::atomic<size_t>& namespace_count() {
+  static std::atomic<size_t> n{0};
+  return n;
+}
 std::vector<std::string>& namespaces() {
   static auto* v = new std::vector<std::string>();  // leaked: read during exit
   return *v;
@@ -102,9 +107,12 @@ std::shared_ptr<Backend> make_library_backend(const std::string& name, const std
   {
     std::lock_guard<std::mutex> lock(namespaces_mutex());
     namespaces().push_back(ns);
+    namespace_count().store(namespaces().size(), std::memory_order_release);
   }
   return std::make_shared<LibraryBackend>(name, ns);
 }
+
+size_t library_namespace_count() { return namespace_count().load(std::memory_order_acquire); }
 
 std::vector<std::string> library_namespaces() {
   std::lock_guard<std::mutex> lock(namespaces_mutex());

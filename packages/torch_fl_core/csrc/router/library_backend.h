@@ -15,6 +15,7 @@
 // that call with its CPU fallback, counted in the census like any fallback.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,5 +29,7 @@ std::shared_ptr<Backend> make_library_backend(const std::string& name, const std
 // The operator namespaces of the library backends made so far, in order (where
 // aten/vendor_copy.cpp looks for a vendor's copy kernel).
 std::vector<std::string> library_namespaces();
+// How many there are: one atomic load, for callers that cache what they found there.
+size_t library_namespace_count();
 
 }  // namespace torch_fl
