@@ -350,31 +350,3 @@ def test_injected_synchronize_failure(flagos, simctl, before):
             flagos.synchronize()
     assert_runtime_error_message(str(info.value), "device_synchronize", 0)
     check_recovered(flagos, before)
-
-
-@pytest.mark.filterwarnings("ignore:.*quantized tensor creation functions.*:UserWarning")
-@pytest.mark.parametrize(
-    "make",
-    [
-        lambda x: torch.quantize_per_tensor(x, 0.1, 0, torch.qint8),
-        lambda x: torch.quantize_per_channel(
-            x.reshape(2, 2),
-            torch.tensor([0.1, 0.2], device=x.device),
-            torch.tensor([0, 0], device=x.device),
-            0,
-            torch.quint8,
-        ),
-        lambda x: torch.quantize_per_tensor(x.cpu(), 0.1, 0, torch.qint8).to(x.device),
-    ],
-    ids=["quantize_per_tensor", "quantize_per_channel", "to"],
-)
-def test_quantized_tensors_are_refused_clearly(make, flagos, before):
-    # flagos has no quantized tensors (deprecated upstream): making one raises one clear error
-    # naming the device and saying what to do, on every vendor and route; CPU quantization works.
-    x = torch.tensor([1.0, 2.0, -3.0, 0.5], device="flagos")
-    with pytest.raises(NotImplementedError, match=r"flagos has no quantized tensors.*on the CPU"):
-        make(x)
-    q = torch.quantize_per_tensor(x.cpu(), 0.1, 0, torch.qint8)
-    assert q.dequantize().tolist() == pytest.approx([1.0, 2.0, -3.0, 0.5])
-    del x
-    check_recovered(flagos, before)

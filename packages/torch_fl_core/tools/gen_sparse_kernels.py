@@ -7,7 +7,7 @@ torchgen's packaged native_functions.yaml). Registering that function for ``Spar
 makes it flagos's too: its indices and values are flagos tensors, so the operators it calls are
 routed as any other. The compressed layouts (CSR, CSC, BSR, BSC) likewise, from their shared
 ``SparseCsrCPU, SparseCsrCUDA`` kernels for ``SparseCsrPrivateUse1``. Operators whose CPU and CUDA kernels differ (``_coalesce``, ``addmm`` of a
-sparse matrix) are left to ``csrc/aten/sparse_fallback.cpp``.
+sparse matrix) are left to ``csrc/aten/layout_fallback.cpp``.
 
     python gen_sparse_kernels.py --out FILE
 """

@@ -1,7 +1,5 @@
 #include "boxing/result_adoption.h"
 
-#include "boxing/quantized_refusal.h"
-
 #include <ATen/ATen.h>
 #include <c10/core/TensorImpl.h>
 
@@ -9,6 +7,7 @@
 
 #include "boxing/alias_view.h"
 #include "boxing/host_results.h"
+#include "boxing/quantized_tensors.h"
 #include "glue/caching_allocator.h"
 #include "glue/mirror/mirror_allocator.h"
 #include "glue/runtime_access.h"
@@ -73,10 +72,7 @@ void adopt_written(const at::Tensor& base, const at::Tensor& alias) {
 
 at::Tensor to_flagos(const at::Tensor& t, c10::DeviceIndex device, c10::DeviceType type) {
   if (!t.defined() || t.device().is_privateuseone()) return t;
-  if (t.is_quantized()) {
-    refuse_quantized(std::string("a quantized result (") + c10::toString(t.scalar_type()) + ")",
-                     c10::Device(c10::kPrivateUse1, device).str());
-  }
+  if (t.is_quantized()) return quantized_to_flagos(t, device, type);
   if (auto relabeled = relabel_host_result(t, device)) {
     if (retype_tensor_in_place(t)) return t;
     return flagos_over(std::move(*relabeled), t);

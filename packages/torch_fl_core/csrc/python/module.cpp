@@ -35,6 +35,7 @@
 #include "distributed/python_backend_object.h"
 #include "aten/cpu_fallback.h"
 #include "aten/factories.h"
+#include "aten/layout_fallback.h"
 #include "aten/vendor_copy.h"
 #include "profiler/route_scope.h"
 #include "router/backend.h"
@@ -193,6 +194,9 @@ NB_MODULE(_C, m) {
   // A forked child cannot use the parent's runtime (its stream threads are
   // gone): mark flagos as needing re-initialisation there, as CUDA does.
   torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);
+  // After this library's static registrations: which quantized operators need the CPU fallback
+  // is read from the dispatcher.
+  register_quantized_cpu_kernels();
 
   m.attr("CAP_HOST_ADDRESSABLE_MEMORY") = static_cast<uint64_t>(TFL_CAP_HOST_ADDRESSABLE_MEMORY);
   m.attr("CAP_PEER_COPY") = static_cast<uint64_t>(TFL_CAP_PEER_COPY);
