@@ -278,3 +278,15 @@ def test_save_and_load_keep_device_and_values(make):
     buffer.seek(0)
     on_cpu = torch.load(buffer, map_location="cpu")["q"]
     assert on_cpu.device.type == "cpu" and torch.equal(on_cpu.int_repr(), make("cpu").int_repr())
+
+
+def test_quantized_linear_with_packed_weights_answers_as_on_cpu():
+    def run(device: str) -> torch.Tensor:
+        x = torch.linspace(-2, 2, 32).reshape(4, 8).to(device)
+        w = torch.linspace(1, -1, 40).reshape(5, 8).to(device)
+        qx = torch.quantize_per_tensor(x, 0.05, 64, torch.quint8)
+        qw = torch.quantize_per_tensor(w, 0.02, 0, torch.qint8)
+        packed = torch.ops.quantized.linear_prepack(qw, torch.zeros(5, device=device))
+        return torch.ops.quantized.linear(qx, packed, 0.1, 60)
+
+    _same(run("flagos"), run("cpu"))
