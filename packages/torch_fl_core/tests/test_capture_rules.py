@@ -85,3 +85,45 @@ def test_kernel_of_flagos_ops_captures_and_replays():
             x.fill_(k)
             g.replay()
             torch.testing.assert_close(y.cpu(), torch.full((8,), 2 * k))
+
+
+def test_capture_falls_to_the_next_choice_of_a_preference_list():
+    # "flaggems, ascend, cpu" on an Ascend with FlagGems: eager runs FlagGems, a capture runs the
+    # next choice instead of refusing. Here a host-view Python backend, then box:cpu.
+    if not (_C.runtime_capabilities() & _C.CAP_HOST_ADDRESSABLE_MEMORY):
+        pytest.skip(f"runtime {_C.runtime_name()!r}: no CPU alias views of its memory")
+    calls = []
+
+    def mul(self, other):
+        calls.append(1)
+        return torch.mul(self, other)
+
+    backend = _backend({"mul.Tensor": mul}, view_device="cpu")
+    x, w = torch.ones(8, device="flagos"), torch.full((8,), 2.0, device="flagos")
+    with override({"mul.Tensor": f"{backend}, box:cpu, cpu"}):
+        assert (x * w).cpu().eq(2).all() and len(calls) == 1  # eager: the first choice
+        g = torch.flagos.Graph()
+        with torch.flagos.graph(g):
+            y = x * w
+        assert len(calls) == 1  # captured on box:cpu
+        x.fill_(5)
+        g.replay()
+        assert y.cpu().eq(10).all()
+        # Only cpu after it: nothing can capture it, so the refusal stands and says what to do.
+        with override({"mul.Tensor": f"{backend}, cpu"}):
+            with pytest.raises(RuntimeError, match=rf"backend '{backend}'.*list one after"):
+                with torch.flagos.graph(torch.flagos.Graph()):
+                    x * w
+
+
+def test_capture_alternates_come_from_the_routes():
+    from torch_fl.routing.activation import capture_alternates
+    from torch_fl.routing.route_table import ResolvedRoute
+
+    backend = _backend({"mul.Tensor": lambda a, b: torch.mul(a, b)})
+    routes = {
+        "aten::mul.Tensor": ResolvedRoute("aten::mul.Tensor", backend, (), ("cpu", "box:cpu")),
+        "aten::add.Tensor": ResolvedRoute("aten::add.Tensor", "box:cpu", (), ("cpu",)),
+        "aten::sub.Tensor": ResolvedRoute("aten::sub.Tensor", backend, (), ("cpu",)),
+    }
+    assert capture_alternates(routes) == {"aten::mul.Tensor": "box:cpu"}

@@ -44,6 +44,7 @@
 #include "boxing/list_aliases.h"
 #include "boxing/host_results.h"
 #include "router/box_backend.h"
+#include "router/capture_rules.h"
 #include "router/library_backend.h"
 #include "router/producer_order.h"
 #include "router/python_backend.h"
@@ -437,6 +438,8 @@ NB_MODULE(_C, m) {
   m.def("producer_barrier_count", [] { return static_cast<uint64_t>(producer_barrier_count()); });
   m.def("router_install", &router_install, nb::arg("routes"), nb::arg("unboxed") = true,
         nb::call_guard<nb::gil_scoped_release>());
+  // Which backend a device-graph capture uses for ops routed to a Python backend it cannot record.
+  m.def("router_capture_alternates", &set_capture_alternates, nb::arg("alternates"));
   m.def("unboxed_route_count", &unboxed_factory_count);
   m.def("router_routes", &router_routes);
   m.def("dispatch_counts", &dispatch_counts);

@@ -8,32 +8,39 @@
 //    a vendor's library kernel does, through torch_fl/philox.h);
 //  - work on host views of the operands (a Python backend with CPU views):
 //    it runs now, not at each replay.
-// Both are refused by name at the call instead of replaying a wrong answer.
+// Both are refused by name at the call instead of replaying a wrong answer,
+// unless the route's preference list names a backend after it, which the
+// capture then uses.
 #pragma once
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DeviceType.h>
 
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "glue/graph_capture.h"
+#include "router/backend.h"
 
 namespace torch_fl {
 
-// Throws, naming the operator, the backend, the device and the runtime, when
-// `op` cannot be served by `backend` inside the calling thread's capture
-// (`device`, from capturing_device()). `views`: the device type the backend's
-// kernels see the operands as (nullopt: flagos tensors).
-void refuse_uncapturable(const c10::OperatorHandle& op, const std::string& backend,
-                         c10::DeviceIndex device, std::optional<c10::DeviceType> views);
+// Why `op` cannot be served inside a capture by a backend whose kernels see
+// the operands as `views` (nullopt: flagos tensors), or nullptr when it can.
+const char* uncapturable_reason(const c10::OperatorHandle& op,
+                                std::optional<c10::DeviceType> views);
 
-// The check a backend makes first: one thread-local read and one relaxed load
-// when nothing captures.
-inline void check_capturable(const c10::OperatorHandle& op, const std::string& backend,
-                             std::optional<c10::DeviceType> views) {
-  const c10::DeviceIndex device = capturing_device();
-  if (C10_UNLIKELY(device >= 0)) refuse_uncapturable(op, backend, device, views);
-}
+// Throws, naming the operator, the backend, the device and the runtime, with
+// `why` (from uncapturable_reason) for the capture on `device`.
+[[noreturn]] void refuse_uncapturable(const c10::OperatorHandle& op, const std::string& backend,
+                                      c10::DeviceIndex device, const char* why);
+
+// The backend a capture runs `op` on instead of a Python backend that cannot
+// be captured for it: the next choice of the op's preference list
+// ("flaggems, ascend, cpu" captures on ascend); nullptr when the list has none.
+std::shared_ptr<Backend> capture_alternate(const c10::OperatorHandle& op);
+// Replaces the alternates (op full name -> backend name), with the routes.
+void set_capture_alternates(std::map<std::string, std::string> alternates);
 
 }  // namespace torch_fl

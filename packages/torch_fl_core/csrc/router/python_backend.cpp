@@ -105,8 +105,14 @@ class PythonBackend final : public Backend {
     }
   }
 
-  void call(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) override {
-    check_capturable(op, name_, view_type_);
+  void call(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+            torch::jit::Stack* stack) override {
+    if (const c10::DeviceIndex device = capturing_device(); C10_UNLIKELY(device >= 0)) {
+      if (const char* why = uncapturable_reason(op, view_type_)) {
+        if (auto alternate = capture_alternate(op)) return alternate->call(op, keys, stack);
+        refuse_uncapturable(op, name_, device, why);
+      }
+    }
     const auto& schema = op.schema();
     const size_t num_args = schema.arguments().size();
     // A Python kernel (a Triton launch) is an unordered producer on runtimes

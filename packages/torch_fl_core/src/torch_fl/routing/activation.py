@@ -326,11 +326,16 @@ def scoped_overrides() -> list[tuple[RouteRule, ...]]:
 def _apply(routes: dict[str, ResolvedRoute], rules: Iterable[RouteRule]) -> None:
     for rule in rules:
         if not rule.dtypes:
-            routes[rule.op] = ResolvedRoute(rule.op, rule.backend_name)
+            routes[rule.op] = ResolvedRoute(
+                rule.op, rule.backend_name, later_choices=rule.later_choices
+            )
             continue
         base = routes[rule.op]  # checked when the override was made
         routes[rule.op] = ResolvedRoute(
-            rule.op, base.backend, (*base.dtype_rules, (rule.dtypes, rule.backend_name))
+            rule.op,
+            base.backend,
+            (*base.dtype_rules, (rule.dtypes, rule.backend_name)),
+            base.later_choices,
         )
 
 
@@ -348,6 +353,26 @@ def _install_locked() -> None:
 
     routes = effective_routes()
     _C.router_install([routes[op].as_spec() for op in sorted(routes)])
+    _C.router_capture_alternates(capture_alternates(routes))
+
+
+def capture_alternates(routes: Mapping[str, ResolvedRoute]) -> dict[str, str]:
+    """op -> the backend a device-graph capture runs it on when its route's backend is a Python
+    backend that a capture cannot record for it (a draw from a generator, host views): the first
+    later choice of its preference list that is not a Python backend and not ``cpu`` (the CPU
+    fallback never captures). ``"flaggems, ascend, cpu"`` captures on ``ascend``."""
+    from torch_fl.routing.python_backend import python_backends
+
+    python = set(python_backends())
+    out: dict[str, str] = {}
+    for op, route in routes.items():
+        if route.backend not in python:
+            continue
+        for choice in route.later_choices:
+            if choice not in python and choice != "cpu":
+                out[op] = choice
+                break
+    return out
 
 
 class RouteOverride:

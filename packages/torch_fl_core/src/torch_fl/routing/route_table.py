@@ -242,6 +242,10 @@ class RouteRule:
     #: Choices taken out of the list before resolution, with why (a ``flaggems`` choice whose
     #: measurement does not cover the installed FlagGems: :mod:`torch_fl.routing.provenance`).
     demoted: tuple[tuple[str, str], ...] = ()
+    #: Filled by validation for a preference list: the available choices after the chosen one
+    #: (canonical names), which a device-graph capture falls to when the chosen one is a Python
+    #: backend whose kernel a capture cannot record (:func:`torch_fl.routing.capture_alternates`).
+    later_choices: tuple[str, ...] = ()
 
     @property
     def backend_name(self) -> str:
@@ -272,6 +276,8 @@ class ResolvedRoute:
     backend: str
     #: (dtypes, backend) in order; later rules win for the dtypes they name.
     dtype_rules: tuple[tuple[tuple[str, ...], str], ...] = ()
+    #: The available choices after ``backend`` in its preference list (empty for one backend).
+    later_choices: tuple[str, ...] = ()
 
     def as_spec(self) -> tuple[str, str, list[tuple[list[str], str]]]:
         """The tuple ``torch_fl._C.router_install`` takes."""
@@ -349,6 +355,7 @@ class RouteTable:
                 op,
                 plain[op].backend_name,
                 tuple((r.dtypes, r.backend_name) for r in extra),
+                plain[op].later_choices,
             )
         if errors:
             raise RouteTableError.merge(errors)

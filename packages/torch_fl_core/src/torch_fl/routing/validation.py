@@ -321,10 +321,18 @@ def resolve_rule(
                 f"provides it (valid backends here: {valid_backends_text(catalog)})",
             )
     skipped: list[tuple[str, str]] = list(rule.demoted)
-    for choice in rule.choices:
+    for i, choice in enumerate(rule.choices):
         why = catalog.unavailable(canonical_backend(choice), rule.op)
         if why is None:
-            return dataclasses.replace(rule, backend=choice, skipped_choices=tuple(skipped)), None
+            later = tuple(
+                canonical_backend(c)
+                for c in rule.choices[i + 1 :]
+                if catalog.unavailable(canonical_backend(c), rule.op) is None
+            )
+            chosen = dataclasses.replace(
+                rule, backend=choice, skipped_choices=tuple(skipped), later_choices=later
+            )
+            return chosen, None
         skipped.append((choice, why))
     # Only a registered backend lacking the kernel depends on the torch a generated table was
     # made for; a list of backends none of which is registered is always an error.
