@@ -72,7 +72,7 @@ void adopt_written(const at::Tensor& base, const at::Tensor& alias) {
 
 at::Tensor to_flagos(const at::Tensor& t, c10::DeviceIndex device, c10::DeviceType type) {
   if (!t.defined() || t.device().is_privateuseone()) return t;
-  if (t.is_quantized()) return quantized_to_flagos(t, device, type);
+  if (C10_UNLIKELY(t.is_quantized())) return quantized_to_flagos(t, device, type);
   if (auto relabeled = relabel_host_result(t, device)) {
     if (retype_tensor_in_place(t)) return t;
     return flagos_over(std::move(*relabeled), t);
