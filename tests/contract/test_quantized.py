@@ -310,3 +310,26 @@ def test_quantized_linear_with_packed_weights_answers_as_on_cpu():
         return torch.ops.quantized.linear(qx, packed, 0.1, 60)
 
     _same(run("flagos"), run("cpu"))
+
+
+def test_results_stay_on_the_tensors_device(flagos):
+    # The last device, with device 0 current: nothing may land on the current device instead.
+    device = torch.device("flagos", flagos.device_count() - 1)
+    q = _per_tensor("cpu").to(device)
+    pc = _per_channel("cpu").to(device)
+    results = {
+        "clone": q.clone(),
+        "contiguous": q.t().contiguous(),
+        "relu": torch.relu(q),
+        "int_repr": q.int_repr(),
+        "dequantize": q.dequantize(),
+        "empty_like": torch.empty_like(q),
+        "per_channel_clone": pc.clone(),
+        "per_channel_scales": pc.clone().q_per_channel_scales(),
+    }
+    grown = q.clone()
+    grown.resize_(100)
+    results["resize_"] = grown
+    for name, r in results.items():
+        assert r.device == device and r.untyped_storage().device == device, name
+    assert flagos.current_device() == 0

@@ -133,6 +133,8 @@ at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
 }
 
 at::Tensor clone(const at::Tensor& self, std::optional<at::MemoryFormat> memory_format) {
+  // new_qtensor allocates on the current device.
+  c10::DeviceGuard guard(self.device());
   auto format = memory_format.value_or(at::MemoryFormat::Contiguous);
   if (format == at::MemoryFormat::Preserve) format = self.suggest_memory_format();
   at::Tensor out =
@@ -149,6 +151,7 @@ const at::Tensor& resize_(const at::Tensor& self, at::IntArrayRef size,
               memory_format.value());
   TORCH_CHECK(self.qscheme() == at::kPerTensorAffine,
               "Can only resize quantized tensors with per-tensor schemes!");
+  c10::DeviceGuard guard(self.device());
   at::Tensor ints = integer_view(self);
   ints.resize_(size);
   self.unsafeGetTensorImpl()->set_sizes_and_strides(ints.sizes(), ints.strides(),
