@@ -91,12 +91,15 @@ MAKERS = {
 def test_made_as_cpu_makes_it(make, mem_snapshot):
     before = mem_snapshot()
     q, want = make("flagos"), make("cpu")
+    # The scales and zero points it was made from are gone; their memory is taken again.
+    reuse = [torch.full((3,), -1.0, dtype=torch.float64, device="flagos") for _ in range(8)]
+    reuse += [torch.full((3,), -1, dtype=torch.int64, device="flagos") for _ in range(8)]
     _same(q, want, DEVICE_ROUNDING)
     assert q.device == torch.device("flagos", 0)
     step = want.q_scale() if want.qscheme() == torch.per_tensor_affine else 0.2
     torch.testing.assert_close(q.dequantize().cpu(), want.dequantize(), rtol=0, atol=step * 1.001)
     assert "quantization_scheme" in repr(q)
-    del q
+    del q, reuse
     assert mem_snapshot() == before
 
 

@@ -47,11 +47,13 @@ at::Tensor quantized_to_flagos(const at::Tensor& q, c10::DeviceIndex device, c10
   at::QuantizerPtr quantizer = q.quantizer();
   const auto scheme = quantizer->qscheme();
   if (scheme == c10::kPerChannelAffine || scheme == c10::kPerChannelAffineFloatQParams) {
+    // The kernel's quantizer may hold the scales and zero points it was handed: alias views of
+    // the caller's flagos memory, which the caller may free. The result gets copies of its own.
     auto* per_channel = static_cast<at::PerChannelAffineQuantizer*>(quantizer.get());
-    quantizer =
-        at::make_per_channel_affine_quantizer(to_flagos(per_channel->scales(), device, type),
-                                              to_flagos(per_channel->zero_points(), device, type),
-                                              per_channel->axis(), quantizer->scalar_type());
+    quantizer = at::make_per_channel_affine_quantizer(
+        to_flagos(per_channel->scales().clone(), device, type),
+        to_flagos(per_channel->zero_points().clone(), device, type), per_channel->axis(),
+        quantizer->scalar_type());
   }
   return quantized_over(to_flagos(integer_view(q), device, type), std::move(quantizer));
 }
