@@ -336,3 +336,16 @@ def test_results_stay_on_the_tensors_device(flagos):
     for name, r in results.items():
         assert r.device == device and r.untyped_storage().device == device, name
     assert flagos.current_device() == 0
+
+
+def test_an_operator_returning_a_view_is_refused_not_copied():
+    # Served on CPU copies, a view of an argument would be a view of the copy: writes through it
+    # would never reach the flagos tensor. Such an operator raises instead.
+    lib = torch.library.Library("tfl_quantized_test", "FRAGMENT")
+    lib.define("first_row(Tensor(a) x) -> Tensor(a)")
+    lib.impl("first_row", lambda x: x[0], "QuantizedCPU")
+    cpu = _per_tensor("cpu")
+    view = torch.ops.tfl_quantized_test.first_row(cpu)  # on CPU: a view
+    assert view.untyped_storage().data_ptr() == cpu.untyped_storage().data_ptr()
+    with pytest.raises(RuntimeError, match=r"first_row returns a view of an argument"):
+        torch.ops.tfl_quantized_test.first_row(_per_tensor("cpu").to("flagos"))

@@ -77,19 +77,6 @@ at::Tensor empty_per_channel(at::IntArrayRef size, const at::Tensor& scales,
       size, scales.to(target), zero_points.to(target), axis, dtype, layout, target, pin, format);
 }
 
-at::Tensor empty_like(const at::Tensor& self, std::optional<at::ScalarType> dtype,
-                      std::optional<at::Layout> layout, std::optional<at::Device> device,
-                      std::optional<bool> pin, std::optional<at::MemoryFormat> format) {
-  return at::native::empty_like_quantized(self, dtype, layout, device, pin, format);
-}
-
-at::Tensor empty_quantized(at::IntArrayRef size, const at::Tensor& qtensor,
-                           std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
-                           std::optional<at::Device> device, std::optional<bool> pin,
-                           std::optional<at::MemoryFormat> format) {
-  return at::native::empty_quantized(size, qtensor, dtype, layout, device, pin, format);
-}
-
 // ---- integer representation, copies and size ----
 
 at::Tensor int_repr(const at::Tensor& self) {
@@ -164,8 +151,8 @@ TORCH_LIBRARY_IMPL(aten, QuantizedPrivateUse1, m) {
   m.impl("empty_strided", TORCH_FN(empty_strided_unknown));
   m.impl("_empty_affine_quantized", TORCH_FN(empty_affine));
   m.impl("_empty_per_channel_affine_quantized", TORCH_FN(empty_per_channel));
-  m.impl("empty_like", TORCH_FN(empty_like));
-  m.impl("empty_quantized", TORCH_FN(empty_quantized));
+  m.impl("empty_like", TORCH_FN(at::native::empty_like_quantized));
+  m.impl("empty_quantized", TORCH_FN(at::native::empty_quantized));
 
   m.impl("as_strided", TORCH_FN(at::native::as_strided_qtensorimpl));
   m.impl("view", TORCH_FN(at::native::view));
