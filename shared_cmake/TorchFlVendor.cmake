@@ -16,9 +16,9 @@
 # torch_fl_<name>/lib with the generator's kernels.json, the sdk.json
 # of SDK_JSON (where the SDK was at build time: information only, the SDK is located at run
 # time) and _torch_build.py (the torch minor the kernels are built for).
-# The collective library is built wherever csrc/collective/*.cpp exist: over the SDK's headers and
-# COLLECTIVE_LIBRARIES (ascend's HCCL), or over the kit's NCCL-style library, which opens the SDK's
-# collective library at run time and links none (gcu's ECCL).
+# The collective library is built wherever csrc/collective/*.cpp exist: a dialect of the kit's
+# library over the SDK's headers and COLLECTIVE_LIBRARIES (ascend's HCCL), or the kit's NCCL-style
+# dialect, which opens the SDK's collective library at run time and links none (gcu's ECCL).
 include_guard(GLOBAL)
 include(TorchFlModule)
 if(NOT CMAKE_BUILD_TYPE)

@@ -1,7 +1,8 @@
-"""The kit's NCCL-style collective library (``torch_fl/kit/nccl_style_collective.h``), on a fake
-NCCL-shaped SDK library that logs its calls (``tests/kit/fake_ccl.cpp``), in both dialects a
-vendor can choose: groups passed to the library (NCCL) and groups kept and issued one library
-group per run of one kind (ECCL). What a vendor's dialect decides is checked call by call: the
+"""The kit's collective library (``torch_fl/kit/sdk_collective.h``) in its NCCL-style dialect
+(``nccl_style_collective.h``), on a fake NCCL-shaped SDK library that logs its calls
+(``tests/kit/fake_ccl.cpp``), in the three group modes a vendor can choose: groups passed to the
+library (NCCL), groups kept and issued one library group per run of one kind (ECCL), and a
+library without groups whose sends and receives go as one batch (HCCL's mode). What a vendor's dialect decides is checked call by call: the
 types and reductions the library gets, copies as bytes, the 64-bit refusal before anything is
 queued, all_to_all as one group of sends and receives, the SDK's failures and an abort, and the
 library missing altogether. The real libraries run in torch-fl-gcu's tests (the TopsRider
@@ -40,10 +41,11 @@ def built(tmp_path_factory) -> Path:
         + ["-o", str(out / "libfakeccl.so"), str(HERE / "kit" / "fake_ccl.cpp")],
         **run,
     )
-    for mixed in (0, 1):
+    for mixed, batched in ((0, 0), (1, 0), (0, 1)):
         subprocess.run(
             [cxx, "-std=c++17", "-O1", f"-DMIXED_GROUPS={mixed}", "-DREDUCES_64BIT=0"]
-            + [f"-I{HERE.parent / 'include'}", "-o", str(out / f"driver{mixed}")]
+            + [f"-DBATCHED={batched}"]
+            + [f"-I{HERE.parent / 'include'}", "-o", str(out / f"driver{mixed + 2 * batched}")]
             + [str(HERE / "kit" / "nccl_style_driver.cpp"), "-ldl"],
             **run,
         )
@@ -100,6 +102,9 @@ def test_types_reductions_and_copies(built, mixed):
         "Recv count=8 type=1 peer=1 depth=1",
         "GroupEnd",
     ]
+    # A root or peer the communicator lacks is refused before the library sees it.
+    bad = s["send to a rank it lacks"]
+    assert bad[0] == 1 and "(flagos:1, FAKE) has no rank 2" in bad[1] and bad[2] == []
     assert s["group_end alone"][0] != 0 and "no group_start" in s["group_end alone"][1]
     assert s["comm_abort"][2] == ["CommAbort"]
     assert s["after abort"][0] == 14 and "was aborted" in s["after abort"][1]
@@ -143,3 +148,24 @@ def test_a_missing_library_says_why_on_every_call(built):
         env={k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"},
     ).stdout
     assert "libfakeccl.so cannot be loaded" in text and "build tests/kit/fake_ccl.cpp" in text
+
+
+def test_a_library_without_groups_batches_sends_and_receives(built):
+    # HCCL's mode: all_to_all is one batch of a send and a receive per rank; a group's
+    # collectives run one by one in issue order, and each run of sends, receives and
+    # all-to-alls on one communicator and stream is one batch.
+    s = _scenarios(built, 2)
+    assert s["all_to_all"] == (0, "", ["BatchSendRecv S8@0 R8@0 S8@1 R8@1"])
+    assert s["group of three kinds"] == (
+        0,
+        "",
+        [
+            "AllReduce count=4 type=7 op=0 stream=0x5 depth=0",
+            "AllReduce count=5 type=7 op=0 stream=0x5 depth=0",
+            "AllGather count=32 type=1 depth=0",
+            "BatchSendRecv S16@0 S1@0 R1@0 S1@1 R1@1 R16@0",
+            "AllReduce count=6 type=7 op=2 stream=0x5 depth=0",
+        ],
+    )
+    assert s["broadcast f64"][2] == ["Broadcast count=24 type=1 root=1 depth=0"]
+    assert s["group_end alone"][0] != 0 and "no group_start" in s["group_end alone"][1]

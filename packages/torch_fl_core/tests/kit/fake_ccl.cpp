@@ -91,3 +91,14 @@ FAKE int fakeGroupEnd() {
   --g_depth;
   return 0;
 }
+// A library without groups batches sends and receives (HCCL's HcclBatchSendRecv): one line,
+// each item S<bytes>@<peer> or R<bytes>@<peer>.
+FAKE int fakeBatchSendRecv(const int* send, const size_t* bytes, const int* peer, size_t n) {
+  std::string line = "BatchSendRecv";
+  for (size_t i = 0; i < n; ++i) {
+    line += " " + std::string(send[i] ? "S" : "R") + std::to_string(bytes[i]) + "@" +
+            std::to_string(peer[i]);
+  }
+  note("%s", line.c_str());
+  return 0;
+}

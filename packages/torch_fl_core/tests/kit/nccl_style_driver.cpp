@@ -1,12 +1,16 @@
-// Drives the kit's NCCL-style library (torch_fl/kit/nccl_style_collective.h) over the fake
-// library (fake_ccl.cpp) with a minimal runtime, and prints what the fake library was called
-// with per scenario. Built twice: -DMIXED_GROUPS=1 (NCCL's dialect: groups pass through) and 0
-// (ECCL's: one library group per run of one kind), both with -DREDUCES_64BIT=0.
+// Drives the kit's collective library (torch_fl/kit/sdk_collective.h) in the NCCL-style dialect
+// (torch_fl/kit/nccl_style_collective.h) over the fake library (fake_ccl.cpp) with a minimal
+// runtime, and prints what the fake library was called with per scenario. Built three times:
+// -DMIXED_GROUPS=1 (NCCL's dialect: groups pass through), 0 (ECCL's: one library group per run
+// of one kind), both with -DREDUCES_64BIT=0, and -DBATCHED=1 (a library without groups, as
+// HCCL: each run's sends and receives as one batch).
 #include <dlfcn.h>
 #include <torch_fl/kit/nccl_style_collective.h>
 
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 namespace {
 
@@ -35,6 +39,28 @@ tfl_status native_stream(tfl_stream s, int, void** out) {
 }
 const char* no_error() { return ""; }
 
+#ifndef BATCHED
+#define BATCHED 0
+#endif
+// The same library seen as one without groups: sends and receives go as one batch.
+struct Batched : torch_fl::kit::nccl_style::Dialect<Fake> {
+  static constexpr torch_fl::kit::GroupMode kGroups = torch_fl::kit::GroupMode::batched_p2p;
+  static int send_recv(const torch_fl::kit::P2p* items, size_t n, Comm, void*) {
+    static auto* batch = reinterpret_cast<int (*)(const int*, const size_t*, const int*, size_t)>(
+        dlsym(RTLD_DEFAULT, "fakeBatchSendRecv"));
+    std::vector<int> send, peer;
+    std::vector<size_t> bytes;
+    for (size_t i = 0; i < n; ++i) {
+      send.push_back(items[i].send);
+      bytes.push_back(items[i].bytes);
+      peer.push_back(items[i].peer);
+    }
+    return batch(send.data(), bytes.data(), peer.data(), n);
+  }
+};
+using Library = torch_fl::kit::SdkCollective<
+    std::conditional_t<BATCHED, Batched, torch_fl::kit::nccl_style::Dialect<Fake>>>;
+
 const char* (*fake_log)() = nullptr;
 void (*fake_reset)() = nullptr;
 
@@ -47,7 +73,7 @@ void show(const char* scenario, tfl_status st, const tfl_collective_v1* t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const tfl_collective_v1* t = torch_fl::kit::nccl_style::Library<Fake>::get(1);
+  const tfl_collective_v1* t = Library::get(1);
   if (argc > 2) {  // the library is not loadable: every call says why
     tfl_comm_id id;
     const tfl_status st = t->unique_id(&id);
@@ -95,6 +121,7 @@ int main(int argc, char** argv) {
   if (st == TFL_OK) st = t->all_reduce(buf, buf, 6, TFL_DTYPE_F32, TFL_REDUCE_MAX, comm, s);
   if (st == TFL_OK) st = t->group_end();
   show("group of three kinds", st, t);
+  show("send to a rank it lacks", t->send(buf, 4, TFL_DTYPE_F32, 2, comm, s), t);
   show("group_end alone", t->group_end(), t);
   show("comm_abort", t->comm_abort(comm), t);
   show("after abort", t->all_reduce(buf, buf, 4, TFL_DTYPE_F32, TFL_REDUCE_SUM, comm, s), t);
