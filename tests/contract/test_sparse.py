@@ -161,3 +161,46 @@ def test_cpu_fallback_calls_are_counted():
     _C.reset_dispatch_counts()
     _coo("flagos").coalesce()
     assert _C.fallback_counts().get("aten::_coalesce", 0) >= 1, _C.fallback_counts()
+
+
+def test_kernels_inner_loops_on_flagos_match_cpu():
+    # ATen's shared sparse kernels call per-device DispatchStubs for their inner loops: flattened
+    # COO indices (CSR <-> CSC, a coalesced tensor's check), sparse_mask's intersection. On flagos
+    # each runs CPU's on copies and is counted under the stub's name.
+    from torch_fl import _C
+
+    dense = torch.tensor([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0], [4.0, 0.0, 5.0]])
+    _C.reset_dispatch_counts()
+    for layout in (torch.sparse_csc, torch.sparse_bsr):
+        kw = {"blocksize": (1, 1)} if layout == torch.sparse_bsr else {}
+        got = dense.to("flagos").to_sparse_csr().to_sparse(layout=layout, **kw)
+        want = dense.to_sparse_csr().to_sparse(layout=layout, **kw)
+        assert got.layout == layout and got.device.type == "flagos"
+        torch.testing.assert_close(got.to_dense().cpu(), want.to_dense())
+    i, v = torch.tensor([[0, 1], [1, 0]]), torch.tensor([1.0, 2.0])
+    s = torch.sparse_coo_tensor(
+        i.to("flagos"), v.to("flagos"), (2, 2), is_coalesced=True, check_invariants=True
+    )
+    assert s.is_coalesced()
+    with pytest.raises(RuntimeError, match="coalesced"):  # CPU's check, on flagos's indices
+        torch.sparse_coo_tensor(
+            i.flip(1).to("flagos"), v.to("flagos"), (2, 2), is_coalesced=True, check_invariants=True
+        )
+    mask = _coo(coalesced=True)
+    other = torch.arange(12.0).reshape(3, 4).to_sparse()
+    _same(other.to("flagos").sparse_mask(mask.to("flagos")), other.sparse_mask(mask))
+    _same(_coo("flagos") * _coo("flagos", coalesced=True), _coo() * _coo(coalesced=True))
+    counts = _C.fallback_counts()
+    assert counts.get("at::native::flatten_indices_stub", 0) >= 1, counts
+
+
+def test_a_sparse_factory_raises_as_cpu_does():
+    # CPU has no empty_strided for sparse layouts and says so; flagos says the same (its sparse
+    # fallback makes factories on the CPU) instead of dispatching back to itself without end.
+    for layout in (torch.sparse_coo, torch.sparse_csr):
+        with pytest.raises(NotImplementedError, match="empty_strided"):
+            torch.empty_like(torch.zeros(2, 3), layout=layout)
+        with pytest.raises(NotImplementedError, match="empty_strided"):
+            torch.empty_like(torch.zeros(2, 3, device="flagos"), layout=layout)
+        with pytest.raises(NotImplementedError, match="empty_strided"):
+            torch.empty_strided((2, 3), (3, 1), layout=layout, device="flagos")

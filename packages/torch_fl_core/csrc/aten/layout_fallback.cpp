@@ -36,6 +36,13 @@ void run_on_cpu_copies(const c10::OperatorHandle& op, torch::jit::Stack* stack, 
   std::optional<c10::Device> device;
   std::vector<c10::IValue> originals(args_begin, stack->end());
   for (auto it = args_begin; it != stack->end(); ++it) {
+    // A factory names its device (empty_like(x, layout=torch.sparse_coo) on flagos): the CPU
+    // makes it, and it comes back to that device; without this the call would come back here.
+    if (it->isDevice() && it->toDevice().is_privateuseone()) {
+      if (!device) device = it->toDevice();
+      *it = c10::IValue(c10::Device(c10::kCPU));
+      continue;
+    }
     *it = boxing::map_tensors(*it, [&](const at::Tensor& t) {
       if (!t.defined() || !t.device().is_privateuseone()) return t;
       if (!device) device = t.device();
@@ -46,6 +53,11 @@ void run_on_cpu_copies(const c10::OperatorHandle& op, torch::jit::Stack* stack, 
       return copy;
     });
   }
+  // Nothing on flagos to move: calling again would dispatch here again, without end.
+  TORCH_CHECK_NOT_IMPLEMENTED(device.has_value(), "Could not run '",
+                              c10::toString(schema.operator_name()),
+                              "' on flagos: it reached flagos's ", kind,
+                              " with no flagos tensor or device among its arguments");
   op.callBoxed(stack);
 
   const size_t num_returns = schema.returns().size();

@@ -36,6 +36,7 @@
 #include "aten/cpu_fallback.h"
 #include "aten/factories.h"
 #include "aten/layout_fallback.h"
+#include "aten/sparse_stubs.h"
 #include "aten/vendor_copy.h"
 #include "profiler/route_scope.h"
 #include "router/backend.h"
@@ -198,6 +199,7 @@ NB_MODULE(_C, m) {
   // After this library's static registrations: which quantized operators need the CPU fallback
   // is read from the dispatcher.
   register_quantized_cpu_kernels();
+  register_sparse_stubs();
 
   m.attr("CAP_HOST_ADDRESSABLE_MEMORY") = static_cast<uint64_t>(TFL_CAP_HOST_ADDRESSABLE_MEMORY);
   m.attr("CAP_PEER_COPY") = static_cast<uint64_t>(TFL_CAP_PEER_COPY);
