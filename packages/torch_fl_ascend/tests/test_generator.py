@@ -91,7 +91,9 @@ def test_dtypes_reach_the_manifest_and_the_kernels(gen):
     assert manifest["dtypes"]["aten::mm"] == ["float32", "float16", "bfloat16"]
     assert "float64" not in manifest["dtypes"]["aten::add.Tensor"]
     assert "float64" in manifest["dtypes"]["aten::fill_.Scalar"]
-    assert "static const torch_fl::kit::DtypeSet dtypes{at::kFloat, at::kHalf, at::kBFloat16};" in cpp
+    assert (
+        "static const torch_fl::kit::DtypeSet dtypes{at::kFloat, at::kHalf, at::kBFloat16};" in cpp
+    )
     # Schemas with string defaults are valid C++ literals.
     assert 'm.def("gelu(Tensor self, *, str approximate=\\"none\\") -> Tensor");' in cpp
 
