@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch_fl.native_kernel_tests import *  # noqa: F403  (the kit's rules, collected here)
 
 pytestmark = pytest.mark.ascend
 
@@ -18,15 +19,13 @@ TOL = {
 
 
 @pytest.fixture
-def counts(ascend):
-    import torch_fl
+def kernel_backend(ascend):
+    return "ascend"
 
-    torch_fl._C.reset_dispatch_counts()
 
-    def served(op: str) -> dict[str, int]:
-        return dict(torch_fl._C.dispatch_counts().get(op, {}))
-
-    return served
+@pytest.fixture
+def counts(backend_counts):
+    return backend_counts
 
 
 def close(a, b, dtype=torch.float32):
@@ -356,48 +355,6 @@ def test_convolution_backward(counts):
     for a, c in zip(dev, (img, k, b), strict=True):
         torch.testing.assert_close(a.grad.cpu(), c.grad, rtol=1e-4, atol=1e-4)
     assert counts("aten::convolution_backward") == {"ascend": 1}
-
-
-# ---- the kit's rules (include/torch_fl/kit/), the same on every native vendor ----
-
-
-def test_zero_dim_reductions_follow_pytorch(counts):
-    """A 0-dim input reduces its one element over no dim, dim 0 or -1 (keepdim or not), and any
-    other dim raises PyTorch's IndexError (kit/reduction_shape.h)."""
-    x = torch.tensor(2.5)
-    a = x.to(DEV)
-    close(a.sum(), x.sum())
-    for dim in (0, -1, [0], []):
-        for keepdim in (False, True):
-            close(a.sum(dim, keepdim=keepdim), x.sum(dim, keepdim=keepdim))
-            close(a.mean(dim, keepdim=keepdim), x.mean(dim, keepdim=keepdim))
-            close(a.amax(dim, keepdim=keepdim), x.amax(dim, keepdim=keepdim))
-    assert counts("aten::sum.dim_IntList") == {"ascend": 8}
-    assert counts("aten::amax") == {"ascend": 8}
-    for dim in (1, -2, [0, 1]):
-        with pytest.raises(IndexError, match="Dimension out of range"):
-            x.sum(dim)
-        with pytest.raises(IndexError, match="Dimension out of range"):
-            a.sum(dim)
-
-
-def test_out_and_inplace_write_back_casts_as_pytorch(counts):
-    """A result goes into an out= / in-place target of another dtype only where PyTorch allows
-    the cast, and an in-place target must already have the result's shape (kit/write_back.h)."""
-    x = torch.randn(3, 4)
-    i = torch.arange(12, dtype=torch.int32).reshape(3, 4)
-    a, j = x.to(DEV), i.to(DEV)
-    fout = torch.empty(0, device=DEV)
-    torch.add(j, j, out=fout)  # an int32 result cast into a float32 out=, resized
-    assert fout.dtype == torch.float32 and fout.shape == (3, 4)
-    close(fout, (i + i).float())
-    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Int"):
-        torch.add(a, a, out=torch.empty(3, 4, dtype=torch.int32, device=DEV))
-    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Int"):
-        j.clone().add_(a)
-    with pytest.raises(RuntimeError, match=r"output with shape \[3, 1\] doesn't match"):
-        a[:, :1].clone().add_(a)
-    assert counts("aten::add.out").get("ascend", 0) >= 1
 
 
 def test_cumsum_and_mse_loss_run_on_aclnn(counts):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch_fl.native_kernel_tests import *  # noqa: F403  (the kit's rules, collected here)
 
 pytestmark = pytest.mark.musa
 
@@ -13,15 +14,13 @@ DEV = "flagos:0"
 
 
 @pytest.fixture
-def counts(musa):
-    import torch_fl
+def kernel_backend(musa):
+    return "musa"
 
-    torch_fl._C.reset_dispatch_counts()
 
-    def served(op: str) -> dict[str, int]:
-        return dict(torch_fl._C.dispatch_counts().get(op, {}))
-
-    return served
+@pytest.fixture
+def counts(backend_counts):
+    return backend_counts
 
 
 def close(a, b, **kw):

@@ -12,29 +12,21 @@
 #include <limits>
 
 namespace tfl_ascend {
+namespace kit = torch_fl::kit;
 namespace {
 
 // cubeMathType: compute in the operands' dtype, as PyTorch does on the CPU.
 constexpr int8_t kKeepDtype = 0;
-
-void need_index(const Call& c, const at::Tensor& index) {
-  if (index.scalar_type() != at::kLong && index.scalar_type() != at::kInt)
-    c.decline(std::string("an index of dtype ") + c10::toString(index.scalar_type()));
-}
 
 }  // namespace
 
 // ---- unary ------------------------------------------------------------------
 
 void unary(Call& c, UnaryWs ws, RunFn run, const char* fn, const DtypeSet& dtypes, UnaryKind kind) {
-  const at::Tensor self = c.tensor("self");
-  const auto [dt, out_dt] = torch_fl::kit::unary_dtypes(self.scalar_type(), kind);
-  c.need(dtypes, dt, fn);
   c10::DeviceGuard guard(c.device());
-  const at::Tensor x = on_device(c, self, dt);
-  at::Tensor r = c.output(self.sizes(), out_dt, /*elementwise=*/true, {x});
-  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(x), Tensor(r));
-  c.finish(r);
+  const auto p = kit::unary(c, kernel(fn, dtypes), kind);
+  if (p.runs()) launch(c, ws, run, fn, Tensor(p.in[0]), Tensor(p.out));
+  c.finish(p.out);
 }
 
 void gelu(Call& c, GeluWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
@@ -51,156 +43,90 @@ void gelu(Call& c, GeluWs ws, RunFn run, const char* fn, const DtypeSet& dtypes)
 
 // ---- binary -----------------------------------------------------------------
 
-namespace {
-at::ScalarType binary_dtype(const Call& c, at::ScalarType promoted, BinaryKind kind,
-                            const DtypeSet& dtypes, const char* fn) {
-  const at::ScalarType dt = torch_fl::kit::binary_dtypes(promoted, kind).compute;
-  c.need(dtypes, dt, fn);
-  return dt;
-}
-}  // namespace
-
 void binary(Call& c, BinaryWs ws, RunFn run, const char* fn, const DtypeSet& dtypes,
             BinaryKind kind) {
-  const at::Tensor a = operand(c, "self"), b = operand(c, "other");
-  const at::ScalarType dt = binary_dtype(c, at::result_type(a, b), kind, dtypes, fn);
-  const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
   c10::DeviceGuard guard(c.device());
-  const at::Tensor x = on_device(c, a, dt).expand(shape), y = on_device(c, b, dt).expand(shape);
-  at::Tensor r = c.output(shape, dt, true, {x, y});
-  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(x), Tensor(y), Tensor(r));
-  c.finish(r);
+  const auto p = kit::binary(c, kernel(fn, dtypes), kind);
+  if (p.runs()) launch(c, ws, run, fn, Tensor(p.in[0]), Tensor(p.in[1]), Tensor(p.out));
+  c.finish(p.out);
 }
 
 void binary_scalar(Call& c, ScalarWs ws, RunFn run, const char* fn, const DtypeSet& dtypes,
                    BinaryKind kind) {
-  const at::Tensor self = c.tensor("self");
-  const at::Scalar other = c.scalar("other");
-  const at::ScalarType dt = binary_dtype(c, at::result_type(self, other), kind, dtypes, fn);
   c10::DeviceGuard guard(c.device());
-  const at::Tensor x = on_device(c, self, dt);
-  at::Tensor r = c.output(self.sizes(), dt, true, {x});
-  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(x), Scalar(other, dt), Tensor(r));
-  c.finish(r);
+  const auto p = kit::tensor_scalar(c, kernel(fn, dtypes), kind);
+  if (p.runs())
+    launch(c, ws, run, fn, Tensor(p.in[0]), Scalar(c.scalar("other"), p.dtype), Tensor(p.out));
+  c.finish(p.out);
 }
 
 void binary_alpha(Call& c, AlphaWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
-  const at::Tensor a = operand(c, "self"), b = operand(c, "other");
-  const at::ScalarType dt = at::result_type(a, b);
-  c.need(dtypes, dt, fn);
-  const at::Scalar alpha = torch_fl::kit::checked_alpha(c, dt);
-  const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
   c10::DeviceGuard guard(c.device());
-  const at::Tensor x = on_device(c, a, dt).expand(shape), y = on_device(c, b, dt).expand(shape);
-  at::Tensor r = c.output(shape, dt, true, {x, y});
-  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(x), Tensor(y), Scalar(alpha, dt), Tensor(r));
-  c.finish(r);
+  const auto p = kit::binary_alpha(c, kernel(fn, dtypes));
+  if (p.runs())
+    launch(c, ws, run, fn, Tensor(p.in[0]), Tensor(p.in[1]), Scalar(p.alpha, p.dtype),
+           Tensor(p.out));
+  c.finish(p.out);
 }
 
 void binary_alpha_scalar(Call& c, AlphaScalarWs ws, RunFn run, const char* fn,
                          const DtypeSet& dtypes) {
-  const at::Tensor self = c.tensor("self");
-  const at::Scalar other = c.scalar("other");
-  const at::ScalarType dt = at::result_type(self, other);
-  c.need(dtypes, dt, fn);
-  const at::Scalar alpha = torch_fl::kit::checked_alpha(c, dt);
   c10::DeviceGuard guard(c.device());
-  const at::Tensor x = on_device(c, self, dt);
-  at::Tensor r = c.output(self.sizes(), dt, true, {x});
-  if (r.numel() > 0)
-    launch(c, ws, run, fn, Tensor(x), Scalar(other, dt), Scalar(alpha, dt), Tensor(r));
-  c.finish(r);
+  const auto p = kit::binary_alpha(c, kernel(fn, dtypes), /*scalar_other=*/true);
+  if (p.runs())
+    launch(c, ws, run, fn, Tensor(p.in[0]), Scalar(c.scalar("other"), p.dtype),
+           Scalar(p.alpha, p.dtype), Tensor(p.out));
+  c.finish(p.out);
 }
 
 void pow_tensor(Call& c, BinaryWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
-  const at::Tensor a = c.tensor("self"), b = c.tensor("exponent");
-  const at::ScalarType dt = at::result_type(a, b);
-  c.need(dtypes, dt, fn);
-  const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
   c10::DeviceGuard guard(c.device());
-  const at::Tensor x = on_device(c, a, dt).expand(shape), y = on_device(c, b, dt).expand(shape);
-  at::Tensor r = c.output(shape, dt, true, {x, y});
-  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(x), Tensor(y), Tensor(r));
-  c.finish(r);
+  const auto p = kit::binary(c, kernel(fn, dtypes), BinaryKind::Pow, "self", "exponent");
+  if (p.runs()) launch(c, ws, run, fn, Tensor(p.in[0]), Tensor(p.in[1]), Tensor(p.out));
+  c.finish(p.out);
 }
 
 void pow_scalar(Call& c, ScalarWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
-  const at::Tensor self = c.tensor("self");
-  const at::Scalar e = c.scalar("exponent");
-  const at::ScalarType dt = at::result_type(self, e);
-  c.need(dtypes, dt, fn);
   c10::DeviceGuard guard(c.device());
-  const at::Tensor x = on_device(c, self, dt);
-  at::Tensor r = c.output(self.sizes(), dt, true, {x});
-  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(x), Scalar(e, dt), Tensor(r));
-  c.finish(r);
+  const auto p = kit::tensor_scalar(c, kernel(fn, dtypes), BinaryKind::Pow, "self", "exponent");
+  if (p.runs())
+    launch(c, ws, run, fn, Tensor(p.in[0]), Scalar(c.scalar("exponent"), p.dtype), Tensor(p.out));
+  c.finish(p.out);
 }
 
 void compare(Call& c, BinaryWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
-  const at::Tensor a = operand(c, "self"), b = operand(c, "other");
-  const at::ScalarType dt = at::result_type(a, b);
-  c.need(dtypes, dt, fn);
-  const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
-  c10::DeviceGuard guard(c.device());
-  const at::Tensor x = on_device(c, a, dt).expand(shape), y = on_device(c, b, dt).expand(shape);
-  at::Tensor r = c.output(shape, at::kBool, true, {x, y});
-  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(x), Tensor(y), Tensor(r));
-  c.finish(r);
+  binary(c, ws, run, fn, dtypes, BinaryKind::Compare);
 }
 
 void compare_scalar(Call& c, ScalarWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
-  const at::Tensor self = c.tensor("self");
-  const at::Scalar other = c.scalar("other");
-  const at::ScalarType dt = at::result_type(self, other);
-  c.need(dtypes, dt, fn);
-  c10::DeviceGuard guard(c.device());
-  const at::Tensor x = on_device(c, self, dt);
-  at::Tensor r = c.output(self.sizes(), at::kBool, true, {x});
-  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(x), Scalar(other, dt), Tensor(r));
-  c.finish(r);
+  binary_scalar(c, ws, run, fn, dtypes, BinaryKind::Compare);
 }
 
 void backward2(Call& c, BinaryWs ws, RunFn run, const char* fn, const DtypeSet& dtypes,
                const char* an, const char* bn) {
-  const at::Tensor a = c.tensor(an), b = c.tensor(bn);
-  const at::ScalarType dt = a.scalar_type();
-  if (b.scalar_type() != dt) c.decline("operands of different dtypes");
-  c.need(dtypes, dt, fn);
-  const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
   c10::DeviceGuard guard(c.device());
-  const at::Tensor x = on_device(c, a, dt).expand(shape), y = on_device(c, b, dt).expand(shape);
-  at::Tensor r = c.output(shape, dt, true, {x, y});
-  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(x), Tensor(y), Tensor(r));
-  c.finish(r);
+  const auto p = kit::same_dtype_pair(c, kernel(fn, dtypes), an, bn);
+  if (p.runs()) launch(c, ws, run, fn, Tensor(p.in[0]), Tensor(p.in[1]), Tensor(p.out));
+  c.finish(p.out);
 }
 
 void threshold_backward(Call& c, AlphaWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
-  const at::Tensor g = c.tensor("grad_output"), self = c.tensor("self");
-  const at::ScalarType dt = g.scalar_type();
-  if (self.scalar_type() != dt) c.decline("operands of different dtypes");
-  c.need(dtypes, dt, fn);
-  const std::vector<int64_t> shape = at::infer_size(g.sizes(), self.sizes());
   c10::DeviceGuard guard(c.device());
-  const at::Tensor x = on_device(c, g, dt).expand(shape), y = on_device(c, self, dt).expand(shape);
-  at::Tensor r = c.output(shape, dt, true, {x, y});
-  if (r.numel() > 0)
-    launch(c, ws, run, fn, Tensor(x), Tensor(y), Scalar(c.scalar("threshold"), dt), Tensor(r));
-  c.finish(r);
+  const auto p = kit::same_dtype_pair(c, kernel(fn, dtypes), "grad_output", "self");
+  if (p.runs())
+    launch(c, ws, run, fn, Tensor(p.in[0]), Tensor(p.in[1]), Scalar(c.scalar("threshold"), p.dtype),
+           Tensor(p.out));
+  c.finish(p.out);
 }
 
 void gelu_backward(Call& c, GeluBwdWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
-  const at::Tensor g = c.tensor("grad_output"), self = c.tensor("self");
-  const at::ScalarType dt = g.scalar_type();
-  if (self.scalar_type() != dt) c.decline("operands of different dtypes");
-  c.need(dtypes, dt, fn);
   std::string approx = c.str("approximate");
   if (approx != "none" && approx != "tanh") c.decline("approximate='" + approx + "'");
-  const std::vector<int64_t> shape = at::infer_size(g.sizes(), self.sizes());
   c10::DeviceGuard guard(c.device());
-  const at::Tensor x = on_device(c, g, dt).expand(shape), y = on_device(c, self, dt).expand(shape);
-  at::Tensor r = c.output(shape, dt, true, {x, y});
-  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(x), Tensor(y), approx.data(), Tensor(r));
-  c.finish(r);
+  const auto p = kit::same_dtype_pair(c, kernel(fn, dtypes), "grad_output", "self");
+  if (p.runs())
+    launch(c, ws, run, fn, Tensor(p.in[0]), Tensor(p.in[1]), approx.data(), Tensor(p.out));
+  c.finish(p.out);
 }
 
 // ---- reductions -------------------------------------------------------------
@@ -208,17 +134,7 @@ void gelu_backward(Call& c, GeluBwdWs ws, RunFn run, const char* fn, const Dtype
 namespace {
 void sum_like(Call& c, SumWs ws, RunFn run, const char* fn, const DtypeSet& dtypes, bool mean) {
   const at::Tensor self = c.tensor("self");
-  std::optional<at::ScalarType> dtype = c.has("dtype") ? c.opt_dtype("dtype") : std::nullopt;
-  if (!dtype && c.form() == Form::Out) dtype = c.target().scalar_type();
-  at::ScalarType rdt;
-  if (dtype) {
-    rdt = *dtype;
-  } else if (!mean && at::isIntegralType(self.scalar_type(), /*includeBool=*/true)) {
-    rdt = at::kLong;  // PyTorch sums integers into int64
-  } else {
-    rdt = self.scalar_type();
-  }
-  if (mean && !at::isFloatingType(rdt)) c.decline("mean of a non-floating dtype (PyTorch's error)");
+  const at::ScalarType rdt = kit::sum_dtype(c, self, mean);
   c.need(dtypes, rdt, fn);
   c.need(dtypes, self.scalar_type(), fn);
   const auto dims = reduce_dims(self, dims_arg(c));
@@ -227,12 +143,10 @@ void sum_like(Call& c, SumWs ws, RunFn run, const char* fn, const DtypeSet& dtyp
   c10::DeviceGuard guard(c.device());
   const at::Tensor x = on_device(c, self, self.scalar_type());
   at::Tensor r = c.output(shape, rdt, false, {x});
-  if (r.numel() > 0) {
-    if (x.numel() == 0) {
-      r.fill_(mean ? std::numeric_limits<double>::quiet_NaN() : 0.0);  // PyTorch's empty reduction
-    } else {
-      launch(c, ws, run, fn, Tensor(x), IntArray(dims), keepdim, acl_dtype(rdt), Tensor(r));
-    }
+  if (r.numel() > 0 && x.numel() == 0) {
+    r.fill_(kit::empty_sum(mean));
+  } else if (r.numel() > 0) {
+    launch(c, ws, run, fn, Tensor(x), IntArray(dims), keepdim, acl_dtype(rdt), Tensor(r));
   }
   c.finish(r);
 }
@@ -250,7 +164,7 @@ void reduce_extremum(Call& c, ReduceWs ws, RunFn run, const char* fn, const Dtyp
   const at::Tensor self = c.tensor("self");
   const at::ScalarType dt = self.scalar_type();
   c.need(dtypes, dt, fn);
-  if (self.numel() == 0) c.decline("an empty input (PyTorch's error to raise)");
+  kit::need_elements(c, self);
   const auto dims = reduce_dims(self, dims_arg(c));
   const bool keepdim = c.bool_("keepdim");
   const auto shape = reduced_shape(self, dims, keepdim);
@@ -315,35 +229,25 @@ void reduce_arg(Call& c, ArgWs ws, RunFn run, const char* fn, const DtypeSet& dt
 
 void mm(Call& c, MmWs ws, RunFn run, const char* fn, const DtypeSet& dtypes, int rank) {
   const at::Tensor a = c.tensor("self"), b = c.tensor("mat2");
-  const at::ScalarType dt = a.scalar_type();
-  if (b.scalar_type() != dt) c.decline("operands of different dtypes (PyTorch's error)");
-  c.need(dtypes, dt, fn);
-  if (a.dim() != rank || b.dim() != rank || a.size(-1) != b.size(-2) ||
-      (rank == 3 && a.size(0) != b.size(0)))
-    c.decline("shapes PyTorch rejects (its error to raise)");
-  std::vector<int64_t> shape = a.sizes().vec();
-  shape.back() = b.size(-1);
+  const auto shape = kit::matmul_shape(c, a, b, rank);
+  c.need(dtypes, a.scalar_type(), fn);
   c10::DeviceGuard guard(c.device());
-  at::Tensor r = c.output(shape, dt, false, {a, b});
-  if (r.numel() > 0) {
-    if (a.size(-1) == 0) {
-      r.zero_();
-    } else {
-      launch(c, ws, run, fn, Tensor(a), Tensor(b), Tensor(r), kKeepDtype);
-    }
+  at::Tensor r = c.output(shape, a.scalar_type(), false, {a, b});
+  if (r.numel() > 0 && a.size(-1) == 0) {
+    r.zero_();  // an empty inner dimension sums nothing
+  } else if (r.numel() > 0) {
+    launch(c, ws, run, fn, Tensor(a), Tensor(b), Tensor(r), kKeepDtype);
   }
   c.finish(r);
 }
 
 void addmm(Call& c, AddmmWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
   const at::Tensor self = c.tensor("self"), a = c.tensor("mat1"), b = c.tensor("mat2");
+  const auto shape = kit::matmul_shape(c, a, b, 2);
+  kit::need_bias(c, self, a, shape);
   const at::ScalarType dt = a.scalar_type();
-  if (b.scalar_type() != dt || self.scalar_type() != dt)
-    c.decline("operands of different dtypes (PyTorch's error)");
   c.need(dtypes, dt, fn);
-  if (a.dim() != 2 || b.dim() != 2 || a.size(1) != b.size(0) || a.size(1) == 0)
-    c.decline("shapes the kernel does not take (PyTorch decides)");
-  const std::vector<int64_t> shape{a.size(0), b.size(1)};
+  if (a.size(1) == 0) c.decline("an empty inner dimension");
   if (c.form() == Form::Inplace && self.sizes() != at::IntArrayRef(shape))
     c.decline("an in-place target of another shape (PyTorch's error)");
   c10::DeviceGuard guard(c.device());
@@ -382,9 +286,8 @@ void cumsum(Call& c, CumsumWs ws, RunFn run, const char* fn, const DtypeSet& dty
 
 void softmax(Call& c, SoftmaxWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
   const at::Tensor self = c.tensor("self");
-  if (c.bool_("half_to_float")) c.decline("half_to_float");
+  const int64_t dim = kit::softmax_dim(c, self);
   c.need(dtypes, self.scalar_type(), fn);
-  const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());
   c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output(self.sizes(), self.scalar_type(), false, {self});
   if (r.numel() > 0) launch(c, ws, run, fn, Tensor(self), dim, Tensor(r));
@@ -393,13 +296,10 @@ void softmax(Call& c, SoftmaxWs ws, RunFn run, const char* fn, const DtypeSet& d
 
 void softmax_backward(Call& c, SoftmaxBwdWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
   const at::Tensor g = c.tensor("grad_output"), y = c.tensor("output");
-  const at::ScalarType dt = g.scalar_type();
-  if (y.scalar_type() != dt || c.arg("input_dtype").toScalarType() != dt) c.decline("mixed dtypes");
-  c.need(dtypes, dt, fn);
-  if (g.sizes() != y.sizes()) c.decline("shapes that differ (PyTorch's error)");
-  const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), g.dim());
+  const int64_t dim = kit::softmax_backward_dim(c, g, y);
+  c.need(dtypes, g.scalar_type(), fn);
   c10::DeviceGuard guard(c.device());
-  at::Tensor r = c.output(g.sizes(), dt, false, {g, y});
+  at::Tensor r = c.output(g.sizes(), g.scalar_type(), false, {g, y});
   if (r.numel() > 0) launch(c, ws, run, fn, Tensor(g), Tensor(y), dim, Tensor(r));
   c.finish(r);
 }
@@ -450,21 +350,6 @@ void mse_loss_backward(Call& c, MseLossBwdWs ws, RunFn run, const char* fn,
 
 // ---- norms ------------------------------------------------------------------
 
-namespace {
-// Rows x normalized: the statistics' shape (input's leading dims, 1 for each normalized dim).
-std::vector<int64_t> stat_shape(const at::Tensor& input, size_t normalized) {
-  std::vector<int64_t> s = input.sizes().vec();
-  for (size_t i = s.size() - normalized; i < s.size(); ++i) s[i] = 1;
-  return s;
-}
-
-void check_normalized(const Call& c, const at::Tensor& input, const std::vector<int64_t>& norm) {
-  const int64_t axis = input.dim() - static_cast<int64_t>(norm.size());
-  if (norm.empty() || axis < 0 || input.numel() == 0 || input.sizes().slice(axis).vec() != norm)
-    c.decline("shapes the kernel does not take (PyTorch decides)");
-}
-}  // namespace
-
 void layer_norm(Call& c, LayerNormWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
   const at::Tensor input = c.tensor("input");
   const auto w = c.opt_tensor("weight"), b = c.opt_tensor("bias");
@@ -472,11 +357,10 @@ void layer_norm(Call& c, LayerNormWs ws, RunFn run, const char* fn, const DtypeS
   const at::ScalarType dt = input.scalar_type();
   if ((w && w->scalar_type() != dt) || (b && b->scalar_type() != dt)) c.decline("mixed dtypes");
   c.need(dtypes, dt, fn);
-  check_normalized(c, input, norm);
+  const std::vector<int64_t> stats = kit::norm_stat_shape(c, input, norm);
   c10::DeviceGuard guard(c.device());
   at::Tensor out = empty_result(c, input.sizes(), dt);
-  at::Tensor mean = empty_result(c, stat_shape(input, norm.size()), dt);
-  at::Tensor rstd = empty_result(c, stat_shape(input, norm.size()), dt);
+  at::Tensor mean = empty_result(c, stats, dt), rstd = empty_result(c, stats, dt);
   launch(c, ws, run, fn, Tensor(input), IntArray(norm), w ? Tensor(*w) : Tensor(),
          b ? Tensor(*b) : Tensor(), c.double_("eps"), Tensor(out), Tensor(mean), Tensor(rstd));
   c.finish(std::vector<at::Tensor>{out, mean, rstd});
@@ -492,7 +376,7 @@ void layer_norm_backward(Call& c, LayerNormBwdWs ws, RunFn run, const char* fn,
   if (g.scalar_type() != dt || (w && w->scalar_type() != dt) || (b && b->scalar_type() != dt))
     c.decline("mixed dtypes");
   c.need(dtypes, dt, fn);
-  check_normalized(c, input, norm);
+  (void)kit::norm_stat_shape(c, input, norm);
   std::vector<bool> mask = c.bools("output_mask");
   // No weight (bias): no gradient for it, as PyTorch returns an undefined tensor.
   mask[1] = mask[1] && w.has_value();
@@ -516,7 +400,7 @@ void rms_norm(Call& c, RmsNormWs ws, RunFn run, const char* fn, const DtypeSet& 
   const at::ScalarType dt = input.scalar_type();
   if (w && w->scalar_type() != dt) c.decline("mixed dtypes");
   c.need(dtypes, dt, fn);
-  check_normalized(c, input, norm);
+  const std::vector<int64_t> stats = kit::norm_stat_shape(c, input, norm);
   const double eps = c.opt_double("eps").value_or(dt == at::kHalf       ? 0.0009765625
                                                   : dt == at::kBFloat16 ? 0.0078125
                                                                         : 1.1920928955078125e-07);
@@ -524,7 +408,7 @@ void rms_norm(Call& c, RmsNormWs ws, RunFn run, const char* fn, const DtypeSet& 
   // RmsNorm's gamma is not optional: no weight is a weight of ones.
   const at::Tensor gamma = w ? *w : at::ones(norm, input.options());
   at::Tensor out = empty_result(c, input.sizes(), dt);
-  at::Tensor rstd = empty_result(c, stat_shape(input, norm.size()), at::kFloat);
+  at::Tensor rstd = empty_result(c, stats, at::kFloat);
   launch(c, ws, run, fn, Tensor(input), Tensor(gamma), eps, Tensor(out), Tensor(rstd));
   c.finish(std::vector<at::Tensor>{out, rstd});
 }
@@ -534,7 +418,7 @@ void rms_norm(Call& c, RmsNormWs ws, RunFn run, const char* fn, const DtypeSet& 
 void embedding(Call& c, EmbeddingWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
   const at::Tensor weight = c.tensor("weight"), indices = c.tensor("indices");
   c.need(dtypes, weight.scalar_type(), fn);
-  need_index(c, indices);
+  kit::need_index(c, indices);
   if (weight.dim() != 2) c.decline("a weight that is not 2-D (PyTorch's error)");
   std::vector<int64_t> shape = indices.sizes().vec();
   shape.push_back(weight.size(1));
@@ -549,10 +433,8 @@ void embedding_backward(Call& c, EmbeddingBwdWs ws, RunFn run, const char* fn,
   const at::Tensor grad = c.tensor("grad_output"), indices = c.tensor("indices");
   const at::ScalarType dt = grad.scalar_type();
   c.need(dtypes, dt, fn);
-  need_index(c, indices);
+  const int64_t width = kit::embedding_grad_width(c, grad, indices);
   const int64_t num_weights = c.int_("num_weights");
-  const int64_t width = grad.dim() == 0 ? 1 : grad.size(-1);
-  if (grad.numel() != indices.numel() * width) c.decline("shapes the kernel does not take");
   c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output({num_weights, width}, dt, false, {grad, indices});
   if (r.numel() > 0) {
@@ -573,12 +455,7 @@ void embedding_backward(Call& c, EmbeddingBwdWs ws, RunFn run, const char* fn,
 void index_select(Call& c, IndexWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
   const at::Tensor self = c.tensor("self"), index = c.tensor("index");
   c.need(dtypes, self.scalar_type(), fn);
-  need_index(c, index);
-  if (self.dim() == 0 || index.dim() > 1) c.decline("a 0-dim input or a multi-dim index");
-  const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());
-  std::vector<int64_t> shape = self.sizes().vec();
-  shape[dim] = index.numel();
-  if (self.size(dim) == 0 && index.numel() > 0) c.decline("indexing an empty dimension");
+  const auto [dim, shape] = kit::index_select_shape(c, self, index);
   c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output(shape, self.scalar_type(), false, {self, index});
   if (r.numel() > 0)
@@ -589,7 +466,7 @@ void index_select(Call& c, IndexWs ws, RunFn run, const char* fn, const DtypeSet
 void gather(Call& c, IndexWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
   const at::Tensor self = c.tensor("self"), index = c.tensor("index");
   c.need(dtypes, self.scalar_type(), fn);
-  need_index(c, index);
+  kit::need_index(c, index);
   if (self.dim() != index.dim() || self.dim() == 0)
     c.decline("ranks the kernel does not take (PyTorch decides)");
   const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());
@@ -604,7 +481,7 @@ void scatter(Call& c, ScatterWs ws, RunFn run, const char* fn, const DtypeSet& d
   const at::ScalarType dt = self.scalar_type();
   if (src.scalar_type() != dt) c.decline("operands of different dtypes (PyTorch's error)");
   c.need(dtypes, dt, fn);
-  need_index(c, index);
+  kit::need_index(c, index);
   if (self.dim() != index.dim() || self.dim() == 0) c.decline("ranks the kernel does not take");
   int64_t reduce = 0;  // ACLNN Scatter: 0 none, 1 add, 2 multiply
   if (c.has("reduce")) {
@@ -631,7 +508,7 @@ void scatter_add(Call& c, ScatterAddWs ws, RunFn run, const char* fn, const Dtyp
   const at::ScalarType dt = self.scalar_type();
   if (src.scalar_type() != dt) c.decline("operands of different dtypes (PyTorch's error)");
   c.need(dtypes, dt, fn);
-  need_index(c, index);
+  kit::need_index(c, index);
   if (self.dim() != index.dim() || self.dim() == 0) c.decline("ranks the kernel does not take");
   const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());
   c10::DeviceGuard guard(c.device());
@@ -668,34 +545,17 @@ void cat_into(const Call& c, ListWs ws, RunFn run, const char* fn,
 }  // namespace
 
 void cat(Call& c, ListWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
-  std::vector<at::Tensor> all = c.tensors("tensors"), ins;
-  for (const at::Tensor& t : all) {
-    if (t.dim() == 1 && t.numel() == 0) continue;  // legacy empty tensors are skipped
-    ins.push_back(t);
-  }
-  if (ins.empty()) c.decline("only empty inputs");
+  const std::vector<at::Tensor> all = c.tensors("tensors");
+  const kit::CatShape s = kit::cat_shape(c, all);
   const at::ScalarType dt = at::native::result_type(all);
   c.need(dtypes, dt, fn);
-  for (const auto& t : ins) {
-    if (t.dim() != ins[0].dim() || t.dim() == 0) c.decline("inputs of different ranks");
-  }
-  const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), ins[0].dim());
-  std::vector<int64_t> shape = ins[0].sizes().vec();
-  shape[dim] = 0;
-  for (const auto& t : ins) {
-    for (int64_t i = 0; i < t.dim(); ++i) {
-      if (i != dim && t.size(i) != ins[0].size(i))
-        c.decline("inputs whose sizes do not match (PyTorch's error)");
-    }
-    shape[dim] += t.size(dim);
-  }
   c10::DeviceGuard guard(c.device());
   std::vector<at::Tensor> parts;
-  for (const auto& t : ins) {
+  for (const auto& t : s.inputs) {
     if (t.numel() > 0) parts.push_back(on_device(c, t, dt));
   }
-  at::Tensor r = empty_result(c, shape, dt);
-  if (r.numel() > 0) cat_into(c, ws, run, fn, parts, dim, r);
+  at::Tensor r = empty_result(c, s.shape, dt);
+  if (r.numel() > 0) cat_into(c, ws, run, fn, parts, s.dim, r);
   c.finish(r);
 }
 
@@ -733,70 +593,46 @@ void stack(Call& c, ListWs ws, RunFn run, const char* fn, const DtypeSet& dtypes
 // ---- selection, fills, factories ---------------------------------------------
 
 void where(Call& c, WhereWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
-  const at::Tensor cond = c.tensor("condition"), a = operand(c, "self"), b = operand(c, "other");
-  const at::ScalarType dt = at::result_type(a, b);
-  c.need(dtypes, dt, fn);
-  if (cond.scalar_type() != at::kBool) c.decline("a non-bool condition");
-  const std::vector<int64_t> shape =
-      at::infer_size(at::infer_size(cond.sizes(), a.sizes()), b.sizes());
   c10::DeviceGuard guard(c.device());
-  const at::Tensor k = on_device(c, cond, at::kBool).expand(shape);
-  const at::Tensor x = on_device(c, a, dt).expand(shape), y = on_device(c, b, dt).expand(shape);
-  at::Tensor r = c.output(shape, dt, true, {k, x, y});
-  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(k), Tensor(x), Tensor(y), Tensor(r));
-  c.finish(r);
+  const auto p = kit::where(c, kernel(fn, dtypes));
+  if (p.runs())
+    launch(c, ws, run, fn, Tensor(p.in[0]), Tensor(p.in[1]), Tensor(p.in[2]), Tensor(p.out));
+  c.finish(p.out);
 }
 
 void masked_fill(Call& c, MaskedFillWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
-  const at::Tensor self = c.tensor("self"), mask = c.tensor("mask");
-  const at::ScalarType dt = self.scalar_type();
-  c.need(dtypes, dt, fn);
-  if (mask.scalar_type() != at::kBool) c.decline("a non-bool mask (PyTorch's error to raise)");
-  const std::vector<int64_t> shape =
-      c.form() == Form::Inplace ? self.sizes().vec() : at::infer_size(self.sizes(), mask.sizes());
   c10::DeviceGuard guard(c.device());
-  const at::Tensor m = on_device(c, mask, at::kBool).expand(shape);
-  at::Tensor r = c.output(shape, dt, true, {self, m});
-  if (r.numel() > 0) {
-    if (!r.is_same(self)) r.copy_(self.expand(shape));  // the fill is in place on the result
-    launch(c, ws, run, fn, Tensor(r), Tensor(m), Scalar(c.scalar("value"), dt));
+  const auto p = kit::masked_fill(c, kernel(fn, dtypes));
+  if (p.runs()) {
+    if (!p.out.is_same(p.in[0])) p.out.copy_(p.in[0]);  // the fill is in place on the result
+    launch(c, ws, run, fn, Tensor(p.out), Tensor(p.in[1]), Scalar(c.scalar("value"), p.dtype));
   }
-  c.finish(r);
+  c.finish(p.out);
 }
 
 void fill(Call& c, FillWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
-  const at::Tensor self = c.tensor("self");
-  c.need(dtypes, self.scalar_type(), fn);
   c10::DeviceGuard guard(c.device());
-  at::Tensor r = c.output(self.sizes(), self.scalar_type(), true, {});
-  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(r), Scalar(c.scalar("value"), r.scalar_type()));
-  c.finish(r);
+  const auto p = kit::fill_target(c, kernel(fn, dtypes));
+  if (p.runs()) launch(c, ws, run, fn, Tensor(p.out), Scalar(c.scalar("value"), p.dtype));
+  c.finish(p.out);
 }
 
 void zero(Call& c, ZeroWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
-  const at::Tensor self = c.tensor("self");
-  c.need(dtypes, self.scalar_type(), fn);
   c10::DeviceGuard guard(c.device());
-  at::Tensor r = c.output(self.sizes(), self.scalar_type(), true, {});
-  if (r.numel() > 0) launch(c, ws, run, fn, Tensor(r));
-  c.finish(r);
+  const auto p = kit::fill_target(c, kernel(fn, dtypes));
+  if (p.runs()) launch(c, ws, run, fn, Tensor(p.out));
+  c.finish(p.out);
 }
 
 void arange(Call& c, ArangeWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
-  const at::Tensor out = c.target();
-  const at::ScalarType dt = out.scalar_type();
+  const at::ScalarType dt = c.target().scalar_type();
   c.need(dtypes, dt, fn);
-  const at::Scalar start = c.scalar("start"), end = c.scalar("end"), step = c.scalar("step");
-  const double xs = start.toDouble(), xe = end.toDouble(), st = step.toDouble();
-  if (st == 0 || !std::isfinite(xs) || !std::isfinite(xe) || (st > 0 && xe < xs) ||
-      (st < 0 && xe > xs)) {
-    c.decline("arguments PyTorch rejects");
-  }
-  const int64_t n = static_cast<int64_t>(std::ceil((xe - xs) / st));
+  const int64_t n = kit::arange_length(c);
   c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output({n}, dt, false, {});
   if (n > 0)
-    launch(c, ws, run, fn, Scalar(start, dt), Scalar(end, dt), Scalar(step, dt), Tensor(r));
+    launch(c, ws, run, fn, Scalar(c.scalar("start"), dt), Scalar(c.scalar("end"), dt),
+           Scalar(c.scalar("step"), dt), Tensor(r));
   c.finish(r);
 }
 

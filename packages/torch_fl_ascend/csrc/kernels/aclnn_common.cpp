@@ -9,15 +9,6 @@
 
 namespace tfl_ascend {
 
-at::Tensor on_device(const Call& c, const at::Tensor& t, at::ScalarType dtype) {
-  // Cast on the host first, as the copy-then-cast did: a value out of the dtype's range wraps
-  // (uint8 + 300) instead of failing the fill's range check.
-  if (t.device().is_cpu() && t.dim() == 0)
-    return at::empty({}, at::TensorOptions().dtype(dtype).device(c.device()))
-        .fill_(t.to(dtype).item());
-  return torch_fl::kit::on_device(c, t, dtype);
-}
-
 aclDataType acl_dtype(at::ScalarType t) {
   switch (t) {
     case at::kFloat:

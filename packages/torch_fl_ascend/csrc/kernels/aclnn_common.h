@@ -21,6 +21,7 @@
 #include <ATen/ATen.h>
 #include <acl/acl.h>
 #include <aclnn/aclnn_base.h>
+#include <torch_fl/kit/category_operands.h>
 #include <torch_fl/kit/dtype_set.h>
 #include <torch_fl/kit/kernel_call.h>
 #include <torch_fl/kit/operands.h>
@@ -56,11 +57,17 @@ class Call : public torch_fl::kit::KernelCall {
   }
 };
 
-// `t` on the call's device in `dtype`, as torch_fl::kit::on_device, except that a CPU 0-dim
-// scalar becomes a fill of a device scalar instead of a copy from pageable host memory: the fill
-// is stream work carrying the value, so it neither waits for the stream nor breaks a graph
-// capture.
-at::Tensor on_device(const Call& c, const at::Tensor& t, at::ScalarType dtype);
+// `t` on the call's device in `dtype`; a CPU 0-dim scalar as a fill on the device (stream work
+// that neither waits for the stream nor breaks a graph capture: torch_fl::kit::on_device_filled).
+inline at::Tensor on_device(const Call& c, const at::Tensor& t, at::ScalarType dtype) {
+  return torch_fl::kit::on_device_filled(c, t, dtype);
+}
+
+// ACLNN's kernel `fn` serving `dtypes`: aclTensor descriptors carry strides, so operands are views
+// (torch_fl/kit/category_operands.h).
+inline torch_fl::kit::SdkKernel kernel(const char* fn, const DtypeSet& dtypes) {
+  return {torch_fl::kit::TensorForm::kStrided, fn, dtypes, &torch_fl::kit::on_device_filled};
+}
 
 // ACLNN's dtype for a torch dtype; ACL_DT_UNDEFINED when it has none.
 aclDataType acl_dtype(at::ScalarType t);

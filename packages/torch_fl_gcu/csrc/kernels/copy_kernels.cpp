@@ -30,7 +30,7 @@ void copy(const c10::OperatorHandle& op, torch::jit::Stack* s) {
   Call c(op, s, Form::Inplace);
   const auto [self, src] = torch_fl::kit::device_copy_operands(c);
   for (const at::Tensor* t : {static_cast<const at::Tensor*>(&self), &src}) {
-    if (!storage_dtype(t->scalar_type())) {
+    if (!kStorage.has(t->scalar_type())) {
       c.decline(std::string("topsatenCopy does not move ") + c10::toString(t->scalar_type()));
     }
   }

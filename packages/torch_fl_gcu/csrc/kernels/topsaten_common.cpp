@@ -40,21 +40,10 @@ topsaten::topsatenDataType_t tops_dtype(at::ScalarType t) {
   }
 }
 
-bool arithmetic_dtype(at::ScalarType t) {
-  return t == at::kFloat || t == at::kHalf || t == at::kBFloat16 || t == at::kInt;
-}
-
-bool storage_dtype(at::ScalarType t) {
-  return arithmetic_dtype(t) || t == at::kShort || t == at::kChar || t == at::kByte ||
-         t == at::kBool;
-}
-
-at::Tensor prepare(const Call& c, const at::Tensor& t, at::ScalarType dtype,
-                   std::optional<at::IntArrayRef> shape) {
-  at::Tensor x = torch_fl::kit::on_device(c, t, dtype);
-  if (shape && x.sizes() != *shape) x = x.expand(*shape);
-  return x.contiguous();
-}
+const torch_fl::kit::DtypeSet kArithmetic{at::kFloat, at::kHalf, at::kBFloat16, at::kInt};
+const torch_fl::kit::DtypeSet kFloating{at::kFloat, at::kHalf, at::kBFloat16};
+const torch_fl::kit::DtypeSet kStorage{at::kFloat, at::kHalf, at::kBFloat16, at::kInt,
+                                       at::kShort, at::kChar, at::kByte,     at::kBool};
 
 Desc::Desc(const at::Tensor& t) {
   TORCH_INTERNAL_ASSERT(t.is_contiguous() && t.device().is_privateuseone());

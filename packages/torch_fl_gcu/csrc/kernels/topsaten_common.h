@@ -19,6 +19,8 @@
 #include <ATen/ATen.h>
 #include <tops_runtime_api.h>
 #include <topsaten/topsaten.h>
+#include <torch_fl/kit/category_operands.h>
+#include <torch_fl/kit/dtype_set.h>
 #include <torch_fl/kit/kernel_call.h>
 #include <torch_fl/kit/operands.h>
 #include <torch_fl/kit/reduction_shape.h>
@@ -44,16 +46,15 @@ class Call : public torch_fl::kit::KernelCall {
 
 // topsaten's dtype for a torch dtype; TOPSATEN_DATA_NONE when it has none.
 topsaten::topsatenDataType_t tops_dtype(at::ScalarType t);
-// Dtypes topsaten computes arithmetic in (float32/16, bfloat16, int32).
-bool arithmetic_dtype(at::ScalarType t);
-// Dtypes topsaten can read and compare (the above plus int16/int8/uint8/bool).
-bool storage_dtype(at::ScalarType t);
+// Dtypes topsaten computes arithmetic in (float32/16, bfloat16, int32), its floating ones, and
+// those it can read and compare (arithmetic plus int16/int8/uint8/bool).
+extern const torch_fl::kit::DtypeSet kArithmetic, kFloating, kStorage;
 
-// A tensor on the call's device, cast to `dtype`, materialised contiguous
-// (conj/neg bits resolved), optionally expanded to `shape` (topsaten neither
-// broadcasts nor reads strides).
-at::Tensor prepare(const Call& c, const at::Tensor& t, at::ScalarType dtype,
-                   std::optional<at::IntArrayRef> shape = std::nullopt);
+// topsaten's kernel `fn` serving `dtypes`: dense operands (it neither broadcasts nor reads
+// strides) and fresh results (torch_fl::kit::category_operands.h).
+inline torch_fl::kit::SdkKernel kernel(const char* fn, const torch_fl::kit::DtypeSet& dtypes) {
+  return {torch_fl::kit::TensorForm::kDense, fn, dtypes};
+}
 
 // Descriptor topsaten reads (rank 0 -> {1}; the tensor must be contiguous).
 class Desc {

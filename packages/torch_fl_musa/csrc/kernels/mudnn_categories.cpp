@@ -12,30 +12,10 @@
 
 namespace tfl_musa {
 
-using torch_fl::kit::operand;
+namespace kit = torch_fl::kit;
+using kit::operand;
 
 namespace {
-
-// Whether the call's stream captures a graph.
-bool capturing(const Call& c) {
-  auto* stream = static_cast<musaStream_t>(
-      torch_fl::kit::current_native_stream(c.device(), "musa", "musaStream_t"));
-  musaStreamCaptureStatus s = musaStreamCaptureStatusNone;
-  if (musaStreamIsCapturing(stream, &s) == musaSuccess) return s != musaStreamCaptureStatusNone;
-  (void)musaGetLastError();
-  return false;
-}
-
-// `t` on the call's device in `dtype`, expanded (a zero-stride view) to `shape`: muDNN reads
-// broadcast operands through their strides. While the stream captures, a CPU scalar is filled in
-// on the device (its value fixed at the call, as a CUDA kernel's scalar argument is): a copy
-// from pageable memory is what a capture refuses.
-at::Tensor input(const Call& c, const at::Tensor& t, at::ScalarType dtype, at::IntArrayRef shape) {
-  at::Tensor x = t.device().is_cpu() && t.dim() == 0 && capturing(c)
-                     ? at::full({}, t.item(), at::TensorOptions().dtype(dtype).device(c.device()))
-                     : torch_fl::kit::on_device(c, t, dtype);
-  return x.sizes() == shape ? x : x.expand(shape);
-}
 
 // Configures `op` and runs `run(op)` on the call's handle, checking the statuses.
 template <typename Op, typename Run>
@@ -48,20 +28,16 @@ void launch(const Call& c, const char* fn, Op& op, Run&& run) {
 // ---- elementwise --------------------------------------------------------------------------
 
 void unary(Call& c, dnn::Unary::Mode mode, const char* fn, const DtypeSet& dtypes, UnaryKind kind) {
-  const at::Tensor self = c.tensor("self");
-  const auto [dt, out_dt] = torch_fl::kit::unary_dtypes(self.scalar_type(), kind);
-  c.need(dtypes, dt, fn);
   c10::DeviceGuard guard(c.device());
-  const at::Tensor x = input(c, self, dt, self.sizes());
-  at::Tensor r = c.output(self.sizes(), out_dt, /*elementwise=*/true, {x});
-  if (r.numel() > 0) {
+  const auto p = kit::unary(c, kernel(fn, dtypes), kind);
+  if (p.runs()) {
     dnn::Unary op;
     check(op.SetMode(mode), fn, c);
-    dnn::Tensor out = desc(c, r);
-    const dnn::Tensor in = desc(c, x);
+    dnn::Tensor out = desc(c, p.out);
+    const dnn::Tensor in = desc(c, p.in[0]);
     launch(c, fn, op, [&](dnn::Unary& o, dnn::Handle& h) { return o.Run(h, out, in); });
   }
-  c.finish(r);
+  c.finish(p.out);
 }
 
 void gelu(Call& c, dnn::Unary::Mode mode, const char* fn, const DtypeSet& dtypes) {
@@ -71,69 +47,54 @@ void gelu(Call& c, dnn::Unary::Mode mode, const char* fn, const DtypeSet& dtypes
 }
 
 void pow_scalar(Call& c, dnn::Unary::Mode mode, const char* fn, const DtypeSet& dtypes) {
-  const at::Tensor self = c.tensor("self");
-  const at::Scalar e = c.scalar("exponent");
-  if (e.isComplex()) c.decline("a complex exponent");
-  const at::ScalarType dt = at::result_type(self, e);
-  c.need(dtypes, dt, fn);
+  if (c.scalar("exponent").isComplex()) c.decline("a complex exponent");
   c10::DeviceGuard guard(c.device());
-  const at::Tensor x = input(c, self, dt, self.sizes());
-  at::Tensor r = c.output(self.sizes(), dt, true, {x});
-  if (r.numel() > 0) {
+  const auto p = kit::tensor_scalar(c, kernel(fn, dtypes), BinaryKind::Pow, "self", "exponent");
+  if (p.runs()) {
     dnn::Unary op;
     check(op.SetMode(mode), fn, c);
-    check(op.SetAlpha(e.toDouble()), fn, c);
-    dnn::Tensor out = desc(c, r);
-    const dnn::Tensor in = desc(c, x);
+    check(op.SetAlpha(c.scalar("exponent").toDouble()), fn, c);
+    dnn::Tensor out = desc(c, p.out);
+    const dnn::Tensor in = desc(c, p.in[0]);
     launch(c, fn, op, [&](dnn::Unary& o, dnn::Handle& h) { return o.Run(h, out, in); });
   }
-  c.finish(r);
+  c.finish(p.out);
 }
 
 void binary(Call& c, dnn::Binary::Mode mode, const char* fn, const DtypeSet& dtypes,
             BinaryKind kind) {
-  const at::Tensor a = operand(c, "self");
-  const at::Tensor b = operand(c, c.has("other") ? "other" : "exponent");
-  const auto [dt, out_dt] = torch_fl::kit::binary_dtypes(at::result_type(a, b), kind);
-  c.need(dtypes, dt, fn);
-  const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
   c10::DeviceGuard guard(c.device());
-  const at::Tensor x = input(c, a, dt, shape), y = input(c, b, dt, shape);
-  at::Tensor r = c.output(shape, out_dt, true, {x, y});
-  if (r.numel() > 0) {
+  const auto p =
+      kit::binary(c, kernel(fn, dtypes), kind, "self", c.has("other") ? "other" : "exponent");
+  if (p.runs()) {
     dnn::Binary op;
     check(op.SetMode(mode), fn, c);
-    dnn::Tensor out = desc(c, r);
-    const dnn::Tensor da = desc(c, x), db = desc(c, y);
+    dnn::Tensor out = desc(c, p.out);
+    const dnn::Tensor da = desc(c, p.in[0]), db = desc(c, p.in[1]);
     launch(c, fn, op, [&](dnn::Binary& o, dnn::Handle& h) { return o.Run(h, out, da, db); });
   }
-  c.finish(r);
+  c.finish(p.out);
 }
 
 void binary_alpha(Call& c, dnn::Binary::Mode mode, const char* fn, const DtypeSet& dtypes) {
-  const at::Tensor a = operand(c, "self"), b = operand(c, "other");
-  const at::ScalarType dt = at::result_type(a, b);
-  c.need(dtypes, dt, fn);
-  const at::Scalar alpha = torch_fl::kit::checked_alpha(c, dt);
-  const std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
   c10::DeviceGuard guard(c.device());
-  const at::Tensor x = input(c, a, dt, shape), y = input(c, b, dt, shape);
-  at::Tensor r = c.output(shape, dt, true, {x, y});
-  if (r.numel() > 0) {
+  const auto p = kit::binary_alpha(c, kernel(fn, dtypes));
+  if (p.runs()) {
     dnn::Binary op;
     check(op.SetMode(mode), fn, c);
-    check(op.SetAlpha(alpha.toDouble()), fn, c);
-    dnn::Tensor out = desc(c, r);
-    const dnn::Tensor da = desc(c, x), db = desc(c, y);
+    check(op.SetAlpha(p.alpha.toDouble()), fn, c);
+    dnn::Tensor out = desc(c, p.out);
+    const dnn::Tensor da = desc(c, p.in[0]), db = desc(c, p.in[1]);
     launch(c, fn, op, [&](dnn::Binary& o, dnn::Handle& h) { return o.Run(h, out, da, db); });
   }
-  c.finish(r);
+  c.finish(p.out);
 }
 
 namespace {
 // Runs a Ternary mode over three operands already of the result's shape.
-void run_ternary(Call& c, dnn::Ternary::Mode mode, const char* fn, double alpha, at::Tensor& r,
-                 const at::Tensor& x, const at::Tensor& y, const at::Tensor& z) {
+void run_ternary(Call& c, dnn::Ternary::Mode mode, const char* fn, double alpha,
+                 const at::Tensor& r, const at::Tensor& x, const at::Tensor& y,
+                 const at::Tensor& z) {
   if (r.numel() == 0) return;
   dnn::Ternary op;
   check(op.SetMode(mode), fn, c);
@@ -145,17 +106,10 @@ void run_ternary(Call& c, dnn::Ternary::Mode mode, const char* fn, double alpha,
 }  // namespace
 
 void ternary_value(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dtypes) {
-  const at::Tensor a = c.tensor("self"), b = c.tensor("tensor1"), d = c.tensor("tensor2");
-  const at::ScalarType dt = at::native::result_type({a, b, d});
-  c.need(dtypes, dt, fn);
-  const std::vector<int64_t> shape =
-      at::infer_size(at::infer_size(a.sizes(), b.sizes()), d.sizes());
   c10::DeviceGuard guard(c.device());
-  const at::Tensor x = input(c, a, dt, shape), y = input(c, b, dt, shape),
-                   z = input(c, d, dt, shape);
-  at::Tensor r = c.output(shape, dt, true, {x, y, z});
-  run_ternary(c, mode, fn, c.scalar("value").toDouble(), r, x, y, z);
-  c.finish(r);
+  const auto p = kit::pointwise3(c, kernel(fn, dtypes));
+  run_ternary(c, mode, fn, c.scalar("value").toDouble(), p.out, p.in[0], p.in[1], p.in[2]);
+  c.finish(p.out);
 }
 
 void lerp(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dtypes) {
@@ -169,52 +123,41 @@ void lerp(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dtyp
   const std::vector<int64_t> shape =
       at::infer_size(at::infer_size(a.sizes(), b.sizes()), w.sizes());
   c10::DeviceGuard guard(c.device());
-  const at::Tensor x = input(c, a, dt, shape), y = input(c, b, dt, shape),
-                   z = input(c, w, dt, shape);
+  const auto k = kernel(fn, dtypes);
+  const at::Tensor x = k.input(c, a, dt, shape), y = k.input(c, b, dt, shape),
+                   z = k.input(c, w, dt, shape);
   at::Tensor r = c.output(shape, dt, true, {x, y, z});
   run_ternary(c, mode, fn, 1.0, r, x, y, z);
   c.finish(r);
 }
 
 void where(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dtypes) {
-  const at::Tensor cond = c.tensor("condition");
-  const at::Tensor a = operand(c, "self"), b = operand(c, "other");
-  if (cond.scalar_type() != at::kBool) c.decline("a condition of dtype other than bool");
-  const at::ScalarType dt = at::result_type(a, b);
-  c.need(dtypes, dt, fn);
-  const std::vector<int64_t> shape =
-      at::infer_size(at::infer_size(cond.sizes(), a.sizes()), b.sizes());
   c10::DeviceGuard guard(c.device());
-  const at::Tensor k = input(c, cond, at::kBool, shape), x = input(c, a, dt, shape),
-                   y = input(c, b, dt, shape);
-  at::Tensor r = c.output(shape, dt, true, {k, x, y});
-  run_ternary(c, mode, fn, 1.0, r, k, x, y);
-  c.finish(r);
+  const auto p = kit::where(c, kernel(fn, dtypes));
+  run_ternary(c, mode, fn, 1.0, p.out, p.in[0], p.in[1], p.in[2]);
+  c.finish(p.out);
 }
 
 void threshold_backward(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dtypes) {
-  const at::Tensor g = c.tensor("grad_output"), self = c.tensor("self");
-  const at::ScalarType dt = g.scalar_type();
-  if (self.scalar_type() != dt) c.decline("operands of different dtypes");
-  c.need(dtypes, dt, fn);
-  const std::vector<int64_t> shape = at::infer_size(g.sizes(), self.sizes());
   c10::DeviceGuard guard(c.device());
-  const at::Tensor x = input(c, self, dt, shape), y = input(c, g, dt, shape);
-  const at::Tensor t =
-      input(c, at::native::wrapped_scalar_tensor(c.scalar("threshold")), dt, shape);
-  const at::Tensor zero = input(c, at::native::wrapped_scalar_tensor(at::Scalar(0)), dt, shape);
-  at::Tensor r = c.output(shape, dt, true, {x, y});
-  if (r.numel() > 0) {
-    at::Tensor mask = torch_fl::kit::empty_result(c, shape, at::kBool);
+  const auto k = kernel(fn, dtypes);
+  const auto p = kit::same_dtype_pair(c, k, "grad_output", "self");
+  if (p.runs()) {
+    const at::IntArrayRef shape = p.out.sizes();
+    const at::Tensor t =
+        k.input(c, at::native::wrapped_scalar_tensor(c.scalar("threshold")), p.dtype, shape);
+    const at::Tensor zero =
+        k.input(c, at::native::wrapped_scalar_tensor(at::Scalar(0)), p.dtype, shape);
+    at::Tensor mask = kit::empty_result(c, shape, at::kBool);
     dnn::Binary gt;
     check(gt.SetMode(dnn::Binary::Mode::GT), "Binary::GT", c);
     dnn::Tensor dm = desc(c, mask);
-    const dnn::Tensor dx = desc(c, x), dt_ = desc(c, t);
+    const dnn::Tensor dx = desc(c, p.in[1]), dt_ = desc(c, t);
     launch(c, "Binary::GT", gt,
            [&](dnn::Binary& o, dnn::Handle& h) { return o.Run(h, dm, dx, dt_); });
-    run_ternary(c, mode, fn, 1.0, r, mask, y, zero);
+    run_ternary(c, mode, fn, 1.0, p.out, mask, p.in[0], zero);
   }
-  c.finish(r);
+  c.finish(p.out);
 }
 
 // ---- reductions ---------------------------------------------------------------------------
@@ -226,28 +169,21 @@ void reduce(Call& c, dnn::Reduce::Mode mode, const char* fn, const DtypeSet& dty
   const bool logical = mode == M::AND || mode == M::OR;
   at::ScalarType in_dt = self.scalar_type(), out_dt = in_dt;
   if (sum_like) {
-    std::optional<at::ScalarType> dtype = c.has("dtype") ? c.opt_dtype("dtype") : std::nullopt;
-    if (!dtype && c.form() == Form::Out) dtype = c.target().scalar_type();
-    if (dtype)
-      out_dt = *dtype;
-    else if (mode == M::ADD && at::isIntegralType(in_dt, /*includeBool=*/true))
-      out_dt = at::kLong;  // PyTorch sums integers into int64
-    if (mode == M::MEAN && !at::isFloatingType(out_dt))
-      c.decline("mean of a non-floating dtype (PyTorch's error)");
+    out_dt = kit::sum_dtype(c, self, mode == M::MEAN);
     in_dt = out_dt;  // muDNN reduces in the result's dtype
   } else if (logical) {
     // all/any of uint8 give uint8 in PyTorch; muDNN writes bool.
     if (in_dt == at::kByte) c.decline("all/any of uint8 (its result is uint8)");
     out_dt = at::kBool;
-  } else if (self.numel() == 0) {
-    c.decline("an empty input (PyTorch's error to raise)");
+  } else {
+    kit::need_elements(c, self);
   }
   c.need(dtypes, in_dt, fn);
-  const auto dims = torch_fl::kit::reduce_dims(self, torch_fl::kit::dims_arg(c));
+  const auto dims = kit::reduce_dims(self, kit::dims_arg(c));
   const bool keepdim = c.has("keepdim") ? c.bool_("keepdim") : false;
-  const auto shape = torch_fl::kit::reduced_shape(self, dims, keepdim);
+  const auto shape = kit::reduced_shape(self, dims, keepdim);
   c10::DeviceGuard guard(c.device());
-  const at::Tensor x = input(c, self, in_dt, self.sizes());
+  const at::Tensor x = kernel(fn, dtypes).input(c, self, in_dt);
   at::Tensor r = c.output(shape, out_dt, /*elementwise=*/false, {x});
   if (r.numel() > 0) {
     // muDNN's output keeps each reduced dim with size 1.
@@ -267,22 +203,12 @@ void reduce(Call& c, dnn::Reduce::Mode mode, const char* fn, const DtypeSet& dty
 
 // ---- matmul -------------------------------------------------------------------------------
 
-namespace {
-void need_matrices(const Call& c, const at::Tensor& a, const at::Tensor& b, int64_t rank) {
-  // Shape and dtype mismatches are PyTorch's errors to raise.
-  if (a.dim() != rank || b.dim() != rank) c.decline("operands of another rank");
-  if (a.size(rank - 1) != b.size(rank - 2) || (rank == 3 && a.size(0) != b.size(0)))
-    c.decline("operands of mismatched shapes");
-  if (a.scalar_type() != b.scalar_type()) c.decline("operands of different dtypes");
-}
-}  // namespace
-
 void mm(Call& c, const char* fn, const DtypeSet& dtypes) {
   const at::Tensor a = c.tensor("self"), b = c.tensor("mat2");
-  need_matrices(c, a, b, 2);
+  const auto shape = kit::matmul_shape(c, a, b, 2);
   c.need(dtypes, a.scalar_type(), fn);
   c10::DeviceGuard guard(c.device());
-  at::Tensor r = c.output({a.size(0), b.size(1)}, a.scalar_type(), false, {a, b});
+  at::Tensor r = c.output(shape, a.scalar_type(), false, {a, b});
   if (r.numel() > 0) {
     if (a.size(1) == 0) {
       r.zero_();  // an empty inner dimension sums nothing
@@ -298,10 +224,10 @@ void mm(Call& c, const char* fn, const DtypeSet& dtypes) {
 
 void bmm(Call& c, const char* fn, const DtypeSet& dtypes) {
   const at::Tensor a = c.tensor("self"), b = c.tensor("mat2");
-  need_matrices(c, a, b, 3);
+  const auto shape = kit::matmul_shape(c, a, b, 3);
   c.need(dtypes, a.scalar_type(), fn);
   c10::DeviceGuard guard(c.device());
-  at::Tensor r = c.output({a.size(0), a.size(1), b.size(2)}, a.scalar_type(), false, {a, b});
+  at::Tensor r = c.output(shape, a.scalar_type(), false, {a, b});
   if (r.numel() > 0) {
     if (a.size(2) == 0) {
       r.zero_();
@@ -317,12 +243,10 @@ void bmm(Call& c, const char* fn, const DtypeSet& dtypes) {
 
 void addmm(Call& c, const char* fn, const DtypeSet& dtypes) {
   const at::Tensor bias = c.tensor("self"), a = c.tensor("mat1"), b = c.tensor("mat2");
-  need_matrices(c, a, b, 2);
+  const auto shape = kit::matmul_shape(c, a, b, 2);
+  kit::need_bias(c, bias, a, shape);
   const at::ScalarType dt = a.scalar_type();
-  if (bias.scalar_type() != dt) c.decline("a bias of another dtype");
   c.need(dtypes, dt, fn);
-  const std::vector<int64_t> shape{a.size(0), b.size(1)};
-  if (!at::is_expandable_to(bias.sizes(), shape)) c.decline("a bias that does not broadcast");
   const double alpha = c.scalar("alpha").toDouble(), beta = c.scalar("beta").toDouble();
   c10::DeviceGuard guard(c.device());
   const at::Tensor z = bias.expand(shape);
@@ -358,9 +282,8 @@ void addmm(Call& c, const char* fn, const DtypeSet& dtypes) {
 
 void softmax(Call& c, dnn::Softmax::Mode mode, const char* fn, const DtypeSet& dtypes) {
   const at::Tensor self = c.tensor("self");
-  if (c.bool_("half_to_float")) c.decline("half_to_float");
+  const int64_t dim = kit::softmax_dim(c, self);
   c.need(dtypes, self.scalar_type(), fn);
-  const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());
   c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output(self.sizes(), self.scalar_type(), false, {self});
   if (r.numel() > 0) {
@@ -379,12 +302,9 @@ void softmax(Call& c, dnn::Softmax::Mode mode, const char* fn, const DtypeSet& d
 
 void softmax_backward(Call& c, const char* fn, const DtypeSet& dtypes, dnn::Softmax::Mode mode) {
   const at::Tensor g = c.tensor("grad_output"), y = c.tensor("output");
+  const int64_t dim = kit::softmax_backward_dim(c, g, y);
   const at::ScalarType dt = g.scalar_type();
-  if (y.scalar_type() != dt || c.opt_dtype("input_dtype") != dt)
-    c.decline("a gradient of another dtype than the input");
-  if (g.sizes() != y.sizes()) c.decline("a gradient of another shape than the output");
   c.need(dtypes, dt, fn);
-  const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), g.dim());
   c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output(g.sizes(), dt, false, {g, y});
   if (r.numel() > 0) {
@@ -456,7 +376,7 @@ void fill_with(Call& c, const char* fn, const DtypeSet& dtypes, const at::Scalar
   const at::ScalarType dt = self.scalar_type();
   c.need(dtypes, dt, fn);
   // Writing one value through a self-overlapping view is CPU's to judge; muDNN refuses it.
-  if (!torch_fl::kit::no_internal_overlap(self)) c.decline("a self-overlapping target");
+  if (!kit::no_internal_overlap(self)) c.decline("a self-overlapping target");
   if (self.is_neg() || self.is_conj()) c.decline("a target with a lazy neg/conj bit");
   // The value as the target's dtype stores it; PyTorch's overflow error is raised here.
   const at::Scalar v = at::scalar_tensor(value, at::TensorOptions().dtype(dt)).item();

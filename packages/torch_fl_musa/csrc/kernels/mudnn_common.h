@@ -18,6 +18,7 @@
 #include <ATen/ATen.h>
 #include <mudnn.h>
 #include <musa_runtime_api.h>
+#include <torch_fl/kit/category_operands.h>
 #include <torch_fl/kit/dtype_set.h>
 #include <torch_fl/kit/kernel_call.h>
 #include <torch_fl/kit/operands.h>
@@ -43,6 +44,13 @@ class Call : public torch_fl::kit::KernelCall {
     torch_fl::kit::need_dtype(*this, dtypes, t, fn);
   }
 };
+
+// muDNN's operator `fn` serving `dtypes`: it honours strides, so operands are views; a CPU
+// scalar operand is a fill on the device, which a graph capture records
+// (torch_fl/kit/category_operands.h).
+inline torch_fl::kit::SdkKernel kernel(const char* fn, const DtypeSet& dtypes) {
+  return {torch_fl::kit::TensorForm::kStrided, fn, dtypes, &torch_fl::kit::on_device_filled};
+}
 
 // A descriptor of `t` as it is (sizes and strides from its data pointer; rank 0 -> {1}).
 // Declines a rank or dtype muDNN cannot describe.

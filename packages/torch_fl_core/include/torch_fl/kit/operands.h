@@ -25,6 +25,17 @@ inline at::Tensor on_device(const BoxedCall& c, const at::Tensor& t, at::ScalarT
   return x.resolve_conj().resolve_neg();
 }
 
+// As on_device, except that a CPU 0-dim scalar becomes a fill of a device scalar instead of a
+// copy from pageable host memory: the fill is stream work carrying the value, so it neither waits
+// for the stream nor breaks a graph capture. The value is cast on the host first, as the
+// copy-then-cast would (uint8 + 300 wraps instead of failing the fill's range check).
+inline at::Tensor on_device_filled(const BoxedCall& c, const at::Tensor& t, at::ScalarType dtype) {
+  if (t.device().is_cpu() && t.dim() == 0)
+    return at::empty({}, at::TensorOptions().dtype(dtype).device(c.device()))
+        .fill_(t.to(dtype).item());
+  return on_device(c, t, dtype);
+}
+
 // A fresh result on the call's device (contiguous unless `format` says otherwise).
 inline at::Tensor empty_result(const BoxedCall& c, at::IntArrayRef shape, at::ScalarType dtype,
                                at::MemoryFormat format = at::MemoryFormat::Contiguous) {
