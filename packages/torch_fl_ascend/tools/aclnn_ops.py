@@ -34,24 +34,10 @@ def _kit_dir() -> Path:
 
 if str(_kit_dir()) not in sys.path:
     sys.path.insert(0, str(_kit_dir()))
-from kernel_ops import Op  # noqa: E402
+# ALL_DTYPES: every dtype a route rule can name. ACLNN computes none of them in complex dtypes
+# here, so those go to the CPU up front too.
+from kernel_ops import ALL_DTYPES, Op  # noqa: E402
 
-#: Every dtype a route rule can name for these kernels. ACLNN computes none of them in complex
-#: dtypes here, so those go to the CPU up front too.
-ALL_DTYPES = (
-    "float32",
-    "float16",
-    "bfloat16",
-    "float64",
-    "int64",
-    "int32",
-    "int16",
-    "int8",
-    "uint8",
-    "bool",
-    "complex64",
-    "complex128",
-)
 FLOATS = ("float32", "float16", "bfloat16")
 #: Arithmetic: the floating types and the integer types ACLNN computes in (no int16, no float64).
 ARITH = FLOATS + ("int64", "int32", "int8", "uint8")

@@ -12,23 +12,9 @@ from __future__ import annotations
 
 import ctypes
 
-from torch_fl.vendors.emulator import EmulatorControls
+from torch_fl.vendors.emulator import CONTROLS, EmulatorControls
 
-__all__ = [
-    "available",
-    "call_count",
-    "clear_faults",
-    "fault",
-    "inject_fault",
-    "last_violation",
-    "launch_foreign",
-    "library",
-    "live_allocations",
-    "live_bytes",
-    "pending_foreign",
-    "reset",
-    "violation_count",
-]
+__all__ = [*CONTROLS, "launch_foreign", "pending_foreign"]  # noqa: F822 (CONTROLS: bound by export)
 
 #: topsError_t / topsatenStatus_t values tests inject by name.
 TOPS_ERRORS = {
@@ -55,17 +41,7 @@ _emu = EmulatorControls(
         "PendingForeign": ([ctypes.c_int], ctypes.c_uint64),
     },
 )
-available = _emu.available
-library = _emu.library
-inject_fault = _emu.inject_fault
-clear_faults = _emu.clear_faults
-reset = _emu.reset
-fault = _emu.fault
-call_count = _emu.call_count
-violation_count = _emu.violation_count
-last_violation = _emu.last_violation
-live_allocations = _emu.live_allocations
-live_bytes = _emu.live_bytes
+_emu.export(globals())
 
 
 def pending_foreign(device: int) -> int:

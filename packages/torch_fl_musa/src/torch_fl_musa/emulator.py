@@ -10,21 +10,9 @@ shared with it.
 
 from __future__ import annotations
 
-from torch_fl.vendors.emulator import EmulatorControls
+from torch_fl.vendors.emulator import CONTROLS, EmulatorControls
 
-__all__ = [
-    "available",
-    "call_count",
-    "clear_faults",
-    "fault",
-    "inject_fault",
-    "last_violation",
-    "library",
-    "live_allocations",
-    "live_bytes",
-    "reset",
-    "violation_count",
-]
+__all__ = [*CONTROLS]  # noqa: F822 (CONTROLS: bound by export)
 
 #: musaError_t and musa::dnn::Status values tests inject by name.
 MUSA_ERRORS = {
@@ -43,14 +31,4 @@ MUDNN_STATUS = {
 }
 
 _emu = EmulatorControls("torch_fl_musa", "musaEmu", {**MUSA_ERRORS, **MUDNN_STATUS}, {})
-available = _emu.available
-library = _emu.library
-inject_fault = _emu.inject_fault
-clear_faults = _emu.clear_faults
-reset = _emu.reset
-fault = _emu.fault
-call_count = _emu.call_count
-violation_count = _emu.violation_count
-last_violation = _emu.last_violation
-live_allocations = _emu.live_allocations
-live_bytes = _emu.live_bytes
+_emu.export(globals())

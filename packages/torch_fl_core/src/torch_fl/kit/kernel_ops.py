@@ -12,6 +12,22 @@ from __future__ import annotations
 
 import dataclasses
 
+#: Every dtype a route rule or an op's ``dtypes`` may name, in the order rules list them.
+ALL_DTYPES = (
+    "float32",
+    "float16",
+    "bfloat16",
+    "float64",
+    "int64",
+    "int32",
+    "int16",
+    "int8",
+    "uint8",
+    "bool",
+    "complex64",
+    "complex128",
+)
+
 
 def pascal(name: str) -> str:
     """``index_select`` -> ``IndexSelect``, ``_softmax`` -> ``Softmax``."""

@@ -27,6 +27,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from torch_fl.kit.kernel_ops import ALL_DTYPES
 from torch_fl.routing import provenance
 from torch_fl.routing.route_table import short_op_name
 
@@ -224,23 +225,6 @@ class FlagGemsFirst:
         for op in sorted(self.rules):
             lines += [rule.line(op) for rule in self.rules[op]]
         return "\n".join(lines) + "\n"
-
-
-#: The dtypes a rule may split off, in the order rules list them.
-ALL_DTYPES = (
-    "float32",
-    "float16",
-    "bfloat16",
-    "float64",
-    "int64",
-    "int32",
-    "int16",
-    "int8",
-    "uint8",
-    "bool",
-    "complex64",
-    "complex128",
-)
 
 
 def served_rules(

@@ -18,7 +18,7 @@ import importlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-__all__ = ["EmulatorControls"]
+__all__ = ["CONTROLS", "EmulatorControls"]
 
 #: The framework's controls: name -> (argtypes, restype).
 _COMMON: dict[str, tuple[list[Any], Any]] = {
@@ -31,6 +31,22 @@ _COMMON: dict[str, tuple[list[Any], Any]] = {
     "LiveAllocations": ([ctypes.c_int], ctypes.c_uint64),
     "LiveBytes": ([ctypes.c_int], ctypes.c_uint64),
 }
+
+
+#: The module-level functions a vendor's ``emulator`` module offers (:meth:`EmulatorControls.export`).
+CONTROLS = (
+    "available",
+    "call_count",
+    "clear_faults",
+    "fault",
+    "inject_fault",
+    "last_violation",
+    "library",
+    "live_allocations",
+    "live_bytes",
+    "reset",
+    "violation_count",
+)
 
 
 class EmulatorControls:
@@ -55,6 +71,12 @@ class EmulatorControls:
         self.clears = clears
         self.controls = {**_COMMON, **(controls or {})}
         self.library = functools.cache(self._open)
+
+    def export(self, namespace: dict[str, Any]) -> None:
+        """Binds :data:`CONTROLS` into a vendor's ``emulator`` module (``globals()``), so tests
+        call ``emulator.inject_fault(...)``."""
+        for name in CONTROLS:
+            namespace[name] = getattr(self, name)
 
     def available(self) -> bool:
         """Whether the package was built against the emulator."""

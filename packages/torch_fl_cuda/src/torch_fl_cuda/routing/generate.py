@@ -40,6 +40,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import torch
+from torch_fl.kit.kernel_ops import ALL_DTYPES
 from torch_fl.routing.generate import EXCLUDED, classify_box_routes
 from torch_fl.routing.validation import torch_minor
 
@@ -63,20 +64,7 @@ GAPS = HERE / "routing" / "gaps.json"
 BOX = "box:cuda"
 
 #: Every dtype a dtype rule may name (a default ``flaggems`` route keeps the untested ones on box).
-RULE_DTYPES = (
-    "float32",
-    "float16",
-    "bfloat16",
-    "float64",
-    "int64",
-    "int32",
-    "int16",
-    "int8",
-    "uint8",
-    "bool",
-    "complex64",
-    "complex128",
-)
+RULE_DTYPES = ALL_DTYPES
 
 
 def generate_box() -> tuple[list[str], dict[str, int]]:
