@@ -142,12 +142,16 @@ def test_emulator_without_an_op_loses_that_kernel(tmp_path):
 
     sys.path.insert(0, str(PACKAGE / "src"))
     try:
-        from torch_fl_ascend.routing.generate import generate, load_gaps
+        from torch_fl_ascend.routing.generate import ASCEND
     finally:
         sys.path.remove(str(PACKAGE / "src"))
-    text, warnings = generate(
-        ascend_ops=manifest["generated"], dtypes=manifest["dtypes"], skipped=manifest["skipped"],
-        flaggems_ops=["abs", "neg"], flaggems_why="test", gaps=load_gaps(), torch_minor="2.13",
+    from torch_fl.routing import flaggems_first
+
+    gaps = flaggems_first.load_gaps(PACKAGE / "src" / "torch_fl_ascend" / "routing" / "gaps.json")
+    text, warnings = flaggems_first.served_table(
+        ASCEND, native_ops=manifest["generated"], dtypes=manifest["dtypes"],
+        skipped=manifest["skipped"], flaggems_ops=["abs", "neg"], flaggems_why="test", gaps=gaps,
+        torch_minor="2.13",
     )  # fmt: skip
     lines = text.splitlines()
     assert "abs = flaggems, cpu" in lines and "abs.out = ascend" not in lines

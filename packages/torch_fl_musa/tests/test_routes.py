@@ -46,9 +46,10 @@ def _rules(text: str) -> dict[str, str]:
 
 
 def test_rules_follow_the_kernels_and_their_dtypes(musa):
+    from torch_fl.routing.flaggems_first import package_served_table
     from torch_fl_musa.routing import generate
 
-    text, _ = generate._current()
+    text, _ = package_served_table(generate.MUSA, "torch_fl_musa")
     rules = _rules(text)
     # A FlagGems overload with a muDNN kernel: FlagGems, then muDNN, then the CPU.
     assert rules["abs"] == "flaggems, musa, cpu"

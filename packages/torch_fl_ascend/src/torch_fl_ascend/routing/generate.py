@@ -33,17 +33,11 @@ The output is sorted and byte-identical on every run with the same build and tor
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from pathlib import Path
+from collections.abc import Iterable
 
-from torch_fl.routing import flaggems_first
-from torch_fl.routing.flaggems_first import ALL_DTYPES, ServedTable
+from torch_fl.routing.flaggems_first import ServedTable, served_table_main
 
-__all__ = ["ALL_DTYPES", "GAPS_FILE", "generate", "load_gaps", "main"]
-
-ROUTING = Path(__file__).resolve().parent
-GAPS_FILE = ROUTING / "gaps.json"
-DEFAULT_OUTPUT = ROUTING.parent / "routes" / "ascend.conf"
+__all__ = ["ASCEND", "main"]
 
 ASCEND = ServedTable(
     backend="ascend",
@@ -59,34 +53,8 @@ ASCEND = ServedTable(
 )
 
 
-def load_gaps(path: Path = GAPS_FILE) -> dict[str, dict]:
-    """{overload: {"dtypes", "family", "reason", "source"}} (see gaps.json's ``_schema``)."""
-    return flaggems_first.load_gaps(path)
-
-
-def generate(*, ascend_ops: Mapping[str, str] | Iterable[str], **inputs) -> tuple[str, list[str]]:
-    """The table's text and the generator's warnings (core's
-    :func:`torch_fl.routing.flaggems_first.served_table`; ``ascend_ops``: overloads with an
-    ACLNN kernel)."""
-    return flaggems_first.served_table(ASCEND, native_ops=ascend_ops, **inputs)
-
-
-def _current() -> tuple[str, list[str]]:
-    from torch_fl_ascend import kernels_manifest
-
-    manifest = kernels_manifest()
-    return generate(
-        ascend_ops=manifest.get("generated", {}),
-        dtypes=manifest.get("dtypes", {}),
-        skipped=manifest.get("skipped", {}),
-        **flaggems_first.checked_in_inputs(ROUTING),
-    )
-
-
 def main(argv: Iterable[str] | None = None) -> int:
-    return flaggems_first.main(
-        argv, prog="torch_fl_ascend.routing.generate", build=_current, default_output=DEFAULT_OUTPUT
-    )
+    return served_table_main(ASCEND, "torch_fl_ascend", argv)
 
 
 if __name__ == "__main__":

@@ -42,8 +42,10 @@ __all__ = [
     "load_gaps",
     "load_measured",
     "main",
+    "package_served_table",
     "served_rules",
     "served_table",
+    "served_table_main",
 ]
 
 
@@ -343,6 +345,38 @@ def served_table(
         skipped=skipped,
     )
     return text, skipped_warnings(b, skipped)
+
+
+def package_served_table(vendor: ServedTable, package: str) -> tuple[str, list[str]]:
+    """The table (and the generator's warnings) of an installed vendor package: its kernels
+    manifest (``<package>.kernels_manifest()``) and its checked-in ``routing/`` inputs."""
+    import importlib
+
+    pkg = importlib.import_module(package)
+    manifest = pkg.kernels_manifest()
+    return served_table(
+        vendor,
+        native_ops=manifest.get("generated", {}),
+        dtypes=manifest.get("dtypes", {}),
+        skipped=manifest.get("skipped", {}),
+        **checked_in_inputs(Path(pkg.__file__).resolve().parent / "routing"),
+    )
+
+
+def served_table_main(vendor: ServedTable, package: str, argv: Iterable[str] | None = None) -> int:
+    """The command line of a vendor's served-table generator (``python -m
+    <package>.routing.generate``, :func:`main`): :func:`package_served_table`, written to the
+    package's ``routes/<backend>.conf``."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    routes = Path(spec.origin).resolve().parent / "routes"
+    return main(
+        argv,
+        prog=f"{package}.routing.generate",
+        build=lambda: package_served_table(vendor, package),
+        default_output=routes / f"{vendor.backend}.conf",
+    )
 
 
 def skipped_warnings(backend: str, skipped: Mapping[str, str]) -> list[str]:

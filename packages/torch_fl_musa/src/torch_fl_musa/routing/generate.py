@@ -26,15 +26,10 @@ The output is sorted and byte-identical on every run with the same build and tor
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 
-from torch_fl.routing import flaggems_first
-from torch_fl.routing.flaggems_first import ServedTable
+from torch_fl.routing.flaggems_first import ServedTable, served_table_main
 
 __all__ = ["MUSA", "main"]
-
-ROUTING = Path(__file__).resolve().parent
-DEFAULT_OUTPUT = ROUTING.parent / "routes" / "musa.conf"
 
 MUSA = ServedTable(
     backend="musa",
@@ -50,23 +45,8 @@ MUSA = ServedTable(
 )
 
 
-def _current() -> tuple[str, list[str]]:
-    from torch_fl_musa import kernels_manifest
-
-    manifest = kernels_manifest()
-    return flaggems_first.served_table(
-        MUSA,
-        native_ops=manifest.get("generated", {}),
-        dtypes=manifest.get("dtypes", {}),
-        skipped=manifest.get("skipped", {}),
-        **flaggems_first.checked_in_inputs(ROUTING),
-    )
-
-
 def main(argv: Iterable[str] | None = None) -> int:
-    return flaggems_first.main(
-        argv, prog="torch_fl_musa.routing.generate", build=_current, default_output=DEFAULT_OUTPUT
-    )
+    return served_table_main(MUSA, "torch_fl_musa", argv)
 
 
 if __name__ == "__main__":
