@@ -10,6 +10,10 @@ CPU's kernel, the answer copied back (written arguments in place), counted as CP
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -192,6 +196,24 @@ def test_kernels_inner_loops_on_flagos_match_cpu():
     _same(_coo("flagos") * _coo("flagos", coalesced=True), _coo() * _coo(coalesced=True))
     counts = _C.fallback_counts()
     assert counts.get("at::native::flatten_indices_stub", 0) >= 1, counts
+
+
+def test_kernels_inner_loops_are_logged_as_cpu_fallbacks():
+    # FLAGOS_LOG=fallback names every CPU fallback, an inner loop run for a sparse kernel too.
+    code = (
+        "import torch\n"
+        "d = torch.tensor([[1.0, 0.0], [0.0, 2.0]], device='flagos').to_sparse_csr()\n"
+        "d.to_sparse(layout=torch.sparse_csc)\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=240,
+        env={**os.environ, "FLAGOS_LOG": "fallback"},
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    line = (
+        "[flagos fallback] at::native::flatten_indices_stub -> cpu (a sparse kernel's inner loop)"
+    )
+    assert line in r.stderr.splitlines(), r.stderr[-2000:]
 
 
 def test_a_sparse_factory_raises_as_cpu_does():

@@ -309,14 +309,24 @@ torch::jit::Stack::iterator check_fallback_call(const c10::OperatorHandle& op,
   return args_begin;
 }
 
-void note_fallback(const c10::FunctionSchema& schema, bool count, const char* note) {
-  if (count) count_fallback(full_name(schema.operator_name()));
+namespace {
+void log_fallback(const std::string& name, const char* note) {
   if (g_log.load(std::memory_order_relaxed)) {
     // One write per line: threads logging at once must not interleave mid-line.
-    std::string line =
-        "[flagos fallback] " + short_name(schema.operator_name()) + " -> cpu" + note + "\n";
+    std::string line = "[flagos fallback] " + name + " -> cpu" + note + "\n";
     std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
   }
+}
+}  // namespace
+
+void note_fallback(const c10::FunctionSchema& schema, bool count, const char* note) {
+  if (count) count_fallback(full_name(schema.operator_name()));
+  if (g_log.load(std::memory_order_relaxed)) log_fallback(short_name(schema.operator_name()), note);
+}
+
+void note_fallback(const std::string& name, const char* note) {
+  count_fallback(name);
+  log_fallback(name, note);
 }
 
 }  // namespace torch_fl

@@ -22,5 +22,8 @@ torch::jit::Stack::iterator check_fallback_call(const c10::OperatorHandle& op,
 // Then: counts the call (when `count`) and, under FLAGOS_LOG=fallback, logs it
 // with `note` (empty, or " (why)").
 void note_fallback(const c10::FunctionSchema& schema, bool count, const char* note);
+// The same for CPU work that is no operator (a DispatchStub's inner loop), under its `name`:
+// counted, and logged under FLAGOS_LOG=fallback.
+void note_fallback(const std::string& name, const char* note);
 
 }  // namespace torch_fl

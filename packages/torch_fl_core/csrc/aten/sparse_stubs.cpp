@@ -24,9 +24,9 @@
 #include <optional>
 #include <string>
 
+#include "aten/cpu_fallback.h"
 #include "aten/sparse_stubs.h"
 #include "glue/graph_capture.h"
-#include "router/fallback_counts.h"
 
 #if TFL_SPARSE_STUBS
 namespace at::native {
@@ -51,12 +51,13 @@ namespace {
 
 using namespace at::native;
 
-// What every stub call does first: no host work inside a device graph capture; counted.
+// What every stub call does first: no host work inside a device graph capture; counted and,
+// under FLAGOS_LOG=fallback, logged.
 void enter(const char* stub) {
   if (C10_UNLIKELY(capturing_device() >= 0)) {
     check_not_capturing(std::string(stub) + " (a sparse kernel's inner loop, on the CPU)");
   }
-  count_fallback(stub);
+  note_fallback(stub, " (a sparse kernel's inner loop)");
 }
 
 at::Tensor cpu(const at::Tensor& t) { return t.defined() ? t.cpu() : t; }
