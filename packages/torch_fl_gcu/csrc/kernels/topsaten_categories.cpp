@@ -8,14 +8,16 @@ namespace tfl_gcu {
 namespace kit = torch_fl::kit;
 namespace {
 
-// Device current, topsaten initialised, the flagos current stream.
+// The call's device current; at launch, topsaten initialised and the flagos current stream (a
+// declined call never touches topsaten).
 struct Prologue {
-  explicit Prologue(const Call& c) : guard(c.device()) {
+  explicit Prologue(const Call& c) : guard(c.device()), device(c.device()) {}
+  topsStream_t stream() const {
     ensure_init();
-    stream = current_stream(c.device());
+    return current_stream(device);
   }
   c10::DeviceGuard guard;
-  topsStream_t stream = nullptr;
+  c10::Device device;
 };
 
 // The dtypes topsaten computes each kind of elementwise op in.
@@ -36,7 +38,7 @@ void unary(Call& c, UnaryFn fn, const char* tops, UnaryKind kind) {
   const auto o = kit::unary(c, kernel(tops, unary_set(kind)), kind);
   if (o.runs()) {
     Desc r(o.out), a(o.in[0]);
-    check(fn(r, a, p.stream), tops, c);
+    check(fn(r, a, p.stream()), tops, c);
   }
   c.finish(o.out);
 }
@@ -47,7 +49,7 @@ void binary(Call& c, BinaryFn fn, const char* tops, BinaryKind kind, const char*
   const auto o = kit::binary(c, kernel(tops, binary_set(kind)), kind, an, bn);
   if (o.runs()) {
     Desc r(o.out), a(o.in[0]), b(o.in[1]);
-    check(fn(r, a, b, p.stream), tops, c);
+    check(fn(r, a, b, p.stream()), tops, c);
   }
   c.finish(o.out);
 }
@@ -57,7 +59,7 @@ void binary_alpha(Call& c, AlphaFn fn, const char* tops) {
   const auto o = kit::binary_alpha(c, kernel(tops, kArithmetic));
   if (o.runs()) {
     Desc r(o.out), a(o.in[0]), b(o.in[1]);
-    check(fn(r, a, b, tops_scalar(o.alpha), p.stream), tops, c);
+    check(fn(r, a, b, tops_scalar(o.alpha), p.stream()), tops, c);
   }
   c.finish(o.out);
 }
@@ -68,7 +70,7 @@ void binary_scalar(Call& c, AlphaFn fn, const char* tops, const char* an, const 
   const auto o = kit::same_dtype_pair(c, kernel(tops, kArithmetic), an, bn);
   if (o.runs()) {
     Desc r(o.out), a(o.in[0]), b(o.in[1]);
-    check(fn(r, a, b, tops_scalar(c.scalar(sn)), p.stream), tops, c);
+    check(fn(r, a, b, tops_scalar(c.scalar(sn)), p.stream()), tops, c);
   }
   c.finish(o.out);
 }
@@ -88,7 +90,7 @@ void reduce_sum(Call& c, SumFn fn, const char* tops, bool mean) {
     r.fill_(kit::empty_sum(mean));
   } else if (r.numel() > 0) {
     Desc o(r), a(x);
-    check(fn(o, a, tops_size(dims), keepdim, tops_dtype(rdt), p.stream), tops, c);
+    check(fn(o, a, tops_size(dims), keepdim, tops_dtype(rdt), p.stream()), tops, c);
   }
   c.finish(r);
 }
@@ -104,7 +106,7 @@ void reduce_extremum(Call& c, ExtremumFn fn, const char* tops) {
   const at::Tensor x = k.input(c, self, self.scalar_type());
   at::Tensor r = k.result(c, reduced_shape(self, dims, keepdim), self.scalar_type(), false, {x});
   Desc o(r), a(x);
-  check(fn(o, a, tops_size(dims), keepdim, p.stream), tops, c);
+  check(fn(o, a, tops_size(dims), keepdim, p.stream()), tops, c);
   c.finish(r);
 }
 
@@ -117,7 +119,7 @@ void reduce_all(Call& c, UnaryFn fn, const char* tops) {
   const at::Tensor x = k.input(c, self, self.scalar_type());
   at::Tensor r = k.result(c, {}, at::kBool, false, {x});
   Desc o(r), a(x);
-  check(fn(o, a, p.stream), tops, c);
+  check(fn(o, a, p.stream()), tops, c);
   c.finish(r);
 }
 
@@ -134,8 +136,9 @@ void vector_norm(Call& c, NormFn fn, const char* tops) {
   const at::Tensor x = k.input(c, self, rdt);
   at::Tensor r = k.result(c, reduced_shape(self, dims, keepdim), rdt, false, {x});
   Desc o(r), a(x);
-  check(fn(o, a, tops_scalar(c.scalar("ord")), tops_size(dims), keepdim, tops_dtype(rdt), p.stream),
-        tops, c);
+  check(
+      fn(o, a, tops_scalar(c.scalar("ord")), tops_size(dims), keepdim, tops_dtype(rdt), p.stream()),
+      tops, c);
   c.finish(r);
 }
 
@@ -152,7 +155,7 @@ void mm(Call& c, BinaryFn fn, const char* tops, int rank) {
     r.zero_();  // an empty inner dimension sums nothing
   } else if (r.numel() > 0) {
     Desc o(r), da(x), db(y);
-    check(fn(o, da, db, p.stream), tops, c);
+    check(fn(o, da, db, p.stream()), tops, c);
   }
   c.finish(r);
 }
@@ -170,9 +173,9 @@ void addmm(Call& c, AddmmFn fn, const char* tops) {
   at::Tensor r = k.result(c, shape, dt, false, {s, x, y});
   if (r.numel() > 0) {
     Desc o(r), ds(s), da(x), db(y);
-    check(
-        fn(o, ds, da, db, tops_scalar(c.scalar("beta")), tops_scalar(c.scalar("alpha")), p.stream),
-        tops, c);
+    check(fn(o, ds, da, db, tops_scalar(c.scalar("beta")), tops_scalar(c.scalar("alpha")),
+             p.stream()),
+          tops, c);
   }
   c.finish(r);
 }
@@ -190,7 +193,7 @@ void softmax(Call& c, SoftmaxFn fn, const char* tops) {
   const at::Tensor x = k.input(c, self, dt);
   at::Tensor r = k.result(c, self.sizes(), h2f ? at::kFloat : dt, false, {x});
   Desc o(r), a(x);
-  check(fn(o, a, dim, h2f, p.stream), tops, c);
+  check(fn(o, a, dim, h2f, p.stream()), tops, c);
   c.finish(r);
 }
 
@@ -205,7 +208,7 @@ void softmax_backward(Call& c, SoftmaxBwdFn fn, const char* tops) {
   const at::Tensor g = k.input(c, go, dt), y = k.input(c, out, dt);
   at::Tensor r = k.result(c, out.sizes(), dt, false, {g, y});
   Desc o(r), dg(g), dy(y);
-  check(fn(o, dg, dy, dim, p.stream), tops, c);
+  check(fn(o, dg, dy, dim, p.stream()), tops, c);
   c.finish(r);
 }
 
@@ -227,7 +230,7 @@ void layer_norm(Call& c, LayerNormFn fn, const char* tops) {
   at::Tensor mean = k.result(c, stats, dt, false), rstd = k.result(c, stats, dt, false);
   Desc o(out), m(mean), rs(rstd), dx(x);
   Desc dw = w ? Desc(wc) : Desc(), db = b ? Desc(bc) : Desc();
-  check(fn(o, m, rs, dx, tops_size(normalized), dw, db, c.double_("eps"), p.stream), tops, c);
+  check(fn(o, m, rs, dx, tops_size(normalized), dw, db, c.double_("eps"), p.stream()), tops, c);
   c.finish(std::vector<at::Tensor>{out, mean, rstd});
 }
 
@@ -241,7 +244,7 @@ void arange(Call& c, ArangeFn fn, const char* tops) {
   if (n > 0) {
     Desc o(r);
     check(fn(o, tops_scalar(c.scalar("start")), tops_scalar(c.scalar("end")),
-             tops_scalar(c.scalar("step")), tops_dtype(dt), 0, false, p.stream),
+             tops_scalar(c.scalar("step")), tops_dtype(dt), 0, false, p.stream()),
           tops, c);
   }
   c.finish(r);
@@ -252,7 +255,7 @@ void fill(Call& c, FillFn fn, const char* tops) {
   const auto o = kit::fill_target(c, kernel(tops, kStorage));
   if (o.runs()) {
     Desc r(o.out);
-    check(fn(r, tops_scalar(c.scalar("value")), p.stream), tops, c);
+    check(fn(r, tops_scalar(c.scalar("value")), p.stream()), tops, c);
   }
   c.finish(o.out);
 }
@@ -262,7 +265,7 @@ void zero(Call& c, ZeroFn fn, const char* tops) {
   const auto o = kit::fill_target(c, kernel(tops, kStorage));
   if (o.runs()) {
     Desc r(o.out);
-    check(fn(r, p.stream), tops, c);
+    check(fn(r, p.stream()), tops, c);
   }
   c.finish(o.out);
 }
@@ -272,7 +275,7 @@ void masked_fill(Call& c, MaskedFillFn fn, const char* tops) {
   const auto o = kit::masked_fill(c, kernel(tops, kStorage));
   if (o.runs()) {
     Desc r(o.out), dx(o.in[0]), dm(o.in[1]);
-    check(fn(r, dx, dm, tops_scalar(c.scalar("value")), p.stream), tops, c);
+    check(fn(r, dx, dm, tops_scalar(c.scalar("value")), p.stream()), tops, c);
   }
   c.finish(o.out);
 }
@@ -282,7 +285,7 @@ void where(Call& c, WhereFn fn, const char* tops) {
   const auto o = kit::where(c, kernel(tops, kStorage));
   if (o.runs()) {
     Desc r(o.out), dk(o.in[0]), dx(o.in[1]), dy(o.in[2]);
-    check(fn(r, dk, dx, dy, p.stream), tops, c);
+    check(fn(r, dk, dx, dy, p.stream()), tops, c);
   }
   c.finish(o.out);
 }
@@ -306,7 +309,7 @@ void index_select(Call& c, IndexSelectFn fn, const char* tops) {
   at::Tensor r = k.result(c, shape, self.scalar_type(), false, {x, ix});
   if (r.numel() > 0) {
     Desc o(r), dx(x), di(ix);
-    check(fn(o, dx, dim, di, p.stream), tops, c);
+    check(fn(o, dx, dim, di, p.stream()), tops, c);
   }
   c.finish(r);
 }
@@ -324,7 +327,7 @@ void index_fill(Call& c, IndexFillFn fn, const char* tops) {
     r.copy_(x);
   } else if (r.numel() > 0) {
     Desc o(r), dx(x), di(ix);
-    check(fn(o, dx, dim, di, tops_scalar(c.scalar("value")), p.stream), tops, c);
+    check(fn(o, dx, dim, di, tops_scalar(c.scalar("value")), p.stream()), tops, c);
   }
   c.finish(r);
 }
@@ -344,9 +347,9 @@ void embedding_backward(Call& c, EmbeddingBwdFn fn, const char* tops) {
     r.zero_();
   } else if (r.numel() > 0) {
     Desc o(r), dg(g), di(ix);
-    check(
-        fn(o, dg, di, num_weights, c.int_("padding_idx"), c.bool_("scale_grad_by_freq"), p.stream),
-        tops, c);
+    check(fn(o, dg, di, num_weights, c.int_("padding_idx"), c.bool_("scale_grad_by_freq"),
+             p.stream()),
+          tops, c);
   }
   c.finish(r);
 }
@@ -370,7 +373,7 @@ void cat(Call& c, CatFn fn, const char* tops) {
     std::vector<topsaten::topsatenTensor> tt;
     for (auto& d : descs) tt.push_back(d.get());
     Desc o(r);
-    check(fn(o, tt, s.dim, p.stream), tops, c);
+    check(fn(o, tt, s.dim, p.stream()), tops, c);
   }
   c.finish(r);
 }
@@ -380,7 +383,7 @@ void pointwise3(Call& c, TernaryFn fn, const char* tops) {
   const auto o = kit::pointwise3(c, kernel(tops, kFloating));
   if (o.runs()) {
     Desc r(o.out), dx(o.in[0]), dy(o.in[1]), dz(o.in[2]);
-    check(fn(r, dx, dy, dz, tops_scalar(c.scalar("value")), p.stream), tops, c);
+    check(fn(r, dx, dy, dz, tops_scalar(c.scalar("value")), p.stream()), tops, c);
   }
   c.finish(o.out);
 }
@@ -397,7 +400,7 @@ void lerp(Call& c, LerpFn fn, const char* tops) {
   at::Tensor r = k.result(c, shape, dt, true, {x, y});
   if (r.numel() > 0) {
     Desc o(r), dx(x), dy(y);
-    check(fn(o, dx, dy, tops_scalar(c.scalar("weight")), p.stream), tops, c);
+    check(fn(o, dx, dy, tops_scalar(c.scalar("weight")), p.stream()), tops, c);
   }
   c.finish(r);
 }
@@ -417,7 +420,7 @@ void nonzero(Call& c, NonzeroFn fn, const char* tops) {
     at::Tensor coords = k.result(c, {self.numel(), rank}, at::kInt, false);  // topsaten: int32
     int64_t n = 0;
     Desc o(coords), dx(x);
-    check(fn(o, &n, dx, p.stream), tops, c);
+    check(fn(o, &n, dx, p.stream()), tops, c);
     rows = coords.narrow(0, 0, n).to(at::kLong);
   }
   if (c.has("size")) {  // nonzero_static: exactly `size` rows, padded with fill_value
@@ -469,7 +472,7 @@ void index_tensor(Call& c, IndexFn fn, const char* tops) {
     std::vector<topsaten::topsatenTensor> tt;
     for (auto& d : descs) tt.push_back(d.get());
     Desc o(r), dx(x);
-    check(fn(o, dx, tt, p.stream), tops, c);
+    check(fn(o, dx, tt, p.stream()), tops, c);
   }
   c.finish(r);
 }
@@ -488,7 +491,7 @@ void upsample_nearest_exact2d(Call& c, UpsampleFn fn, const char* tops) {
   if (r.numel() > 0) {
     Desc o(r), dx(x);
     check(fn(o, dx, tops_size(size), c.opt_double("scales_h").value_or(0.0),
-             c.opt_double("scales_w").value_or(0.0), p.stream),
+             c.opt_double("scales_w").value_or(0.0), p.stream()),
           tops, c);
   }
   c.finish(r);
