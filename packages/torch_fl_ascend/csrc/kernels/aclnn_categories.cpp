@@ -1,15 +1,11 @@
 #include "aclnn_categories.h"
 
-#include <ATen/ExpandUtils.h>
-#include <ATen/ScalarOps.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/TypeProperties.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch_fl/kit/conv_layout.h>
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 
 namespace tfl_ascend {
 namespace kit = torch_fl::kit;

@@ -4,10 +4,8 @@
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/TypeProperties.h>
 #include <c10/core/DeviceGuard.h>
-#include <torch_fl/kit/kernel_stream.h>
 #include <torch_fl/kit/write_back.h>
 
-#include <limits>
 #include <vector>
 
 namespace tfl_musa {
