@@ -4,8 +4,10 @@ ATen writes most sparse kernels once for CPU and CUDA over a sparse tensor's ind
 flagos registers those for its sparse keys (generated at build time from the installed torch),
 so their indices and values are flagos tensors and the operators they call are routed. Kernels
 CPU and CUDA implement separately (``_coalesce``, sparse ``add.out``/``mul.out``, ``addmm`` with a
-sparse matrix, the CSR reductions) run through the sparse CPU fallback: copies to the CPU, the
-CPU's kernel, the answer copied back (written arguments in place), counted as CPU fallbacks.
+sparse matrix, the CSR reductions) run where flagos memory is another backend's on that backend's
+kernels over aliases of the parts (``box:cuda`` on the cuda vendor, ``box:cpu`` on sim), else
+through the sparse CPU fallback: copies to the CPU, the CPU's kernel, the answer copied back
+(written arguments in place), counted as CPU fallbacks.
 """
 
 from __future__ import annotations
@@ -159,12 +161,36 @@ def test_cpu_operand_raises_as_cuda_does():
         torch.sparse.mm(_coo("flagos", coalesced=True), torch.ones(4, 2))
 
 
-def test_cpu_fallback_calls_are_counted():
+def test_calls_without_a_flagos_kernel_are_counted_where_they_ran():
     from torch_fl import _C
 
+    backend = _C.sparse_backend()
+    assert backend in ("cpu", "box:cpu", "box:cuda"), backend
     _C.reset_dispatch_counts()
     _coo("flagos").coalesce()
-    assert _C.fallback_counts().get("aten::_coalesce", 0) >= 1, _C.fallback_counts()
+    counts = _C.dispatch_counts().get("aten::_coalesce", {})
+    assert counts.get(backend, 0) >= 1, (backend, counts)
+    # A CPU fallback is one only where no backend runs on flagos memory.
+    fell_back = _C.fallback_counts().get("aten::_coalesce", 0)
+    assert (fell_back >= 1) == (backend == "cpu"), (backend, _C.fallback_counts())
+
+
+def test_boxed_kernels_work_on_the_callers_memory():
+    # Where a backend runs on flagos memory, its sparse kernels see the caller's parts without
+    # copies, and an out= tensor takes the parts the kernel gave it, on its own device.
+    from torch_fl import _C
+
+    if _C.sparse_backend() == "cpu":
+        pytest.skip("this vendor's memory is no other backend's: sparse kernels run on CPU copies")
+    s = _coo("flagos", coalesced=True)
+    out = torch.zeros(3, 4, device="flagos").to_sparse()
+    _C.reset_dispatch_counts()
+    torch.add(s, s, out=out)
+    assert out.device == s.device and out.values().device == s.device
+    _same(out, _coo(coalesced=True) * 2)
+    counts = _C.dispatch_counts()
+    assert counts.get("aten::add.out", {}).get(_C.sparse_backend(), 0) >= 1, counts
+    assert not _C.fallback_counts(), _C.fallback_counts()
 
 
 def test_kernels_inner_loops_on_flagos_match_cpu():

@@ -1,13 +1,16 @@
-// The tensor kinds whose operators flagos serves on CPU copies, where it has no kernel:
+// The tensor kinds flagos serves without a kernel of its own:
 // - sparse (COO and the compressed layouts): the operators whose CPU and CUDA kernels differ
 //   (_coalesce, add.out and mul.out of sparse tensors, addmm with a sparse matrix, ...); the
-//   kernels ATen writes once for both are registered from tools/gen_sparse_kernels.py;
+//   kernels ATen writes once for both are registered from tools/gen_sparse_kernels.py. Where
+//   flagos memory is another backend's (the mirrored CUDA, or the host on sim), that backend's
+//   sparse kernel runs on aliases of the parts, counted as served by box:<type>; elsewhere, or
+//   where that backend has no kernel for the operator, as below;
 // - quantized: every operator that computes (dequantize, quantized arithmetic, comparisons, ...);
 //   making, viewing and copying one is quantized_tensors.cpp.
-// Each such call runs on the CPU: every flagos tensor (sparse ones as indices and values,
-// quantized ones as integers and quantizer) is copied there, the CPU's kernel runs, written
-// arguments get the answer back through copy_ and other results are copied to the caller's flagos
-// device. Counted and logged as any CPU fallback.
+// The CPU path: every flagos tensor (sparse ones as indices and values, quantized ones as
+// integers and quantizer) is copied there, the CPU's kernel runs, written arguments get the
+// answer back through copy_ and other results are copied to the caller's flagos device. Counted
+// and logged as any CPU fallback.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -19,8 +22,16 @@
 
 #include "aten/cpu_fallback.h"
 #include "aten/layout_fallback.h"
+#include "boxing/alias_view.h"
 #include "boxing/call_arguments.h"
+#include "boxing/call_mapper.h"
+#include "boxing/call_scope.h"
+#include "boxing/sparse_tensors.h"
+#include "glue/graph_capture.h"
+#include "glue/op_names.h"
+#include "glue/runtime_access.h"
 #include "profiler/route_scope.h"
+#include "router/fallback_counts.h"
 
 namespace torch_fl {
 namespace {
@@ -95,7 +106,68 @@ void run_on_cpu_copies(const c10::OperatorHandle& op, torch::jit::Stack* stack, 
   }
 }
 
-void sparse_on_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+// The device type whose sparse kernels run on flagos memory as it is: the mirrored backend's
+// (CUDA), or the CPU's where flagos memory is host memory (sim).
+std::optional<c10::DeviceType> sparse_box_type() {
+  if (const auto mirrored = mirror_device_type()) return mirrored;
+  if (has_capability(TFL_CAP_HOST_ADDRESSABLE_MEMORY)) return c10::DeviceType::CPU;
+  return std::nullopt;
+}
+
+// The sparse kernel of `type` on aliases of the flagos tensors' parts, without copies; false
+// where there is none to run (no such backend, no kernel of it for the operator, a host kernel
+// while a device graph is being captured, which the CPU path refuses by name).
+bool sparse_on_box(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool compressed) {
+  const auto type = sparse_box_type();
+  if (!type) return false;
+  const auto key = c10::computeDispatchKey(
+      std::nullopt, compressed ? c10::kSparseCsr : c10::kSparse, c10::Device(*type));
+  if (!op.hasKernelForDispatchKey(key)) return false;
+  if (*type == c10::DeviceType::CPU && capturing_device() >= 0) return false;
+  const auto& schema = op.schema();
+  const auto args_begin = stack->end() - static_cast<std::ptrdiff_t>(schema.arguments().size());
+  boxing::check_same_device(op, args_begin, stack->end());
+  const std::optional<c10::DeviceIndex> found =
+      boxing::first_flagos_device(args_begin, stack->end());
+  const c10::DeviceIndex device = found ? *found : current_device();
+  // Leaked, one per process: the counters and the profiler keep the name.
+  static const std::string* backend = new std::string(sparse_backend());
+  profiler::RouteScope route(*backend, op, device);
+  boxing::CallScope scope(device, found.has_value(), *type);
+  boxing::CallMapper mapper(
+      device, boxing::target_device(*type, device),
+      c10::computeDispatchKey(std::nullopt, c10::kStrided, c10::Device(*type)),
+      boxing::CallMapper::Aliases::kOwning);
+  boxing::SparseMappedCall call(schema, stack, mapper);
+  count_served(full_name(schema.operator_name()), *backend);
+  try {
+    op.callBoxed(stack);
+  } catch (...) {
+    try {
+      call.adopt_written();
+    } catch (...) {
+      // The kernel's own error is the one to report.
+    }
+    throw;
+  }
+  call.adopt_written();
+  const size_t num_returns = schema.returns().size();
+  TORCH_INTERNAL_ASSERT(stack->size() >= num_returns);
+  const auto ret_begin = stack->end() - static_cast<std::ptrdiff_t>(num_returns);
+  for (size_t i = 0; i < num_returns; ++i) {
+    c10::IValue& ret = *(ret_begin + static_cast<std::ptrdiff_t>(i));
+    ret = call.result(i, std::move(ret));
+  }
+  return true;
+}
+
+void sparse_coo_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  if (sparse_on_box(op, stack, /*compressed=*/false)) return;
+  run_on_cpu_copies(op, stack, "sparse, on the CPU fallback", " (sparse)");
+}
+
+void sparse_compressed_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  if (sparse_on_box(op, stack, /*compressed=*/true)) return;
   run_on_cpu_copies(op, stack, "sparse, on the CPU fallback", " (sparse)");
 }
 
@@ -104,6 +176,11 @@ void quantized_on_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }
 
 }  // namespace
+
+std::string sparse_backend() {
+  const auto type = sparse_box_type();
+  return type ? "box:" + std::string(c10::DeviceTypeName(*type, /*lower_case=*/true)) : "cpu";
+}
 
 void register_quantized_cpu_kernels() {
   // Leaked: the dispatcher keeps what they registered for the life of the process.
@@ -132,11 +209,11 @@ void register_quantized_cpu_kernels() {
 namespace {
 
 TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&sparse_on_cpu>());
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&sparse_coo_fallback>());
 }
 
 TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&sparse_on_cpu>());
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&sparse_compressed_fallback>());
 }
 
 TORCH_LIBRARY_IMPL(_, QuantizedPrivateUse1, m) {

@@ -24,6 +24,9 @@ struct ServedSlot {
 constexpr int kServedSlots = 64;
 ServedSlot g_served[kServedSlots];
 std::atomic<int> g_served_used{0};
+// op -> backend -> calls, for count_served by name (under g_count_mutex).
+std::map<std::string, std::map<std::string, int64_t>>* g_served_by_name =
+    new std::map<std::string, std::map<std::string, int64_t>>();
 
 ServedSlot* find_served(const char* op, const Backend* backend, int used) {
   for (int i = 0; i < used; ++i) {
@@ -68,8 +71,17 @@ void count_served(const char* op, const Backend& backend) {
   slot->calls.fetch_add(1, std::memory_order_relaxed);
 }
 
+void count_served(const std::string& op, const std::string& backend) {
+  std::lock_guard<std::mutex> lock(g_count_mutex);
+  ++(*g_served_by_name)[op][backend];
+}
+
 std::map<std::string, std::map<std::string, int64_t>> served_counts() {
   std::map<std::string, std::map<std::string, int64_t>> out;
+  {
+    std::lock_guard<std::mutex> lock(g_count_mutex);
+    out = *g_served_by_name;
+  }
   const int used = g_served_used.load(std::memory_order_acquire);
   for (int i = 0; i < used; ++i) {
     const ServedSlot& s = g_served[i];
@@ -82,6 +94,7 @@ std::map<std::string, std::map<std::string, int64_t>> served_counts() {
 void reset_fallback_counts() {
   std::lock_guard<std::mutex> lock(g_count_mutex);
   g_counts->clear();
+  g_served_by_name->clear();
   const int used = g_served_used.load(std::memory_order_acquire);
   for (int i = 0; i < used; ++i) g_served[i].calls.store(0, std::memory_order_relaxed);
 }

@@ -1,6 +1,7 @@
 // Counts of calls the route kernels do not count: operators served by ATen's
-// CPU fallback, and calls served at ATen's decision points (convolution's
-// overrideable kernels) by the backend the route table trusts with them.
+// CPU fallback, calls served at ATen's decision points (convolution's
+// overrideable kernels) by the backend the route table trusts with them, and
+// sparse operators served by the mirrored backend's kernels (layout_fallback).
 // For the census, the fallback budget and the demo.
 #pragma once
 
@@ -16,6 +17,9 @@ void count_fallback(const std::string& op);
 std::map<std::string, int64_t> fallback_counts();
 // `op` is a string literal ("aten::convolution"); the backend lives for the process.
 void count_served(const char* op, const Backend& backend);
+// The same for an operator and backend named at run time (rarer calls: a
+// map under a lock).
+void count_served(const std::string& op, const std::string& backend);
 // op -> backend name -> calls.
 std::map<std::string, std::map<std::string, int64_t>> served_counts();
 // Resets both.
