@@ -532,7 +532,10 @@ def test_sim_table_rules():
     # List operators (CPU's kernel is the composite loop) are one routed call, as on CUDA.
     for present in ("_foreach_add_.List", "_foreach_mul.Scalar", "_foreach_addcmul_.Scalar"):
         assert rules.get(present) == "box:cpu", present
-    for absent in ("copy_", "_to_copy", "_copy_from", "view", "_to_sparse", "set_.source_Storage"):
+    # Dense operators that make sparse tensors: their results' parts join flagos.
+    for present in ("_to_sparse", "_to_sparse_csr", "_to_sparse_bsc"):
+        assert rules.get(present) == "box:cpu", present
+    for absent in ("copy_", "_to_copy", "_copy_from", "view", "set_.source_Storage"):
         assert absent not in rules, absent
     assert "empty.memory_format" not in rules and "tril_indices" not in rules
 

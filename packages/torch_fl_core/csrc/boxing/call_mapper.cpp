@@ -6,6 +6,7 @@
 #include "boxing/alias_view.h"
 #include "boxing/call_arguments.h"
 #include "boxing/result_adoption.h"
+#include "boxing/sparse_tensors.h"
 
 namespace torch_fl::boxing {
 
@@ -148,6 +149,10 @@ c10::IValue CallMapper::arg_value(const c10::IValue& v) {
 
 at::Tensor CallMapper::result(const at::Tensor& r) const {
   if (!r.defined() || r.device().is_privateuseone()) return r;
+  // A dense operator that makes a sparse tensor (to_sparse): its parts join flagos.
+  if (C10_UNLIKELY(r.layout() != c10::kStrided) && is_sparse_layout(r)) {
+    return sparse_result(*this, r);
+  }
   // A mirrored kernel's result on another device stays there, as it does
   // natively: CUDA's flash and memory-efficient attention return their philox
   // seed and offset as CPU tensors. (Host kernels' results all stand for

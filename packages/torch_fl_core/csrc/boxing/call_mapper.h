@@ -53,7 +53,8 @@ class CallMapper {
   c10::IValue arg_value(const c10::IValue& v);
 
   // A result that is no out=/in-place return, as a flagos tensor: over the
-  // flagos storage of the argument it aliases, else adopted (to_flagos). A
+  // flagos storage of the argument it aliases, else adopted (to_flagos); a
+  // sparse one (to_sparse) as its parts (boxing/sparse_tensors.h). A
   // mirrored kernel's result on another device (a CPU tensor a CUDA kernel
   // returns) stays there, as natively.
   at::Tensor result(const at::Tensor& r) const;

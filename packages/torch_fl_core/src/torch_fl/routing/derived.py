@@ -12,9 +12,7 @@ so a table does not list them: ``derive box:cpu`` stands for one ``op = box:cpu`
 3. is not a view (a result aliasing an argument must share the flagos storage; core makes views),
 4. has no ``Device`` argument (factories such as ``empty``, ``tril_indices``, ``from_file``: a
    boxed kernel would create its result on the CPU; their ``out=`` forms have none and are routed),
-5. is not a sparse-layout operator (flagos tensors are strided; a boxed sparse result would have
-   no storage to alias),
-6. is not in :data:`EXCLUDED` (operators that must never be boxed, with the reason),
+5. is not in :data:`EXCLUDED` (operators that must never be boxed, with the reason),
 
 plus :data:`STUB_COMPOSITES`, and under ``box:cpu`` the list operators (``_foreach_*``) whose CPU
 kernel is the CompositeExplicitAutograd loop while CUDA has kernels of its own
@@ -146,7 +144,6 @@ def classify_box_routes(
         "core-native": [],
         "view": [],
         "device argument": [],
-        "sparse layout": [],
     }
     for op in sorted({n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")}):
         if op in STUB_COMPOSITES:
@@ -169,8 +166,6 @@ def classify_box_routes(
             left["view"].append(op)
         elif any("Device" in str(a.type) for a in schema.arguments):
             left["device argument"].append(op)
-        elif "sparse" in base:
-            left["sparse layout"].append(op)
         else:
             routed.append(op)
     return routed, left

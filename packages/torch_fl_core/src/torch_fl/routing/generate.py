@@ -68,7 +68,7 @@ def flaggems_route_classes() -> tuple[frozenset[str], frozenset[str]]:
     """(overloads a ``cpu`` route can serve, factories with a Device argument), short names, by the
     rules of :func:`classify_box_routes`: what a vendor generator may write FlagGems preference lists
     for. A factory routed to ``cpu`` would hand back a CPU tensor, so it may take flaggems or a
-    device backend but not cpu; core-native overloads, views, sparse layouts and decomposing
+    device backend but not cpu; core-native overloads, views and decomposing
     CompositeImplicitAutograd ones (FlagGems names some) take no route at all."""
     has = torch._C._dispatch_has_kernel_for_dispatch_key
     routed, left = classify_box_routes(lambda op: True, route_composite_implicit=True)
@@ -96,7 +96,7 @@ def sim_text() -> str:
             "the torch in",
             "# use; left out: what core serves natively (allocation, copies, views, resize_, set_, "
             ".item()),",
-            "# views, factories with a Device argument, sparse layouts, and by name: "
+            "# views, factories with a Device argument, and by name: "
             + ", ".join(sorted(EXCLUDED))
             + ".",
             "# List operators (_foreach_*), whose CPU kernel is the composite loop, go there too: "
