@@ -3,7 +3,7 @@
 The sparse operators whose CPU and CUDA kernels differ have no flagos kernel: flagos runs them on
 the kernels of the backend whose memory flagos memory is (``box:cuda`` on the cuda vendor,
 ``box:cpu`` on sim), over aliases of the sparse tensors' parts, or on CPU copies where there is
-none (``torch_fl._C.sparse_backend()``). Cases, float32, sizes from ``--side`` (1024) and
+none (``torch_fl._C.layout_backend()``). Cases, float32, sizes from ``--side`` (1024) and
 ``--nnz`` (16384 entries, a quarter of them duplicates):
 
 - ``coalesce``: a COO tensor with duplicate entries coalesced;
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"method: median over {args.reps} interleaved repetitions of the time per call of a block "
         f"of up to {args.n} calls to the end of a synchronize; ratio = flagos / {native} time; "
-        f"sparse operators without a flagos kernel run on: {_C.sparse_backend()}\n"
+        f"sparse operators without a flagos kernel run on: {_C.layout_backend()}\n"
     )
     t0 = time.perf_counter()
     rows = run(native, args.side, args.nnz, args.n, args.reps, args.max_block_ms)
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             *(r["ratio"], r["paired_median_ratio"]),
         )
     summary = {
-        "sparse_backend": _C.sparse_backend(),
+        "layout_backend": _C.layout_backend(),
         "median_ratio": statistics.median(r["ratio"] for r in rows),
         "max_ratio": max(r["ratio"] for r in rows),
         "cases": len(rows),

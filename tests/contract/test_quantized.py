@@ -3,8 +3,10 @@
 A quantized flagos tensor is its integer representation in flagos memory plus a quantizer. Making
 one, views, ``int_repr``, ``clone``, ``copy_`` and ``resize_`` run on flagos (views share its
 memory); the quantized operators that compute (``dequantize``, quantized ``add``, activations,
-comparisons, pooling, ...) run on CPU copies with CPU's kernels, so the answers are CPU's exactly,
-and count as CPU fallbacks. The quantize operators on float flagos tensors take their routes.
+comparisons, pooling, ...) run where flagos memory is another backend's on that backend's kernels
+over aliases (``box:cpu`` on sim, ``box:cuda`` on the cuda vendor where CUDA has the kernel),
+else on CPU copies with CPU's kernels counted as CPU fallbacks; CPU's kernels give CPU's answers
+exactly. The quantize operators on float flagos tensors take their routes.
 PyTorch deprecates these tensor types; their creation warns.
 """
 
@@ -279,13 +281,22 @@ def test_cpu_operand_raises_as_cuda_does():
         torch.ops.quantized.add(_per_tensor("flagos"), _per_tensor("cpu"), 0.1, 0)
 
 
-def test_quantized_cpu_fallback_calls_are_counted():
+def test_calls_without_a_flagos_kernel_are_counted_where_they_ran():
     from torch_fl import _C
 
     q = _per_tensor("flagos")
+    backend = _C.layout_backend()
     _C.reset_dispatch_counts()
-    q.dequantize()
-    assert _C.fallback_counts().get("aten::dequantize.self", 0) == 1, _C.fallback_counts()
+    got = q.dequantize()
+    assert got.device == q.device and got.untyped_storage().device == q.device
+    counts = _C.dispatch_counts().get("aten::dequantize.self", {})
+    fell_back = _C.fallback_counts().get("aten::dequantize.self", 0)
+    # Served by the backend whose memory flagos memory is, where it has the kernel (CUDA has
+    # dequantize), else by the CPU fallback: once, counted once.
+    assert sum(counts.values()) == 1 and set(counts) <= {backend, "cpu"}, (backend, counts)
+    assert fell_back == counts.get("cpu", 0), (fell_back, counts)
+    if backend == "cpu":
+        assert fell_back == 1
 
 
 @pytest.mark.serialization
@@ -338,14 +349,26 @@ def test_results_stay_on_the_tensors_device(flagos):
     assert flagos.current_device() == 0
 
 
-def test_an_operator_returning_a_view_is_refused_not_copied():
-    # Served on CPU copies, a view of an argument would be a view of the copy: writes through it
-    # would never reach the flagos tensor. Such an operator raises instead.
+def test_an_operator_returning_a_view_shares_memory_or_is_refused():
+    # Where the CPU's kernel runs on flagos memory (box:cpu), a view it returns is a view of the
+    # flagos tensor, as on CPU. Served on CPU copies, it would be a view of the copy (writes
+    # through it would never reach the flagos tensor): such an operator raises instead.
+    from torch_fl import _C
+
     lib = torch.library.Library("tfl_quantized_test", "FRAGMENT")
     lib.define("first_row(Tensor(a) x) -> Tensor(a)")
     lib.impl("first_row", lambda x: x[0], "QuantizedCPU")
     cpu = _per_tensor("cpu")
     view = torch.ops.tfl_quantized_test.first_row(cpu)  # on CPU: a view
     assert view.untyped_storage().data_ptr() == cpu.untyped_storage().data_ptr()
-    with pytest.raises(RuntimeError, match=r"first_row returns a view of an argument"):
-        torch.ops.tfl_quantized_test.first_row(_per_tensor("cpu").to("flagos"))
+    q = _per_tensor("cpu").to("flagos")
+    if _C.layout_backend() != "box:cpu":
+        with pytest.raises(RuntimeError, match=r"first_row returns a view of an argument"):
+            torch.ops.tfl_quantized_test.first_row(q)
+        return
+    got = torch.ops.tfl_quantized_test.first_row(q)
+    assert got.device == q.device and got.is_quantized
+    assert got.untyped_storage().data_ptr() == q.untyped_storage().data_ptr()
+    _same(got, view)
+    q.fill_(4.0)  # written through the tensor, seen through the view
+    assert torch.equal(got.int_repr().cpu(), torch.full((4,), 43, dtype=torch.int8))

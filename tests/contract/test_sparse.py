@@ -85,7 +85,7 @@ def test_dense_to_every_sparse_layout_and_back(layout):
     got, want = make(dense.to("flagos")), make(dense)
     _same(got, want)
     assert got.values().device == got.device
-    if _C.sparse_backend() != "cpu":
+    if _C.layout_backend() != "cpu":
         assert not _C.fallback_counts(), _C.fallback_counts()
     # And back, with autograd through both conversions.
     x = dense.to("flagos").requires_grad_()
@@ -192,7 +192,7 @@ def test_cpu_operand_raises_as_cuda_does():
 def test_calls_without_a_flagos_kernel_are_counted_where_they_ran():
     from torch_fl import _C
 
-    backend = _C.sparse_backend()
+    backend = _C.layout_backend()
     assert backend in ("cpu", "box:cpu", "box:cuda"), backend
     _C.reset_dispatch_counts()
     _coo("flagos").coalesce()
@@ -208,7 +208,7 @@ def test_boxed_kernels_work_on_the_callers_memory():
     # copies, and an out= tensor takes the parts the kernel gave it, on its own device.
     from torch_fl import _C
 
-    if _C.sparse_backend() == "cpu":
+    if _C.layout_backend() == "cpu":
         pytest.skip("this vendor's memory is no other backend's: sparse kernels run on CPU copies")
     s = _coo("flagos", coalesced=True)
     out = torch.zeros(3, 4, device="flagos").to_sparse()
@@ -217,7 +217,7 @@ def test_boxed_kernels_work_on_the_callers_memory():
     assert out.device == s.device and out.values().device == s.device
     _same(out, _coo(coalesced=True) * 2)
     counts = _C.dispatch_counts()
-    assert counts.get("aten::add.out", {}).get(_C.sparse_backend(), 0) >= 1, counts
+    assert counts.get("aten::add.out", {}).get(_C.layout_backend(), 0) >= 1, counts
     assert not _C.fallback_counts(), _C.fallback_counts()
 
 

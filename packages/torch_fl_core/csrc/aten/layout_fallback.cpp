@@ -1,16 +1,16 @@
 // The tensor kinds flagos serves without a kernel of its own:
 // - sparse (COO and the compressed layouts): the operators whose CPU and CUDA kernels differ
 //   (_coalesce, add.out and mul.out of sparse tensors, addmm with a sparse matrix, ...); the
-//   kernels ATen writes once for both are registered from tools/gen_sparse_kernels.py. Where
-//   flagos memory is another backend's (the mirrored CUDA, or the host on sim), that backend's
-//   sparse kernel runs on aliases of the parts, counted as served by box:<type>; elsewhere, or
-//   where that backend has no kernel for the operator, as below;
+//   kernels ATen writes once for both are registered from tools/gen_sparse_kernels.py;
 // - quantized: every operator that computes (dequantize, quantized arithmetic, comparisons, ...);
 //   making, viewing and copying one is quantized_tensors.cpp.
-// The CPU path: every flagos tensor (sparse ones as indices and values, quantized ones as
-// integers and quantizer) is copied there, the CPU's kernel runs, written arguments get the
-// answer back through copy_ and other results are copied to the caller's flagos device. Counted
-// and logged as any CPU fallback.
+// Where flagos memory is another backend's (the mirrored CUDA, or the host on sim), that
+// backend's kernel runs on aliases of the tensors' parts (boxing/layout_call.h), counted as served
+// by box:<type>. Elsewhere, or where that backend has no kernel for the operator, the CPU path:
+// every flagos tensor (sparse ones as indices and values, quantized ones as integers and
+// quantizer) is copied there, the CPU's kernel runs, written arguments get the answer back
+// through copy_ and other results are copied to the caller's flagos device. Counted and logged as
+// any CPU fallback.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -26,7 +26,7 @@
 #include "boxing/call_arguments.h"
 #include "boxing/call_mapper.h"
 #include "boxing/call_scope.h"
-#include "boxing/sparse_tensors.h"
+#include "boxing/layout_call.h"
 #include "glue/graph_capture.h"
 #include "glue/op_names.h"
 #include "glue/runtime_access.h"
@@ -106,22 +106,29 @@ void run_on_cpu_copies(const c10::OperatorHandle& op, torch::jit::Stack* stack, 
   }
 }
 
-// The device type whose sparse kernels run on flagos memory as it is: the mirrored backend's
-// (CUDA), or the CPU's where flagos memory is host memory (sim).
-std::optional<c10::DeviceType> sparse_box_type() {
+// The device type whose kernels run on flagos memory as it is: the mirrored backend's (CUDA), or
+// the CPU's where flagos memory is host memory (sim).
+std::optional<c10::DeviceType> layout_box_type() {
   if (const auto mirrored = mirror_device_type()) return mirrored;
   if (has_capability(TFL_CAP_HOST_ADDRESSABLE_MEMORY)) return c10::DeviceType::CPU;
   return std::nullopt;
 }
 
-// The sparse kernel of `type` on aliases of the flagos tensors' parts, without copies; false
-// where there is none to run (no such backend, no kernel of it for the operator, a host kernel
-// while a device graph is being captured, which the CPU path refuses by name).
-bool sparse_on_box(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool compressed) {
-  const auto type = sparse_box_type();
+enum class Kind { kSparse, kCompressed, kQuantized };
+
+// The kernel `type` has for the operator's `kind` of tensors on aliases of the flagos tensors'
+// parts, without copies; false where there is none to run (no such backend, no kernel of it for
+// the operator, a host kernel while a device graph is being captured, which the CPU path refuses
+// by name).
+bool layout_on_box(const c10::OperatorHandle& op, torch::jit::Stack* stack, Kind kind) {
+  const auto type = layout_box_type();
   if (!type) return false;
-  const auto key = c10::computeDispatchKey(
-      std::nullopt, compressed ? c10::kSparseCsr : c10::kSparse, c10::Device(*type));
+  const c10::Device device_type(*type);
+  const auto key =
+      kind == Kind::kQuantized
+          ? c10::computeDispatchKey(c10::kQInt8, c10::kStrided, device_type)
+          : c10::computeDispatchKey(
+                std::nullopt, kind == Kind::kSparse ? c10::kSparse : c10::kSparseCsr, device_type);
   if (!op.hasKernelForDispatchKey(key)) return false;
   if (*type == c10::DeviceType::CPU && capturing_device() >= 0) return false;
   const auto& schema = op.schema();
@@ -131,14 +138,13 @@ bool sparse_on_box(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool
       boxing::first_flagos_device(args_begin, stack->end());
   const c10::DeviceIndex device = found ? *found : current_device();
   // Leaked, one per process: the counters and the profiler keep the name.
-  static const std::string* backend = new std::string(sparse_backend());
+  static const std::string* backend = new std::string(layout_backend());
   profiler::RouteScope route(*backend, op, device);
   boxing::CallScope scope(device, found.has_value(), *type);
-  boxing::CallMapper mapper(
-      device, boxing::target_device(*type, device),
-      c10::computeDispatchKey(std::nullopt, c10::kStrided, c10::Device(*type)),
-      boxing::CallMapper::Aliases::kOwning);
-  boxing::SparseMappedCall call(schema, stack, mapper);
+  boxing::CallMapper mapper(device, boxing::target_device(*type, device),
+                            c10::computeDispatchKey(std::nullopt, c10::kStrided, device_type),
+                            boxing::CallMapper::Aliases::kOwning);
+  boxing::LayoutMappedCall call(schema, stack, mapper);
   count_served(full_name(schema.operator_name()), *backend);
   try {
     op.callBoxed(stack);
@@ -162,23 +168,24 @@ bool sparse_on_box(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool
 }
 
 void sparse_coo_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  if (sparse_on_box(op, stack, /*compressed=*/false)) return;
+  if (layout_on_box(op, stack, Kind::kSparse)) return;
   run_on_cpu_copies(op, stack, "sparse, on the CPU fallback", " (sparse)");
 }
 
 void sparse_compressed_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  if (sparse_on_box(op, stack, /*compressed=*/true)) return;
+  if (layout_on_box(op, stack, Kind::kCompressed)) return;
   run_on_cpu_copies(op, stack, "sparse, on the CPU fallback", " (sparse)");
 }
 
-void quantized_on_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+void quantized_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  if (layout_on_box(op, stack, Kind::kQuantized)) return;
   run_on_cpu_copies(op, stack, "quantized, on the CPU fallback", " (quantized)");
 }
 
 }  // namespace
 
-std::string sparse_backend() {
-  const auto type = sparse_box_type();
+std::string layout_backend() {
+  const auto type = layout_box_type();
   return type ? "box:" + std::string(c10::DeviceTypeName(*type, /*lower_case=*/true)) : "cpu";
 }
 
@@ -202,7 +209,7 @@ void register_quantized_cpu_kernels() {
     }
     std::string full = name.name.substr(space.size() + 2);
     if (!name.overload_name.empty()) full += "." + name.overload_name;
-    library->impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&quantized_on_cpu>());
+    library->impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&quantized_fallback>());
   }
 }
 
@@ -217,7 +224,7 @@ TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
 }
 
 TORCH_LIBRARY_IMPL(_, QuantizedPrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&quantized_on_cpu>());
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&quantized_fallback>());
 }
 
 }  // namespace

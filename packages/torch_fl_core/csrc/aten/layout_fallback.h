@@ -6,10 +6,11 @@
 
 namespace torch_fl {
 
-// The backend that serves sparse operators flagos has no kernel for, where that backend has one:
-// "box:cuda" (the mirrored backend), "box:cpu" (flagos memory is host memory), else "cpu" (the
-// CPU fallback on copies; also where the box backend has no kernel for the operator).
-std::string sparse_backend();
+// The backend that serves sparse and quantized operators flagos has no kernel for, where that
+// backend has one: "box:cuda" (the mirrored backend), "box:cpu" (flagos memory is host memory),
+// else "cpu" (the CPU fallback on copies; also where the box backend has no kernel for the
+// operator).
+std::string layout_backend();
 
 // Registers the quantized CPU fallback for every operator that has a QuantizedCPU kernel and no
 // flagos one, from the dispatcher of the torch in use: for such an operator, a flagos quantized

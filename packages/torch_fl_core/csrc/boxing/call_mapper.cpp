@@ -5,6 +5,7 @@
 #include "boxing/alias_pool.h"
 #include "boxing/alias_view.h"
 #include "boxing/call_arguments.h"
+#include "boxing/quantized_tensors.h"
 #include "boxing/result_adoption.h"
 #include "boxing/sparse_tensors.h"
 
@@ -149,15 +150,17 @@ c10::IValue CallMapper::arg_value(const c10::IValue& v) {
 
 at::Tensor CallMapper::result(const at::Tensor& r) const {
   if (!r.defined() || r.device().is_privateuseone()) return r;
-  // A dense operator that makes a sparse tensor (to_sparse): its parts join flagos.
-  if (C10_UNLIKELY(r.layout() != c10::kStrided) && is_sparse_layout(r)) {
-    return sparse_result(*this, r);
-  }
   // A mirrored kernel's result on another device stays there, as it does
   // natively: CUDA's flash and memory-efficient attention return their philox
   // seed and offset as CPU tensors. (Host kernels' results all stand for
   // flagos tensors.)
   if (!target_.is_cpu() && r.device().type() != target_.type()) return r;
+  // A sparse result (to_sparse) joins flagos as its parts, a quantized one as its integers.
+  constexpr c10::DispatchKeySet kParts =
+      c10::sparse_ks | c10::sparse_csr_ks | c10::DispatchKeySet(c10::DispatchKey::Quantized);
+  if (C10_UNLIKELY(r.unsafeGetTensorImpl()->key_set().has_any(kParts))) {
+    return r.is_quantized() ? quantized_result(*this, r) : sparse_result(*this, r);
+  }
   if (const void* data = r.storage().data()) {
     if (C10_LIKELY(index_ == nullptr)) {
       for (const Entry& e : entries_) {

@@ -54,7 +54,8 @@ class CallMapper {
 
   // A result that is no out=/in-place return, as a flagos tensor: over the
   // flagos storage of the argument it aliases, else adopted (to_flagos); a
-  // sparse one (to_sparse) as its parts (boxing/sparse_tensors.h). A
+  // sparse one (to_sparse) as its parts, a quantized one as its integers
+  // (boxing/sparse_tensors.h, quantized_tensors.h). A
   // mirrored kernel's result on another device (a CPU tensor a CUDA kernel
   // returns) stays there, as natively.
   at::Tensor result(const at::Tensor& r) const;

@@ -4,6 +4,7 @@
 #include <ATen/quantized/QTensorImpl.h>
 #include <c10/core/ScalarType.h>
 
+#include "boxing/call_mapper.h"
 #include "boxing/result_adoption.h"
 
 namespace torch_fl::boxing {
@@ -42,20 +43,47 @@ at::QuantizerPtr quantizer_on(const at::QuantizerPtr& quantizer, c10::Device dev
                                                per_channel->axis(), quantizer->scalar_type());
 }
 
+namespace {
+
+// The quantizer of a kernel's result on flagos. The kernel's quantizer may hold the scales and
+// zero points it was handed: alias views of the caller's flagos memory, which the caller may free.
+// The result gets copies of its own.
+at::QuantizerPtr flagos_quantizer(const at::QuantizerPtr& quantizer, c10::DeviceIndex device,
+                                  c10::DeviceType type) {
+  const auto scheme = quantizer->qscheme();
+  if (scheme != c10::kPerChannelAffine && scheme != c10::kPerChannelAffineFloatQParams) {
+    return quantizer;
+  }
+  auto* per_channel = static_cast<at::PerChannelAffineQuantizer*>(quantizer.get());
+  return at::make_per_channel_affine_quantizer(
+      to_flagos(per_channel->scales().clone(), device, type),
+      to_flagos(per_channel->zero_points().clone(), device, type), per_channel->axis(),
+      quantizer->scalar_type());
+}
+
+}  // namespace
+
 at::Tensor quantized_to_flagos(const at::Tensor& q, c10::DeviceIndex device, c10::DeviceType type) {
-  const c10::Device flagos(c10::kPrivateUse1, device);
+  return quantized_over(to_flagos(integer_view(q), device, type),
+                        flagos_quantizer(q.quantizer(), device, type));
+}
+
+at::Tensor quantized_arg(CallMapper& mapper, const at::Tensor& q, std::vector<at::Tensor>& kept) {
   at::QuantizerPtr quantizer = q.quantizer();
   const auto scheme = quantizer->qscheme();
   if (scheme == c10::kPerChannelAffine || scheme == c10::kPerChannelAffineFloatQParams) {
-    // The kernel's quantizer may hold the scales and zero points it was handed: alias views of
-    // the caller's flagos memory, which the caller may free. The result gets copies of its own.
     auto* per_channel = static_cast<at::PerChannelAffineQuantizer*>(quantizer.get());
     quantizer = at::make_per_channel_affine_quantizer(
-        to_flagos(per_channel->scales().clone(), device, type),
-        to_flagos(per_channel->zero_points().clone(), device, type), per_channel->axis(),
-        quantizer->scalar_type());
+        mapper.arg(per_channel->scales()), mapper.arg(per_channel->zero_points()),
+        per_channel->axis(), quantizer->scalar_type());
   }
-  return quantized_over(to_flagos(integer_view(q), device, type), std::move(quantizer));
+  kept.push_back(integer_view(q));
+  return quantized_over(mapper.arg(kept.back()), std::move(quantizer));
+}
+
+at::Tensor quantized_result(const CallMapper& mapper, const at::Tensor& q) {
+  return quantized_over(mapper.result(integer_view(q)),
+                        flagos_quantizer(q.quantizer(), mapper.device(), mapper.target().type()));
 }
 
 }  // namespace torch_fl::boxing

@@ -4,7 +4,6 @@
 #include <ATen/SparseCsrTensorImpl.h>
 #include <ATen/SparseTensorImpl.h>
 
-#include "boxing/call_arguments.h"
 #include "boxing/call_mapper.h"
 
 namespace torch_fl::boxing {
@@ -109,76 +108,6 @@ void sparse_written(const CallMapper& mapper, const at::Tensor& original, const 
   impl->set_member_tensors(kept_part(mapper, mine.indices, theirs.indices),
                            kept_part(mapper, mine.plain, theirs.plain),
                            kept_part(mapper, mine.values, theirs.values), alias.sizes());
-}
-
-SparseMappedCall::SparseMappedCall(const c10::FunctionSchema& schema, torch::jit::Stack* stack,
-                                   CallMapper& mapper)
-    : schema_(schema), mapper_(mapper) {
-  const size_t n = schema.arguments().size();
-  const auto begin = stack->end() - static_cast<std::ptrdiff_t>(n);
-  originals_.assign(begin, stack->end());
-  aliases_.reserve(n);
-  for (auto it = begin; it != stack->end(); ++it) {
-    *it = map_tensors(*it, [this](const at::Tensor& t) { return arg(t); }, mapper.target());
-    aliases_.push_back(*it);
-  }
-}
-
-at::Tensor SparseMappedCall::arg(const at::Tensor& t) {
-  if (!t.defined() || !t.device().is_privateuseone()) return t;
-  at::Tensor alias;
-  if (is_sparse_layout(t)) {
-    for (const auto& [source, mapped] : sparse_) {
-      if (source == t.unsafeGetTensorImpl()) return mapped;
-    }
-    alias = sparse_arg(mapper_, t);
-    sparse_.emplace_back(t.unsafeGetTensorImpl(), alias);
-  } else {
-    alias = mapper_.arg(t);
-  }
-  // Some kernels decide what to compute from it (_sparse_mm_reduce_impl keeps amax/amin's
-  // argmax only for a backward). The call's autograd ran above this kernel, so no graph is
-  // recorded on the aliases.
-  if (t.requires_grad() && !alias.requires_grad()) alias.requires_grad_(true);
-  return alias;
-}
-
-void SparseMappedCall::adopt_written() {
-  const auto& args = schema_.arguments();
-  for (size_t i = 0; i < args.size() && i < originals_.size(); ++i) {
-    const auto* info = args[i].alias_info();
-    if (info == nullptr || !info->isWrite()) continue;
-    if (!originals_[i].isTensor() || !aliases_[i].isTensor()) continue;
-    const at::Tensor& original = originals_[i].toTensor();
-    const at::Tensor& alias = aliases_[i].toTensor();
-    if (is_sparse_layout(original)) {
-      sparse_written(mapper_, original, alias);
-    } else {
-      CallMapper::written(original, alias);
-    }
-  }
-}
-
-c10::IValue SparseMappedCall::result(size_t i, c10::IValue value) const {
-  const int w = written_argument(schema_, i);
-  if (w >= 0 && originals_[w].isTensor()) {
-    const at::Tensor& original = originals_[w].toTensor();
-    if (value.isTensor() && value.toTensor().defined() &&
-        !value.toTensor().is_same(aliases_[w].toTensor()) && !value.toTensor().is_same(original)) {
-      // A kernel that returned another tensor than the one it was given: its values are copied in.
-      const at::Tensor& got = value.toTensor();
-      const at::Tensor src =
-          is_sparse_layout(got) ? sparse_result(mapper_, got) : mapper_.result(got);
-      if (!is_sparse_layout(original) && original.sizes() != src.sizes()) {
-        original.resize_(src.sizes());
-      }
-      original.copy_(src);
-    }
-    return original;
-  }
-  return map_tensors(value, [this](const at::Tensor& t) {
-    return is_sparse_layout(t) ? sparse_result(mapper_, t) : mapper_.result(t);
-  });
 }
 
 }  // namespace torch_fl::boxing

@@ -6,11 +6,6 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
-#include <ATen/core/dispatch/Dispatcher.h>
-#include <ATen/core/stack.h>
-
-#include <utility>
-#include <vector>
 
 namespace torch_fl::boxing {
 
@@ -32,30 +27,5 @@ at::Tensor sparse_result(const CallMapper& mapper, const at::Tensor& r);
 // the sizes, dimensions, parts and coalesced flag the kernel left on `alias`, as the native tensor
 // would have them. Parts the kernel wrote in place stay the caller's own tensors.
 void sparse_written(const CallMapper& mapper, const at::Tensor& original, const at::Tensor& alias);
-
-// A boxed call of a sparse operator through a CallMapper, as MappedCall is for dense ones: the
-// stack's arguments are mapped in place (sparse ones by sparse_arg, one alias per caller's tensor
-// object, so that a kernel comparing its arguments sees what it would natively), and after the
-// kernel ran, written arguments take what it left on their aliases and results join flagos.
-class SparseMappedCall {
- public:
-  SparseMappedCall(const c10::FunctionSchema& schema, torch::jit::Stack* stack, CallMapper& mapper);
-
-  // Written arguments, sparse or dense, take what the kernel left on their aliases (after it ran,
-  // or failed).
-  void adopt_written();
-  // Return `i` as the caller gets it: an out=/in-place return is the caller's own tensor, others
-  // join flagos.
-  c10::IValue result(size_t i, c10::IValue value) const;
-
- private:
-  at::Tensor arg(const at::Tensor& t);
-
-  const c10::FunctionSchema& schema_;
-  CallMapper& mapper_;
-  std::vector<c10::IValue> originals_;
-  std::vector<c10::IValue> aliases_;
-  std::vector<std::pair<const c10::TensorImpl*, at::Tensor>> sparse_;  // caller's -> alias
-};
 
 }  // namespace torch_fl::boxing

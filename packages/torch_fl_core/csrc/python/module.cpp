@@ -296,7 +296,7 @@ NB_MODULE(_C, m) {
   });
   m.def("runtime_shares_memory", [] { return runtime_shares_memory(); });
   m.def("runtime_capabilities", [] { return runtime_active() ? runtime().capabilities : 0; });
-  m.def("sparse_backend", &sparse_backend);
+  m.def("layout_backend", &layout_backend);
 
   m.def("device_count", [] { return static_cast<int>(device_count_noexcept()); });
   m.def("current_device", [] { return static_cast<int>(current_device()); });
