@@ -41,6 +41,22 @@ c10::IValue map_tensors(const c10::IValue& v, F&& f, std::optional<c10::Device> 
   return v;
 }
 
+// The `n` arguments on top of `stack` replaced in place by map_tensors(v, f, device), the
+// caller's values appended to `originals` and the mapped ones to `aliases`: how a boxed call
+// hands its arguments to another device's kernel and keeps what it needs to map back.
+template <class F>
+void map_stack_arguments(torch::jit::Stack* stack, size_t n, F&& f,
+                         std::optional<c10::Device> device, std::vector<c10::IValue>& originals,
+                         std::vector<c10::IValue>& aliases) {
+  const auto begin = stack->end() - static_cast<std::ptrdiff_t>(n);
+  originals.assign(begin, stack->end());
+  aliases.reserve(n);
+  for (auto it = begin; it != stack->end(); ++it) {
+    *it = map_tensors(*it, f, device);
+    aliases.push_back(*it);
+  }
+}
+
 // Throws CUDA's "Expected all tensors to be on the same device" error when
 // flagos tensors of two devices, or a flagos and a non-scalar CPU tensor, meet.
 void check_same_device(const c10::OperatorHandle& op, torch::jit::Stack::const_iterator begin,

@@ -144,10 +144,6 @@ at::TensorList CallMapper::arg_list(at::TensorList l, std::vector<at::Tensor>& o
   return owned;
 }
 
-c10::IValue CallMapper::arg_value(const c10::IValue& v) {
-  return map_tensors(v, [this](const at::Tensor& t) { return arg(t); }, target_);
-}
-
 at::Tensor CallMapper::result(const at::Tensor& r) const {
   if (!r.defined() || r.device().is_privateuseone()) return r;
   // A mirrored kernel's result on another device stays there, as it does
@@ -198,13 +194,9 @@ MappedCall::MappedCall(const c10::FunctionSchema& schema, torch::jit::Stack* sta
                        CallMapper& mapper)
     : schema_(schema), mapper_(mapper) {
   const size_t n = schema.arguments().size();
-  const auto begin = stack->end() - static_cast<std::ptrdiff_t>(n);
-  originals_.assign(begin, stack->end());
-  aliases_.reserve(n);
-  for (auto it = begin; it != stack->end(); ++it) {
-    *it = mapper.arg_value(*it);
-    aliases_.push_back(*it);
-  }
+  map_stack_arguments(
+      stack, n, [&mapper](const at::Tensor& t) { return mapper.arg(t); }, mapper.target(),
+      originals_, aliases_);
   const auto& args = schema.arguments();
   for (size_t i = 0; i < n && i < args.size(); ++i) {
     const auto* info = args[i].alias_info();

@@ -49,8 +49,6 @@ class CallMapper {
   at::TensorList arg_list(at::TensorList l, std::vector<at::Tensor>& owned);
   // A device argument (factories): flagos devices become the target.
   c10::Device arg_device(c10::Device d) const { return d.is_privateuseone() ? target_ : d; }
-  // Any boxed value: tensors, tensor lists, optional tensor lists, devices.
-  c10::IValue arg_value(const c10::IValue& v);
 
   // A result that is no out=/in-place return, as a flagos tensor: over the
   // flagos storage of the argument it aliases, else adopted (to_flagos); a

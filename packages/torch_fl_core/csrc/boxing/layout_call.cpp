@@ -13,14 +13,9 @@ namespace torch_fl::boxing {
 LayoutMappedCall::LayoutMappedCall(const c10::FunctionSchema& schema, torch::jit::Stack* stack,
                                    CallMapper& mapper)
     : schema_(schema), mapper_(mapper) {
-  const size_t n = schema.arguments().size();
-  const auto begin = stack->end() - static_cast<std::ptrdiff_t>(n);
-  originals_.assign(begin, stack->end());
-  aliases_.reserve(n);
-  for (auto it = begin; it != stack->end(); ++it) {
-    *it = map_tensors(*it, [this](const at::Tensor& t) { return arg(t); }, mapper.target());
-    aliases_.push_back(*it);
-  }
+  map_stack_arguments(
+      stack, schema.arguments().size(), [this](const at::Tensor& t) { return arg(t); },
+      mapper.target(), originals_, aliases_);
 }
 
 at::Tensor LayoutMappedCall::arg(const at::Tensor& t) {
