@@ -266,6 +266,14 @@ ERRORS = {
         lambda d, q: _per_channel(d).resize_(40),
         "Can only resize quantized tensors with per-tensor schemes",
     ),
+    # A kernel that refuses its arguments where flagos memory is another backend's: the call runs
+    # again on the CPU path, whose error is CPU's.
+    "add_other_dtype": (
+        lambda d, q: torch.ops.quantized.add(
+            q, torch.quantize_per_tensor(_x(d), 0.1, 3, torch.quint8), 0.2, 5
+        ),
+        "Add operands should have same data type",
+    ),
 }
 
 

@@ -14,6 +14,7 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -119,8 +120,12 @@ enum class Kind { kSparse, kCompressed, kQuantized };
 // The kernel `type` has for the operator's `kind` of tensors on aliases of the flagos tensors'
 // parts, without copies; false where there is none to run (no such backend, no kernel of it for
 // the operator, a host kernel while a device graph is being captured, which the CPU path refuses
-// by name).
-bool layout_on_box(const c10::OperatorHandle& op, torch::jit::Stack* stack, Kind kind) {
+// by name). Where that kernel refuses arguments the CPU's takes (CUDA's quantized kernels are
+// cuDNN's, for qint8 only) and the operator writes no argument, `refused` gets its reason and the
+// stack is as it came: the CPU path answers as CPU does, as before there was a box path. An
+// operator that writes an argument keeps the kernel's error: it may have written part of it.
+bool layout_on_box(const c10::OperatorHandle& op, torch::jit::Stack* stack, Kind kind,
+                   std::string& refused) {
   const auto type = layout_box_type();
   if (!type) return false;
   const c10::Device device_type(*type);
@@ -137,6 +142,10 @@ bool layout_on_box(const c10::OperatorHandle& op, torch::jit::Stack* stack, Kind
   const std::optional<c10::DeviceIndex> found =
       boxing::first_flagos_device(args_begin, stack->end());
   const c10::DeviceIndex device = found ? *found : current_device();
+  const bool writes = boxing::writes_tensor(schema);
+  const size_t base = static_cast<size_t>(args_begin - stack->begin());
+  std::vector<c10::IValue> arguments;
+  if (!writes) arguments.assign(args_begin, stack->end());
   // Leaked, one per process: the counters and the profiler keep the name.
   static const std::string* backend = new std::string(layout_backend());
   profiler::RouteScope route(*backend, op, device);
@@ -145,9 +154,23 @@ bool layout_on_box(const c10::OperatorHandle& op, torch::jit::Stack* stack, Kind
                             c10::computeDispatchKey(std::nullopt, c10::kStrided, device_type),
                             boxing::CallMapper::Aliases::kOwning);
   boxing::LayoutMappedCall call(schema, stack, mapper);
-  count_served(full_name(schema.operator_name()), *backend);
   try {
     op.callBoxed(stack);
+  } catch (const c10::Error& e) {
+    if (!writes) {
+      refused = *backend + "'s kernel refused it: " + e.what_without_backtrace();
+      if (const auto eol = refused.find('\n'); eol != std::string::npos) refused.resize(eol);
+      stack->resize(base);
+      stack->insert(stack->end(), std::make_move_iterator(arguments.begin()),
+                    std::make_move_iterator(arguments.end()));
+      return false;
+    }
+    try {
+      call.adopt_written();
+    } catch (...) {
+      // The kernel's own error is the one to report.
+    }
+    throw;
   } catch (...) {
     try {
       call.adopt_written();
@@ -156,6 +179,7 @@ bool layout_on_box(const c10::OperatorHandle& op, torch::jit::Stack* stack, Kind
     }
     throw;
   }
+  count_served(full_name(schema.operator_name()), *backend);
   call.adopt_written();
   const size_t num_returns = schema.returns().size();
   TORCH_INTERNAL_ASSERT(stack->size() >= num_returns);
@@ -167,19 +191,28 @@ bool layout_on_box(const c10::OperatorHandle& op, torch::jit::Stack* stack, Kind
   return true;
 }
 
+void layout_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, Kind kind) {
+  std::string refused;
+  if (layout_on_box(op, stack, kind, refused)) return;
+  const bool quantized = kind == Kind::kQuantized;
+  const std::string note =
+      (quantized ? std::string(" (quantized") : std::string(" (sparse")) +
+      (refused.empty() ? ")" : "; " + refused + ")");
+  run_on_cpu_copies(op, stack,
+                    quantized ? "quantized, on the CPU fallback" : "sparse, on the CPU fallback",
+                    note.c_str());
+}
+
 void sparse_coo_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  if (layout_on_box(op, stack, Kind::kSparse)) return;
-  run_on_cpu_copies(op, stack, "sparse, on the CPU fallback", " (sparse)");
+  layout_fallback(op, stack, Kind::kSparse);
 }
 
 void sparse_compressed_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  if (layout_on_box(op, stack, Kind::kCompressed)) return;
-  run_on_cpu_copies(op, stack, "sparse, on the CPU fallback", " (sparse)");
+  layout_fallback(op, stack, Kind::kCompressed);
 }
 
 void quantized_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  if (layout_on_box(op, stack, Kind::kQuantized)) return;
-  run_on_cpu_copies(op, stack, "quantized, on the CPU fallback", " (quantized)");
+  layout_fallback(op, stack, Kind::kQuantized);
 }
 
 }  // namespace
