@@ -14,6 +14,7 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -117,6 +118,17 @@ std::optional<c10::DeviceType> layout_box_type() {
 
 enum class Kind { kSparse, kCompressed, kQuantized };
 
+// Whether an argument or result is a TorchScript class object (a quantized operator's packed
+// weights): such an object carries the kernels of the backend that made it, so one made by a
+// device backend must never reach the CPU path's kernels, nor a CPU-made one a device kernel.
+bool takes_class_objects(const c10::FunctionSchema& schema) {
+  const auto is_class = [](const c10::Argument& a) {
+    return a.type()->kind() == c10::TypeKind::ClassType;
+  };
+  return std::any_of(schema.arguments().begin(), schema.arguments().end(), is_class) ||
+         std::any_of(schema.returns().begin(), schema.returns().end(), is_class);
+}
+
 // The kernel `type` has for the operator's `kind` of tensors on aliases of the flagos tensors'
 // parts, without copies; false where there is none to run (no such backend, no kernel of it for
 // the operator, a host kernel while a device graph is being captured, which the CPU path refuses
@@ -137,6 +149,9 @@ bool layout_on_box(const c10::OperatorHandle& op, torch::jit::Stack* stack, Kind
   if (!op.hasKernelForDispatchKey(key)) return false;
   if (*type == c10::DeviceType::CPU && capturing_device() >= 0) return false;
   const auto& schema = op.schema();
+  // Packed weights stay the CPU's on a device box: the CPU path makes and uses them, as one
+  // path (a refused call of the device's kernels would hand its packing to the CPU's).
+  if (*type != c10::DeviceType::CPU && takes_class_objects(schema)) return false;
   const auto args_begin = stack->end() - static_cast<std::ptrdiff_t>(schema.arguments().size());
   boxing::check_same_device(op, args_begin, stack->end());
   const std::optional<c10::DeviceIndex> found =
