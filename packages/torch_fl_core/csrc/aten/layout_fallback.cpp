@@ -210,9 +210,8 @@ void layout_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, Ki
   std::string refused;
   if (layout_on_box(op, stack, kind, refused)) return;
   const bool quantized = kind == Kind::kQuantized;
-  const std::string note =
-      (quantized ? std::string(" (quantized") : std::string(" (sparse")) +
-      (refused.empty() ? ")" : "; " + refused + ")");
+  const std::string note = (quantized ? std::string(" (quantized") : std::string(" (sparse")) +
+                           (refused.empty() ? ")" : "; " + refused + ")");
   run_on_cpu_copies(op, stack,
                     quantized ? "quantized, on the CPU fallback" : "sparse, on the CPU fallback",
                     note.c_str());
