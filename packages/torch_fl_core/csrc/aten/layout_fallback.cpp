@@ -135,7 +135,8 @@ bool takes_class_objects(const c10::FunctionSchema& schema) {
 // by name). Where that kernel refuses arguments the CPU's takes (CUDA's quantized kernels are
 // cuDNN's, for qint8 only) and the operator writes no argument, `refused` gets its reason and the
 // stack is as it came: the CPU path answers as CPU does, as before there was a box path. An
-// operator that writes an argument keeps the kernel's error: it may have written part of it.
+// operator that writes an argument keeps the kernel's error (it may have written part of it), and
+// so does one returning a view, which the CPU path cannot serve.
 bool layout_on_box(const c10::OperatorHandle& op, torch::jit::Stack* stack, Kind kind,
                    std::string& refused) {
   const auto type = layout_box_type();
@@ -157,10 +158,13 @@ bool layout_on_box(const c10::OperatorHandle& op, torch::jit::Stack* stack, Kind
   const std::optional<c10::DeviceIndex> found =
       boxing::first_flagos_device(args_begin, stack->end());
   const c10::DeviceIndex device = found ? *found : current_device();
-  const bool writes = boxing::writes_tensor(schema);
+  const bool rerun_on_cpu =
+      !boxing::writes_tensor(schema) &&
+      std::none_of(schema.returns().begin(), schema.returns().end(),
+                   [](const c10::Argument& r) { return r.alias_info() != nullptr; });
   const size_t base = static_cast<size_t>(args_begin - stack->begin());
   std::vector<c10::IValue> arguments;
-  if (!writes) arguments.assign(args_begin, stack->end());
+  if (rerun_on_cpu) arguments.assign(args_begin, stack->end());
   // Leaked, one per process: the counters and the profiler keep the name.
   static const std::string* backend = new std::string(layout_backend());
   profiler::RouteScope route(*backend, op, device);
@@ -172,7 +176,7 @@ bool layout_on_box(const c10::OperatorHandle& op, torch::jit::Stack* stack, Kind
   try {
     op.callBoxed(stack);
   } catch (const c10::Error& e) {
-    if (!writes) {
+    if (rerun_on_cpu) {
       refused = *backend + "'s kernel refused it: " + e.what_without_backtrace();
       if (const auto eol = refused.find('\n'); eol != std::string::npos) refused.resize(eol);
       stack->resize(base);
