@@ -173,29 +173,29 @@ bool layout_on_box(const c10::OperatorHandle& op, torch::jit::Stack* stack, Kind
                             c10::computeDispatchKey(std::nullopt, c10::kStrided, device_type),
                             boxing::CallMapper::Aliases::kOwning);
   boxing::LayoutMappedCall call(schema, stack, mapper);
+  // A kernel that failed after resizing or growing a written argument leaves the caller's
+  // tensor as it left the alias; the kernel's own error is the one to report.
+  const auto adopt_after_failure = [&call] {
+    try {
+      call.adopt_written();
+    } catch (...) {
+    }
+  };
   try {
     op.callBoxed(stack);
   } catch (const c10::Error& e) {
-    if (rerun_on_cpu) {
-      refused = *backend + "'s kernel refused it: " + e.what_without_backtrace();
-      if (const auto eol = refused.find('\n'); eol != std::string::npos) refused.resize(eol);
-      stack->resize(base);
-      stack->insert(stack->end(), std::make_move_iterator(arguments.begin()),
-                    std::make_move_iterator(arguments.end()));
-      return false;
+    if (!rerun_on_cpu) {
+      adopt_after_failure();
+      throw;
     }
-    try {
-      call.adopt_written();
-    } catch (...) {
-      // The kernel's own error is the one to report.
-    }
-    throw;
+    refused = *backend + "'s kernel refused it: " + e.what_without_backtrace();
+    if (const auto eol = refused.find('\n'); eol != std::string::npos) refused.resize(eol);
+    stack->resize(base);
+    stack->insert(stack->end(), std::make_move_iterator(arguments.begin()),
+                  std::make_move_iterator(arguments.end()));
+    return false;
   } catch (...) {
-    try {
-      call.adopt_written();
-    } catch (...) {
-      // The kernel's own error is the one to report.
-    }
+    adopt_after_failure();
     throw;
   }
   count_served(full_name(schema.operator_name()), *backend);
