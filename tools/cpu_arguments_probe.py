@@ -2,7 +2,7 @@
 
 CUDA refuses a CPU tensor beside CUDA tensors ("Expected all tensors to be on the same device"),
 except a 0-dim CPU tensor (a scalar operand) and, per operator, arguments its kernel moves or
-reads itself (indices of ``index``, ``index_put_``, ``index_fill_`` ...). Which ones is a fact of
+reads itself (indices of ``index`` and ``index_put_`` ...). Which ones is a fact of
 ATen's CUDA kernels, not of the schema, so it is measured: every OpInfo sample runs on CUDA once
 per tensor argument other than the input with that argument moved to the CPU, under a dispatch
 mode that records each ATen call that succeeded with a non-scalar CPU tensor beside CUDA tensors;
