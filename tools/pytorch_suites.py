@@ -140,6 +140,11 @@ def run_side(
         cmd += ["-n", str(workers)] if workers > 1 else []
         cmd += [f"--junitxml={junit}", f"--timeout={timeout}", *extra, *files]
         env = {**os.environ, "PYTORCH_TESTING_DEVICE_ONLY_FOR": device}
+        if device not in FLAGOS_NAMES:
+            # The native side runs without torch-fl: with any PrivateUse1 backend registered,
+            # torch's autograd engine asserts on a backward over CUDA tensors (its accelerator is
+            # then PrivateUse1), which would make every CUDA backward test fail natively.
+            env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
         start = time.monotonic()
         proc = subprocess.run(cmd, cwd=tests_dir, env=env, stdout=subprocess.DEVNULL)
         side.seconds = time.monotonic() - start
