@@ -50,6 +50,19 @@ def explained_for(vendor: str) -> list[dict]:
     return [e for e in entries if vendor in e.get("vendors", [vendor])]
 
 
+def _dtype_names() -> tuple[str, ...]:
+    import torch
+
+    names = {n for n in dir(torch) if isinstance(getattr(torch, n, None), torch.dtype)}
+    return tuple(sorted(names, key=len, reverse=True))
+
+
+#: A test's dtype variant: one dtype name or several joined by ``_`` (``float32``,
+#: ``int64_float16``).
+_DTYPE = "|".join(_dtype_names())
+_VARIANT = re.compile(rf"(?:{_DTYPE})(?:_(?:{_DTYPE}))*")
+
+
 def explanation(key: str, entries: list[dict]) -> dict | None:
     """The entry that names ``key`` (a device-free test id), or one of its dtype variants."""
     for entry in entries:
@@ -58,7 +71,7 @@ def explanation(key: str, entries: list[dict]) -> dict | None:
             return entry
         if key.startswith(name + "_"):
             variant = key[len(name) + 1 :]
-            if variant in entry.get("dtypes", [variant]) and not variant.startswith("_"):
+            if _VARIANT.fullmatch(variant) and variant in entry.get("dtypes", [variant]):
                 return entry
     return None
 
@@ -170,7 +183,7 @@ def compare(flagos: Side, native: Side, entries: list[dict]) -> dict:
         key = device_free(test_id, FLAGOS_NAMES)
         twin = native_by.get(key)
         known = explanation(key, entries)
-        if known and outcome.status == "passed":
+        if known and outcome.status == "passed" and not known.get("varies"):
             rows["explained_passing"].append({"test": test_id, "entry": known["test"]})
         if outcome.status == "failed" and known:
             rows["explained"].append({"test": test_id, "reason": known["reason"]})
@@ -207,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-k", dest="keyword", help="pytest -k expression for both sides")
     parser.add_argument("--json", type=Path, help="write the comparison here")
     args = parser.parse_args(argv)
+    args.tests = args.tests.resolve()
     missing = [f for f in args.files if not (args.tests / f).is_file()]
     if missing:
         parser.error(f"not in {args.tests}: {', '.join(missing)}")

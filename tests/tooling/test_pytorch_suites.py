@@ -90,6 +90,9 @@ def test_explanations_match_a_test_or_its_named_dtypes_only() -> None:
     assert found("f.py::T::test_b_bfloat16", entries)["reason"] == "one dtype"
     assert found("f.py::T::test_b_float32", entries) is None
     assert found("f.py::T::test_ab", entries) is None
+    # Another test whose name extends the entry's is not a variant of it.
+    assert found("f.py::T::test_a_big", entries) is None
+    assert found("f.py::T::test_a_int64_float16", entries)["reason"] == "all dtypes"
 
 
 def test_deselection_is_per_side_and_per_vendor() -> None:
