@@ -146,6 +146,32 @@ def test_cpu_zero_dim_scalar_is_allowed(flagos):
 
 
 # ---------------------------------------------------------------------------------------------
+# index tensors that do not broadcast together
+# ---------------------------------------------------------------------------------------------
+
+INDEX_MISMATCH = {
+    "lists": lambda x: x[[0, 1], [0, 1, 2]],
+    "tensors": lambda x: x[torch.tensor([0, 1]).to(x.device), torch.tensor([0, 1, 2]).to(x.device)],
+    "false_and_list": lambda x: x[False, [0, 1], ...],
+}
+
+
+@pytest.mark.parametrize("case", sorted(INDEX_MISMATCH))
+def test_index_tensors_that_do_not_broadcast(case, flagos, before):
+    """PyTorch's IndexError naming the indices' shapes, whichever backend serves the index."""
+
+    def message(device: str) -> str:
+        with pytest.raises(IndexError) as raised:
+            INDEX_MISMATCH[case](torch.ones(3, 3, 4, device=device))
+        text = str(raised.value)
+        del raised  # its traceback holds the tensor, and this frame holds it: a cycle
+        return text
+
+    assert message("flagos") == message("cpu")
+    check_recovered(flagos, before)
+
+
+# ---------------------------------------------------------------------------------------------
 # serialization to a device that does not exist
 # ---------------------------------------------------------------------------------------------
 

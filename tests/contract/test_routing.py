@@ -980,6 +980,31 @@ print("workload done", flush=True)
 """
 
 
+@pytest.mark.parametrize("route", ["table", "cpu"])
+def test_torchscript_lists_reach_the_cpu_fallback_on_the_cpu(route):
+    """A ``Tensor?[]`` the TorchScript interpreter builds reaches a CPU kernel as CPU tensors.
+
+    ``x[mask] = v`` in a scripted function is ``index_put_(x, [mask], v)`` over a list made by
+    ``prim::ListConstruct``, whose element type object is not the one ATen's fallback recognises
+    a ``Tensor?[]`` by; on the CPU route its flagos mask used to reach the CPU kernel's inner
+    ``_index_put_impl_`` beside CPU copies ("Expected all tensors to be on the same device").
+    """
+    from torch_fl import routing
+
+    def fill(x: torch.Tensor) -> torch.Tensor:
+        x[x < 50] = 1.0
+        x[torch.arange(3, device=x.device)] = 2.0
+        return x
+
+    scripted = torch.jit.script(fill)
+    expected = fill(torch.arange(100, dtype=torch.float))
+    routes = {"index_put_": "cpu", "_index_put_impl_": "cpu"} if route == "cpu" else {}
+    with routing.override(routes):
+        got = scripted(torch.arange(100, device="flagos", dtype=torch.float))
+    assert got.device.type == "flagos"
+    assert torch.equal(got.cpu(), expected)
+
+
 def test_fallback_budget_exit_status():
     over = run_child(BUDGET_CHILD, FLAGOS_FALLBACK_BUDGET="0.05", FLAGOS_OP_abs="cpu")
     assert over.returncode == 3, (over.returncode, over.stderr)

@@ -74,6 +74,32 @@ void move_leading_cpu_scalars(torch::jit::Stack::iterator begin, torch::jit::Sta
   }
 }
 
+// ATen's fallback copies a `Tensor?[]` argument to the CPU only when the list's element type is
+// the one its C++ signature makes (IValue::isOptionalTensorList compares type pointers). A list
+// the TorchScript interpreter built (prim::ListConstruct) holds the same elements under its own
+// type object, so ATen would pass its flagos tensors to the CPU kernel untouched, and the kernel's
+// inner call (index_put_ -> _index_put_impl_) would come back to flagos with CPU arguments beside
+// them. Such lists are rebuilt as the typed list the signature names.
+void retype_optional_tensor_lists(const c10::FunctionSchema& schema,
+                                  torch::jit::Stack::iterator begin,
+                                  torch::jit::Stack::iterator end) {
+  const auto& args = schema.arguments();
+  size_t i = 0;
+  for (auto it = begin; it != end && i < args.size(); ++it, ++i) {
+    if (!it->isList() || it->isOptionalTensorList() || it->isTensorList()) continue;
+    const auto list = args[i].type()->castRaw<c10::ListType>();
+    const auto element = list != nullptr ? list->getElementType()->castRaw<c10::OptionalType>()
+                                         : nullptr;
+    if (element == nullptr || element->getElementType()->kind() != c10::TypeKind::TensorType)
+      continue;
+    c10::List<std::optional<at::Tensor>> typed;
+    for (const c10::IValue& e : it->toListRef()) {
+      typed.push_back(e.isNone() ? std::nullopt : std::optional<at::Tensor>(e.toTensor()));
+    }
+    *it = c10::IValue(std::move(typed));
+  }
+}
+
 // native_batch_norm updates running_mean/running_var in training without
 // declaring it in its schema, so the generic fallback (which copies back only
 // declared mutations) would drop the update. _native_batch_norm_legit is the
@@ -252,6 +278,7 @@ void run_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, b
   const auto& schema = op.schema();
   const auto args_begin = check_fallback_call(op, stack, "routed to the CPU fallback");
   if (batch_norm_through_legit(op, stack)) return;
+  retype_optional_tensor_lists(schema, args_begin, stack->end());
   const bool writes = schema.is_mutable();
   const bool aliased = writes && boxing::has_aliased_write(schema, args_begin, stack->end());
   if (!aliased) move_leading_cpu_scalars(args_begin, stack->end());

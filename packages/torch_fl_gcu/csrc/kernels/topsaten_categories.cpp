@@ -443,8 +443,6 @@ void index_tensor(Call& c, IndexFn fn, const char* tops) {
   for (size_t i = 0; i < list.size(); ++i) {
     const std::optional<at::Tensor> t = list.get(i);
     if (!t || !t->defined()) c.decline("an index list with None (slices between indices)");
-    if (t->scalar_type() != at::kLong && t->scalar_type() != at::kInt)
-      c.decline("a boolean or non-integer index");
     if (t->device().is_privateuseone() && t->device() != c.device()) {
       TORCH_CHECK(false,
                   "Expected all tensors to be on the same device, but found at least two devices, ",
@@ -452,21 +450,12 @@ void index_tensor(Call& c, IndexFn fn, const char* tops) {
     }
     idx.push_back(*t);
   }
-  if (idx.empty() || static_cast<int64_t>(idx.size()) > self.dim())
-    c.decline("an index list the kernel does not take");
-  std::vector<int64_t> bshape = idx[0].sizes().vec();
-  for (const auto& t : idx) bshape = at::infer_size(bshape, t.sizes());
-  std::vector<int64_t> shape = bshape;
-  for (int64_t d = static_cast<int64_t>(idx.size()); d < self.dim(); ++d)
-    shape.push_back(self.size(d));
-  for (size_t d = 0; d < idx.size(); ++d) {
-    if (self.size(static_cast<int64_t>(d)) == 0 && idx[d].numel() > 0)
-      c.decline("indexing an empty dimension");
-  }
+  const auto shape = torch_fl::kit::index_shape(c, self, idx);
   const at::Tensor x = k.input(c, self, self.scalar_type());
   std::vector<at::Tensor> prepared;
-  for (const auto& t : idx) prepared.push_back(k.input(c, t, at::kInt, at::IntArrayRef(bshape)));
-  at::Tensor r = k.result(c, shape, self.scalar_type(), false);
+  for (const auto& t : idx)
+    prepared.push_back(k.input(c, t, at::kInt, at::IntArrayRef(shape.indices)));
+  at::Tensor r = k.result(c, shape.result, self.scalar_type(), false);
   if (r.numel() > 0) {
     std::vector<Desc> descs(prepared.begin(), prepared.end());
     std::vector<topsaten::topsatenTensor> tt;

@@ -306,6 +306,42 @@ inline std::pair<int64_t, std::vector<int64_t>> index_select_shape(const KernelC
   return {dim, shape};
 }
 
+// index.Tensor with integer indices for self's leading dims: the indices' broadcast shape and
+// the result's shape. Indices that do not broadcast together, or index an empty dimension, are
+// PyTorch's to judge (its IndexError names their shapes).
+struct IndexShape {
+  std::vector<int64_t> indices;
+  std::vector<int64_t> result;
+};
+
+inline IndexShape index_shape(const KernelCall& c, const at::Tensor& self,
+                              const std::vector<at::Tensor>& idx) {
+  if (idx.empty() || static_cast<int64_t>(idx.size()) > self.dim())
+    c.decline("an index list the kernel does not take");
+  IndexShape s;
+  for (const at::Tensor& t : idx) {
+    need_index(c, t);
+    // Broadcast from the trailing dims, as PyTorch does.
+    std::vector<int64_t> a = s.indices, b = t.sizes().vec();
+    if (a.size() < b.size()) std::swap(a, b);
+    for (size_t i = 0; i < b.size(); ++i) {
+      int64_t& x = a[a.size() - b.size() + i];
+      const int64_t y = b[i];
+      if (x != y && x != 1 && y != 1) c.decline("indices that do not broadcast (PyTorch's error)");
+      if (x == 1) x = y;
+    }
+    s.indices = a;
+  }
+  for (size_t d = 0; d < idx.size(); ++d) {
+    if (self.size(static_cast<int64_t>(d)) == 0 && idx[d].numel() > 0)
+      c.decline("indexing an empty dimension");
+  }
+  s.result = s.indices;
+  for (int64_t d = static_cast<int64_t>(idx.size()); d < self.dim(); ++d)
+    s.result.push_back(self.size(d));
+  return s;
+}
+
 // embedding_dense_backward: the gradient's row width (the result is num_weights x width).
 inline int64_t embedding_grad_width(const KernelCall& c, const at::Tensor& grad,
                                     const at::Tensor& indices) {
