@@ -321,16 +321,11 @@ inline IndexShape index_shape(const KernelCall& c, const at::Tensor& self,
   IndexShape s;
   for (const at::Tensor& t : idx) {
     need_index(c, t);
-    // Broadcast from the trailing dims, as PyTorch does.
-    std::vector<int64_t> a = s.indices, b = t.sizes().vec();
-    if (a.size() < b.size()) std::swap(a, b);
-    for (size_t i = 0; i < b.size(); ++i) {
-      int64_t& x = a[a.size() - b.size() + i];
-      const int64_t y = b[i];
-      if (x != y && x != 1 && y != 1) c.decline("indices that do not broadcast (PyTorch's error)");
-      if (x == 1) x = y;
+    try {
+      s.indices = at::infer_size(s.indices, t.sizes());
+    } catch (const c10::Error&) {
+      c.decline("indices that do not broadcast (PyTorch's error)");
     }
-    s.indices = a;
   }
   for (size_t d = 0; d < idx.size(); ++d) {
     if (self.size(static_cast<int64_t>(d)) == 0 && idx[d].numel() > 0)
