@@ -9,9 +9,9 @@ operand aliases come from the thread's pool, the call's bookkeeping lives on the
 returning a new tensor makes one (the flagos tensor over the kernel's result). A list operator
 whose lists come back (an optimizer's, every step) makes none either, over 10 tensors or 150: the
 router keeps the lists' aliases (csrc/boxing/list_aliases.h) and hands them to the kernel as they
-are. A convolution (ATen's overrideable path,
-boxed) has a budget of its own, so that what counting and layout add to it stays counted, and so
-has an ``out=`` call served by the CPU fallback.
+are. A convolution has a budget of its own (its route kernel adds the layout rule, and the
+kernel's own host buffers come from the flagos pool), and so has an ``out=`` call served by the
+CPU fallback.
 sim routes ``_foreach_add_.List`` to
 ``box:cpu`` as one call (the derived list rule), as the cuda vendor routes it to ``box:cuda``.
 """
@@ -40,12 +40,13 @@ BUDGET = {
     "add_ (other thread)": (0, "nothing, on a thread other than the one that imported torch"),
     "foreach_add_10": (0, "nothing: both lists' aliases are kept sets, borrowed for the call"),
     "foreach_add_150": (0, "nothing, as over 10 tensors"),
-    # ATen's overrideable convolution reaches the router boxed: a stack, its int-list IValues,
-    # the box call's operand aliases and result (the same before and after it was counted).
-    "conv2d": (33, "the boxed call of convolution_overrideable and its box:cpu call"),
+    # Routed directly (unboxed): the flagos tensor over the result, and the buffers the CPU
+    # kernel allocates for itself, which come from the flagos pool under box:cpu. Through ATen's
+    # overrideable path (_convolution on flagos, then a boxed call of the same kernel) it was 33.
+    "conv2d": (4, "the result's flagos tensor and the kernel's buffers from the flagos pool"),
     # The answer keeps the layout CPU and CUDA give it (channels_last): no restriding copy, which
-    # costs 9 more (43 when every answer was made contiguous).
-    "conv2d channels_last": (34, "the contiguous convolution's, one more beside CPU's own"),
+    # costs 9 more.
+    "conv2d channels_last": (5, "the contiguous convolution's, one more beside CPU's own"),
     # The CPU fallback copies each operand to the host and the written one back (ATen's
     # cpu_fallback: host tensors, their storages, the boxed stack); keeping the written
     # arguments for a kernel that raises adds none (28.2 on torch 2.13, the same before and after

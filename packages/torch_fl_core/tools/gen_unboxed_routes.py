@@ -25,6 +25,10 @@ from torchgen.model import FunctionSchema
 # (set_, record_stream) or not device kernels.
 SKIP_ARG_TYPES = ("Storage", "Stream")
 
+# Overloads whose unboxed route kernel core writes itself (csrc/aten/convolution.cpp: the route
+# kernel plus the layout rule of a flagos convolution's answer).
+CORE_WRITTEN = frozenset({"aten::convolution", "aten::convolution_backward"})
+
 
 def native_functions() -> list[dict]:
     path = Path(torchgen.__file__).parent / "packaged" / "ATen" / "native" / "native_functions.yaml"
@@ -67,6 +71,8 @@ def routable() -> list[tuple[str, str, str, str]]:
         name = str(schema.name.name)
         overload = schema.name.overload_name
         full = f"aten::{name}.{overload}" if overload else f"aten::{name}"
+        if full in CORE_WRITTEN:
+            continue
         struct = f"{name}_{overload}" if overload else name
         out.append((full, struct, schema.name.name.base, signature(schema)))
     return sorted(out)

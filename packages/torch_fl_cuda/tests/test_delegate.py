@@ -105,8 +105,8 @@ def test_generated_route_kernels_use_box_cuda():
 
 
 def test_convolution_runs_on_cudnn_route():
-    # convolution_overrideable runs on the backend convolution_backward is routed to (box:cuda),
-    # so cuDNN computes it, in TF32 by default as for CUDA tensors: compare in full fp32.
+    # convolution and its backward are routed to box:cuda directly (derived), so cuDNN computes
+    # them, in TF32 by default as for CUDA tensors: compare in full fp32.
     import torch_fl
 
     conv = torch.nn.Conv2d(3, 8, 3).to("flagos")
@@ -117,7 +117,6 @@ def test_convolution_runs_on_cudnn_route():
         y.sum().backward()
     counts = torch_fl._C.dispatch_counts()
     assert counts.get("aten::convolution_backward") == {"box:cuda": 1}, counts
-    # convolution_overrideable counts its call on the backend it ran, not ATen's CPU fallback.
     assert counts.get("aten::convolution") == {"box:cuda": 1}, counts
     ref = torch.nn.functional.conv2d(x.detach().cpu(), conv.weight.detach().cpu(), conv.bias.cpu())
     torch.testing.assert_close(y.detach().cpu(), ref, rtol=1e-3, atol=1e-3)

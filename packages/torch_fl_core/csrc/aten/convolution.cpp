@@ -1,12 +1,21 @@
-// ATen's _convolution sends devices it has no backend path for (anything but
-// CPU/CUDA/MKLDNN/...) to convolution_overrideable / its backward, whose
-// default kernels raise. flagos answers them by running the public
-// convolution ops on the backend the route table already trusts with
-// convolutions: the one aten::convolution_backward is routed to (a vendor's
-// box:<key> then runs the forward in the same library, e.g. cuDNN for
-// box:cuda), else box:cpu where the runtime's memory is host addressable
-// (zero copies), else ATen's CPU fallback. Every call is counted (the census
-// and FLAGOS_FALLBACK_BUDGET see it), as a CPU fallback when it is one.
+// Convolutions on flagos, by two paths:
+//
+// - Routed: where the route table routes aten::convolution and its backward
+//   (derived box routes: sim's box:cpu, the cuda vendor's box:cuda; a
+//   vendor's own kernel: ascend), the router's unboxed kernel runs the
+//   backend's convolution directly. The kernels below are that route kernel
+//   plus the layout rule: ATen's composite would otherwise run _convolution on
+//   flagos, reach convolution_overrideable, box the call and run _convolution
+//   again on the aliases (33 heap allocations and a boxed stack per call).
+// - Overrideable: ATen's _convolution sends devices it has no backend path for
+//   (anything but CPU/CUDA/MKLDNN/...) to convolution_overrideable / its
+//   backward, whose default kernels raise. Where convolution is not routed
+//   (and for direct callers of _convolution) flagos answers them by running
+//   the public convolution ops on the backend the route table already trusts
+//   with convolutions: the one aten::convolution_backward is routed to, else
+//   box:cpu where the runtime's memory is host addressable (zero copies), else
+//   ATen's CPU fallback. Every call is counted (the census and
+//   FLAGOS_FALLBACK_BUDGET see it), as a CPU fallback when it is one.
 //
 // Layout: the answer has the format native CUDA and CPU give the same
 // operands (kit/conv_layout.h), whatever the backend computed in; flagos's
@@ -22,6 +31,7 @@
 #include "router/backend.h"
 #include "router/fallback_counts.h"
 #include "router/router.h"
+#include "router/unboxed_route.h"
 
 namespace torch_fl {
 
@@ -104,6 +114,62 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   return {as_predicted(tensor(out.at(0)), input, weight),
           as_predicted(tensor(out.at(1)), input, weight), tensor(out.at(2))};
 }
+
+// ---- the routed convolution ----
+
+// The route kernels of aten::convolution and aten::convolution_backward: the
+// router's unboxed kernel (SignatureRoute: aliases, the backend's kernel,
+// results back on flagos), then the layout rule on the flagos answer. Their
+// boxed entry is c10's (torch.ops calls, FX graphs), so boxed calls get the
+// same rule.
+struct RoutedConvolution final : c10::OperatorKernel {
+  using Op = at::_ops::convolution;
+  static inline std::atomic<RouteState*> state{nullptr};
+
+  at::Tensor operator()(c10::DispatchKeySet ks, const at::Tensor& input, const at::Tensor& weight,
+                        const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride,
+                        c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, bool transposed,
+                        c10::SymIntArrayRef output_padding, c10::SymInt groups) {
+    return as_predicted(
+        unboxed::SignatureRoute<Op::schema>::call(
+            state.load(std::memory_order_acquire), &Op::redispatch, ks, input, weight, bias, stride,
+            padding, dilation, transposed, output_padding, std::move(groups)),
+        input, weight);
+  }
+};
+
+struct RoutedConvolutionBackward final : c10::OperatorKernel {
+  using Op = at::_ops::convolution_backward;
+  static inline std::atomic<RouteState*> state{nullptr};
+
+  std::tuple<at::Tensor, at::Tensor, at::Tensor> operator()(
+      c10::DispatchKeySet ks, const at::Tensor& grad_output, const at::Tensor& input,
+      const at::Tensor& weight, at::OptionalSymIntArrayRef bias_sizes, c10::SymIntArrayRef stride,
+      c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, bool transposed,
+      c10::SymIntArrayRef output_padding, c10::SymInt groups, std::array<bool, 3> output_mask) {
+    auto [gi, gw, gb] = unboxed::SignatureRoute<Op::schema>::call(
+        state.load(std::memory_order_acquire), &Op::redispatch, ks, grad_output, input, weight,
+        bias_sizes, stride, padding, dilation, transposed, output_padding, std::move(groups),
+        output_mask);
+    return {as_predicted(std::move(gi), input, weight), as_predicted(std::move(gw), input, weight),
+            std::move(gb)};
+  }
+};
+
+template <class Kernel>
+UnboxedKernel routed(RouteState* state) {
+  Kernel::state.store(state, std::memory_order_release);
+  return UnboxedKernel{
+      c10::KernelFunction::makeFromUnboxedFunctor<false, Kernel>(std::make_unique<Kernel>()),
+      c10::impl::CppSignature::make<typename Kernel::Op::schema>()};
+}
+
+// tools/gen_unboxed_routes.py leaves these two overloads to this file.
+const bool g_routed_registered = [] {
+  register_unboxed_factory("aten::convolution", &routed<RoutedConvolution>);
+  register_unboxed_factory("aten::convolution_backward", &routed<RoutedConvolutionBackward>);
+  return true;
+}();
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("convolution_overrideable", TORCH_FN(convolution_overrideable));

@@ -14,7 +14,7 @@ so a table does not list them: ``derive box:cpu`` stands for one ``op = box:cpu`
    boxed kernel would create its result on the CPU; their ``out=`` forms have none and are routed),
 5. is not in :data:`EXCLUDED` (operators that must never be boxed, with the reason),
 
-plus :data:`STUB_COMPOSITES`, and under ``box:cpu`` the list operators (``_foreach_*``) whose CPU
+plus :data:`STUB_COMPOSITES` and :data:`DIRECT_COMPOSITES`, and under ``box:cpu`` the list operators (``_foreach_*``) whose CPU
 kernel is the CompositeExplicitAutograd loop while CUDA has kernels of its own
 (:func:`is_list_composite`): routed, such a list is one call whose loop runs on the lists' kept
 aliases (``csrc/boxing/list_aliases.h``), as ``box:cuda`` routes it on the cuda vendor, instead of
@@ -49,6 +49,7 @@ import torch
 __all__ = [
     "COMPOSITE",
     "DERIVABLE",
+    "DIRECT_COMPOSITES",
     "EXCLUDED",
     "STUB_COMPOSITES",
     "classify_box_routes",
@@ -69,6 +70,16 @@ EXCEPT_COMPOSITE_IMPLICIT = "except composite-implicit"
 #: so the composite runs on the CPU alias views instead. Found by tests/contract/test_math_bits.py.
 STUB_COMPOSITES: dict[str, str] = {
     "aten::conj_physical_": "calls conj_physical_stub for the tensor's device",
+}
+
+#: CompositeExplicitAutograd overloads a box route serves directly, though the composite would reach
+#: a routed kernel anyway: the direct route is one unboxed call where the composite's way is longer.
+#: Their route kernels are core's (csrc/aten/convolution.cpp), with the layout rule of the answer.
+DIRECT_COMPOSITES: dict[str, str] = {
+    "aten::convolution": "ATen's composite runs _convolution on flagos, then convolution_overrideable "
+    "boxes the call and runs _convolution again on the aliases",
+    "aten::convolution_backward": "the composite reaches convolution_backward_overrideable, which "
+    "boxes the call into the same kernel",
 }
 
 #: Operator base names never routed (every overload), with the reason.
@@ -146,7 +157,7 @@ def classify_box_routes(
         "device argument": [],
     }
     for op in sorted({n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")}):
-        if op in STUB_COMPOSITES:
+        if op in STUB_COMPOSITES or op in DIRECT_COMPOSITES:
             routed.append(op)
             continue
         if not has_own_kernel(op):
