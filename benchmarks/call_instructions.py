@@ -43,6 +43,7 @@ CASES = {
     "add out=": ("torch.add(a, b, out=o)", "THPVariable_add"),
     "sum": ("torch.sum(a)", "THPVariable_sum"),
     "mm": ("torch.mm(x, y)", "THPVariable_mm"),
+    "conv2d": ("torch.conv2d(img, ker, padding=1)", "THPVariable_conv2d"),
 }
 
 CHILD = """
@@ -51,6 +52,7 @@ dev, n = sys.argv[1], int(sys.argv[2])
 a, b = torch.randn(8, device=dev), torch.randn(8, device=dev)
 w, o = torch.randn(8, device=dev), torch.empty(8, device=dev)
 x, y = torch.randn(2, 4, device=dev), torch.randn(4, 2, device=dev)
+img, ker = torch.randn(1, 2, 4, 4, device=dev), torch.randn(2, 2, 3, 3, device=dev)
 for case in sys.argv[3:]:
     f = eval("lambda: " + case)
     for _ in range(n):

@@ -63,16 +63,23 @@ _DTYPE = "|".join(_dtype_names())
 _VARIANT = re.compile(rf"(?:{_DTYPE})(?:_(?:{_DTYPE}))*")
 
 
-def explanation(key: str, entries: list[dict]) -> dict | None:
-    """The entry that names ``key`` (a device-free test id), or one of its dtype variants."""
+def explanation(key: str, entries: list[dict], message: str | None = None) -> dict | None:
+    """The entry that names ``key`` (a device-free test id), or one of its dtype variants; an
+    entry marked ``"parametrized"`` also names the test's ``parametrize_test`` variants (any
+    suffix). An entry with a ``"message"`` explains a failure only when the failure's message
+    contains it (``message=None``: a passing test, matched by name alone), so that the same test
+    failing another way is still reported."""
     for entry in entries:
         name = entry["test"]
-        if key == name:
-            return entry
-        if key.startswith(name + "_"):
+        named = key == name
+        if not named and key.startswith(name + "_"):
             variant = key[len(name) + 1 :]
-            if _VARIANT.fullmatch(variant) and variant in entry.get("dtypes", [variant]):
-                return entry
+            named = entry.get("parametrized", False) or (
+                _VARIANT.fullmatch(variant) is not None
+                and variant in entry.get("dtypes", [variant])
+            )
+        if named and (message is None or entry.get("message", "") in message):
+            return entry
     return None
 
 
@@ -179,15 +186,20 @@ def compare(flagos: Side, native: Side, entries: list[dict]) -> dict:
         "explained_passing": [],
     }
     asserts = []
+    # Per entry: a test it names passed, one of its failures was explained by it.
+    passes: dict[str, str] = {}
+    explains: set[str] = set()
     for test_id, outcome in sorted(flagos.tests.items()):
         key = device_free(test_id, FLAGOS_NAMES)
         twin = native_by.get(key)
-        known = explanation(key, entries)
+        failed = outcome.status == "failed"
+        known = explanation(key, entries, outcome.message or "" if failed else None)
         if known and outcome.status == "passed" and not known.get("varies"):
-            rows["explained_passing"].append({"test": test_id, "entry": known["test"]})
-        if outcome.status == "failed" and known:
+            passes.setdefault(known["test"], test_id)
+        if failed and known:
+            explains.add(known["test"])
             rows["explained"].append({"test": test_id, "reason": known["reason"]})
-        elif outcome.status == "failed":
+        elif failed:
             entry = {"test": test_id, "message": outcome.message.splitlines()[0][:300]
                      if outcome.message else ""}  # fmt: skip
             if DEVICE_ASSERT in outcome.message:
@@ -200,6 +212,11 @@ def compare(flagos: Side, native: Side, entries: list[dict]) -> dict:
                 rows["flagos_only"].append(entry)
         elif outcome.status == "passed" and twin is not None and twin.status == "failed":
             rows["native_only"].append({"test": test_id})
+    # Stale: an entry whose tests pass and none fails its way (a parametrized test's other
+    # variants pass all along).
+    rows["explained_passing"] = [
+        {"test": test_id, "entry": name} for name, test_id in passes.items() if name not in explains
+    ]
     counts = {
         side.device: {
             s: sum(o.status == s for o in side.tests.values())

@@ -95,6 +95,41 @@ def test_explanations_match_a_test_or_its_named_dtypes_only() -> None:
     assert found("f.py::T::test_a_int64_float16", entries)["reason"] == "all dtypes"
 
 
+def test_parametrized_explanations_match_any_variant_failing_their_way() -> None:
+    entries = [
+        {
+            "test": "f.py::T::test_c",
+            "parametrized": True,
+            "message": "Overrideable",
+            "reason": "an enum",
+        }
+    ]
+    found = pytorch_suites.explanation
+    assert found("f.py::T::test_c_slow2d_has_bias_True", entries, "x: Overrideable != Slow2d")
+    # The same test failing another way is not explained; passing, it is named (to be stale).
+    assert found("f.py::T::test_c_slow2d_has_bias_True", entries, "mismatched values") is None
+    assert found("f.py::T::test_c_slow2d", entries, None)["reason"] == "an enum"
+    assert found("f.py::T::test_cd", entries, "Overrideable") is None
+
+
+def test_an_entry_is_stale_only_when_none_of_its_tests_fails_its_way() -> None:
+    ps = pytorch_suites
+    entries = [{"test": "f.py::T::test_c", "parametrized": True, "message": "enum", "reason": "r"}]
+
+    def run(*outcomes):
+        flagos = ps.Side("flagos", {f"f.py::TFLAGOS::test_c_{i}_flagos": o for i, o in outcomes})
+        native = ps.Side(
+            "cpu", {f"f.py::TCPU::test_c_{i}_cpu": ps.Outcome("passed") for i, _ in outcomes}
+        )
+        return ps.compare(flagos, native, entries)
+
+    mixed = run(("a", ps.Outcome("failed", "enum differs")), ("b", ps.Outcome("passed")))
+    assert len(mixed["explained"]) == 1 and mixed["explained_passing"] == []
+    assert run(("a", ps.Outcome("passed")))["explained_passing"][0]["entry"] == "f.py::T::test_c"
+    other_way = run(("a", ps.Outcome("failed", "values differ")))
+    assert len(other_way["flagos_only"]) == 1 and other_way["explained"] == []
+
+
 def test_deselection_is_per_side_and_per_vendor() -> None:
     entries = pytorch_suites.explained_for("cuda")
     assert any(e.get("deselect") for e in entries)
