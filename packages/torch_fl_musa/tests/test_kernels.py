@@ -190,6 +190,20 @@ def test_dtypes_a_mode_lacks_go_to_the_counted_cpu_fallback(counts):
     assert fell, "float64 must reach the CPU through a counted route"
 
 
+def test_sums_into_dtypes_reduce_lacks_are_answered_on_the_cpu():
+    """Reduce::ADD and MEAN compute in floating types and int32/int64: sum(dtype=int8) used to
+    hand muDNN an INT8 reduction, which it refuses (NOT_SUPPORTED); the CPU answers it now."""
+    from torch_fl.testing import fallback_counts
+
+    x = torch.arange(-6, 6, dtype=torch.int8)
+    for dtype in (torch.int8, torch.uint8, torch.int16, torch.bool):
+        with fallback_counts() as fell:
+            got = x.to(DEV).sum(dtype=dtype)
+        assert torch.equal(got.cpu(), x.sum(dtype=dtype)), dtype
+        assert fell, dtype
+    assert torch.equal(x.to(DEV).sum().cpu(), x.sum())  # int64: on the device
+
+
 def test_a_failing_mudnn_call_names_operator_overload_device_vendor_status(emu, musa):
     a = torch.randn(4, device="flagos:1")
     with emu.fault("Binary::Run", "EXECUTION_FAILED"):
@@ -243,3 +257,120 @@ def test_cat_of_views_and_its_special_cases(counts):
         pytest.raises(RuntimeError, match="unsupported"),
     ):
         torch.cat([da, da], out=da)  # the CPU resizes out (with its warning), then raises
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.int8]
+)
+def test_cumsum_matches_cpu_on_views_in_every_form(counts, dtype):
+    x = (torch.randn(5, 6) * 4).to(dtype)
+    a = x.to(DEV)
+    tol = {} if dtype != torch.float16 else {"atol": 1e-2, "rtol": 1e-2}
+    for dim in (0, 1, -1):
+        close(a.cumsum(dim), x.cumsum(dim), **tol)
+    close(a.t().cumsum(1), x.t().cumsum(1), **tol)  # a transposed view
+    close(a[:, ::2].cumsum(-1), x[:, ::2].cumsum(-1), **tol)  # a strided slice
+    out = torch.empty(0, dtype=x.cumsum(0).dtype, device=DEV)
+    torch.cumsum(a, 0, out=out)
+    close(out, x.cumsum(0), **tol)
+    assert out.dtype == x.cumsum(0).dtype  # integers scan into int64
+    assert counts("aten::cumsum") == {"musa": 5}
+    assert counts("aten::cumsum.out") == {"musa": 1}
+    if dtype != torch.int8:
+        y, b = x.clone(), a.clone()
+        y.cumsum_(1)
+        b.cumsum_(1)
+        close(b, y, **tol)
+        assert counts("aten::cumsum_") == {"musa": 1}
+
+
+def test_cumsum_dtype_empty_scalar_and_pytorchs_errors(counts):
+    x = torch.arange(12, dtype=torch.int32).reshape(3, 4)
+    a = x.to(DEV)
+    close(a.cumsum(1, dtype=torch.float32), x.cumsum(1, dtype=torch.float32))
+    b = torch.tensor([True, False, True, True])
+    close(b.to(DEV).cumsum(0), b.cumsum(0))  # bool scans into int64
+    close(torch.empty(0, 3, device=DEV).cumsum(0), torch.empty(0, 3).cumsum(0))
+    s = torch.tensor(2.5)
+    close(s.to(DEV).cumsum(0), s.cumsum(0))
+    close(s.to(DEV).cumsum(-1), s.cumsum(-1))
+    assert counts("aten::cumsum") == {"musa": 5}
+    # Declined: dtype= other than out='s is PyTorch's error, int8 result dtype has no Cum.
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype"):
+        torch.cumsum(
+            a, 0, dtype=torch.float32, out=torch.empty(3, 4, dtype=torch.int64, device=DEV)
+        )
+    i8 = torch.arange(6, dtype=torch.int8)
+    close(i8.to(DEV).cumsum(0, dtype=torch.int8), i8.cumsum(0, dtype=torch.int8))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        a.cumsum(2)
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.bool]
+)
+def test_stack_matches_cpu_on_views(counts, dtype):
+    xs = [(torch.randn(3, 4) * 4).to(dtype) for _ in range(3)]
+    ds = [x.to(DEV) for x in xs]
+    for dim in (0, 1, 2, -1, -3):
+        assert torch.equal(torch.stack(ds, dim).cpu(), torch.stack(xs, dim))
+    views = [d.t() for d in ds]  # transposed views
+    assert torch.equal(torch.stack(views, 1).cpu(), torch.stack([x.t() for x in xs], 1))
+    out = torch.empty(0, dtype=dtype, device=DEV)
+    torch.stack(ds, -1, out=out)
+    assert torch.equal(out.cpu(), torch.stack(xs, -1))
+    assert counts("aten::stack") == {"musa": 6} and counts("aten::stack.out") == {"musa": 1}
+
+
+def test_stack_empty_scalars_and_pytorchs_errors(counts):
+    e = torch.empty(0, 2)
+    assert torch.stack([e.to(DEV), e.to(DEV)], 1).shape == torch.stack([e, e], 1).shape
+    s = [torch.tensor(1.5), torch.tensor(-2.0)]
+    close(torch.stack([t.to(DEV) for t in s]), torch.stack(s))
+    assert counts("aten::stack") == {"musa": 2}
+    a, b = torch.randn(3, 4, device=DEV), torch.randn(4, 3, device=DEV)
+    with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
+        torch.stack([a, b])
+    with pytest.raises(RuntimeError, match="stack expects a non-empty TensorList"):
+        torch.stack([])
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        torch.stack([a, a], 3)
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64]
+)
+def test_max_dim_values_and_first_indices_match_cpu(counts, dtype):
+    x = torch.randint(-3, 3, (4, 5, 6)).to(dtype)  # ties: the first maximal index
+    a = x.to(DEV)
+    for dim in (0, 1, 2, -1):
+        for keepdim in (False, True):
+            v, i = a.max(dim, keepdim=keepdim)
+            ev, ei = x.max(dim, keepdim=keepdim)
+            assert torch.equal(v.cpu(), ev) and torch.equal(i.cpu(), ei)
+            assert i.dtype == torch.int64
+    v, i = a.transpose(0, 2)[:, ::2].max(1)  # a strided view
+    ev, ei = x.transpose(0, 2)[:, ::2].max(1)
+    assert torch.equal(v.cpu(), ev) and torch.equal(i.cpu(), ei)
+    ov, oi = torch.empty(0, dtype=dtype, device=DEV), torch.empty(0, dtype=torch.long, device=DEV)
+    torch.max(a, -2, out=(ov, oi))
+    ev, ei = x.max(-2)
+    assert torch.equal(ov.cpu(), ev) and torch.equal(oi.cpu(), ei)
+    assert counts("aten::max.dim") == {"musa": 9} and counts("aten::max.dim_max") == {"musa": 1}
+
+
+def test_max_dim_nan_and_declines_to_pytorchs_errors(counts):
+    x = torch.tensor([[1.0, float("nan"), 3.0, float("nan")], [2.0, 5.0, 5.0, 0.0]])
+    v, i = x.to(DEV).max(1)
+    ev, ei = x.max(1)
+    torch.testing.assert_close(v.cpu(), ev, equal_nan=True)
+    assert torch.equal(i.cpu(), ei)
+    assert counts("aten::max.dim") == {"musa": 1}
+    s = torch.tensor(4.0)
+    v, i = s.to(DEV).max(0)  # 0-dim: declined, the CPU answers
+    assert v.item() == 4.0 and i.item() == 0
+    with pytest.raises(IndexError, match="Expected reduction dim 0 to have non-zero size"):
+        torch.empty(0, 3, device=DEV).max(0)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.to(DEV).max(2)
+    assert counts("aten::max.dim")["cpu"] == 2  # the declined 0-dim and empty inputs

@@ -150,6 +150,20 @@ OPS: list[Op] = [
         fn="Reduce::OR",
         dtypes=ANY,
     ),
+    # max along one dim: the values and their int64 indices (RunWithIndices with mode MAX).
+    Op(
+        "max",
+        "reduce_with_indices",
+        ("dim", "dim_max"),
+        fn="Reduce::RunWithIndices",
+        dtypes=NUMBERS,
+        args="musa::dnn::Reduce::Mode::MAX",
+    ),
+    # ---- scans ----
+    # cumsum casts its input to the result's dtype (integers and bool to int64 unless dtype= says)
+    # and scans in it; `dtypes` are the INPUT dtypes routed here, the routine declines a result
+    # dtype Cum lacks (int8 with dtype=int8, ...).
+    Op("cumsum", "cumsum", ("", "out", "_:"), fn="Cum::ADD", dtypes=ANY),
     # ---- matmul family ----
     Op("mm", "mm", ("", "out"), fn="MatMul", dtypes=FLOATS),
     Op("bmm", "bmm", ("", "out"), fn="BatchMatMul", dtypes=FLOATS),
@@ -175,6 +189,8 @@ OPS: list[Op] = [
     ),
     # ---- shape ----
     Op("cat", "cat", ("", "out"), fn="Concat", dtypes=ANY),
+    # stack: a Concat of the inputs unsqueezed at `dim` (views), as torch_musa composes it.
+    Op("stack", "stack", ("", "out"), fn="Concat", dtypes=ANY),
     # ---- fills ----
     Op("fill", "fill", ("_:Scalar",), fn="Fill", dtypes=ANY),
     Op("zero", "zero", ("_:",), fn="Fill", dtypes=ANY),

@@ -6,6 +6,8 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch_fl/kit/write_back.h>
 
+#include <algorithm>
+#include <optional>
 #include <vector>
 
 namespace tfl_musa {
@@ -169,6 +171,10 @@ void reduce(Call& c, dnn::Reduce::Mode mode, const char* fn, const DtypeSet& dty
   if (sum_like) {
     out_dt = kit::sum_dtype(c, self, mode == M::MEAN);
     in_dt = out_dt;  // muDNN reduces in the result's dtype
+    // ...which ADD and MEAN take in floating types and int32/int64 only (sum(dtype=int8) is the
+    // CPU's to answer).
+    static const DtypeSet kSums{at::kFloat, at::kHalf, at::kBFloat16, at::kInt, at::kLong};
+    c.need(kSums, out_dt, fn);
   } else if (logical) {
     // all/any of uint8 give uint8 in PyTorch; muDNN writes bool.
     if (in_dt == at::kByte) c.decline("all/any of uint8 (its result is uint8)");
@@ -195,6 +201,71 @@ void reduce(Call& c, dnn::Reduce::Mode mode, const char* fn, const DtypeSet& dty
     dnn::Tensor out = desc(c, kept);
     const dnn::Tensor in = desc(c, x);
     launch(c, fn, op, [&](dnn::Reduce& o, dnn::Handle& h) { return o.Run(h, out, in, nullptr); });
+  }
+  c.finish(r);
+}
+
+void reduce_with_indices(Call& c, const char* fn, const DtypeSet& dtypes, dnn::Reduce::Mode mode) {
+  const at::Tensor self = c.tensor("self");
+  const at::ScalarType dt = self.scalar_type();
+  c.need(dtypes, dt, fn);
+  if (self.dim() == 0 || self.numel() == 0) c.decline("a 0-dim or empty input");
+  const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());
+  const bool keepdim = c.bool_("keepdim");
+  if (c.form() == Form::Out) {
+    // Structured out= targets must have the results' dtypes: PyTorch's error otherwise.
+    if (c.tensor("max").scalar_type() != dt || c.tensor("max_values").scalar_type() != at::kLong)
+      c.decline("out= targets of other dtypes (PyTorch's error)");
+  }
+  const auto shape = kit::reduced_shape(self, {dim}, keepdim);
+  c10::DeviceGuard guard(c.device());
+  at::Tensor values = kit::empty_result(c, shape, dt);
+  at::Tensor indices = kit::empty_result(c, shape, at::kLong);
+  // muDNN's outputs keep the reduced dim with size 1.
+  const at::Tensor kv = keepdim ? values : values.unsqueeze(dim);
+  const at::Tensor ki = keepdim ? indices : indices.unsqueeze(dim);
+  const int axis = static_cast<int>(dim);
+  dnn::Reduce op;
+  check(op.SetMode(mode), fn, c);
+  check(op.SetDim(1, &axis), fn, c);
+  dnn::Tensor out = desc(c, kv), idx = desc(c, ki);
+  const dnn::Tensor in = desc(c, self);
+  launch(c, fn, op, [&](dnn::Reduce& o, dnn::Handle& h) {
+    return o.RunWithIndices(h, out, idx, in, nullptr);
+  });
+  c.finish(std::vector<at::Tensor>{values, indices});
+}
+
+// ---- scans --------------------------------------------------------------------------------
+
+void cumsum(Call& c, dnn::Cum::Mode mode, const char* fn, const DtypeSet& dtypes) {
+  const at::Tensor self = c.tensor("self");
+  // dtype=, else the out= / in-place target's, else int64 for integers and bool, else self's.
+  at::ScalarType rdt = kit::sum_dtype(c, self, /*mean=*/false);
+  if (c.form() != Form::Functional) {
+    const std::optional<at::ScalarType> dtype = c.opt_dtype("dtype");
+    const at::ScalarType tdt = c.target().scalar_type();
+    if (dtype && *dtype != tdt) c.decline("dtype= other than the target's (PyTorch's error)");
+    rdt = tdt;  // a structured out= / in-place target keeps its dtype
+  }
+  c.need(dtypes, self.scalar_type(), fn);
+  // The dtypes muDNN's Cum scans in (one for its input and output).
+  static const DtypeSet kScans{at::kFloat, at::kHalf, at::kBFloat16, at::kInt, at::kLong};
+  c.need(kScans, rdt, fn);
+  const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());
+  c10::DeviceGuard guard(c.device());
+  // muDNN scans in one dtype: the input is cast to the result's first.
+  const at::Tensor x = kernel(fn, dtypes).input(c, self, rdt);
+  // A scan reads elements after writing earlier ones: never straight into an overlapping target.
+  at::Tensor r = c.output(self.sizes(), rdt, /*elementwise=*/false, {x});
+  if (r.numel() > 0) {
+    // A 0-dim tensor is described as {1}: its one dim is 0.
+    dnn::Cum op;
+    check(op.SetMode(mode), fn, c);
+    check(op.SetDim(static_cast<int>(self.dim() == 0 ? 0 : dim)), fn, c);
+    dnn::Tensor out = desc(c, r);
+    const dnn::Tensor in = desc(c, x);
+    launch(c, fn, op, [&](dnn::Cum& o, dnn::Handle& h) { return o.Run(h, out, in, nullptr); });
   }
   c.finish(r);
 }
@@ -362,6 +433,53 @@ void cat(Call& c, const char* fn, const DtypeSet& dtypes) {
     launch(c, fn, op, [&](dnn::Concat& o, dnn::Handle& h) {
       return o.Run(h, out, static_cast<int>(ins.size()), ins.data());
     });
+  }
+  c.finish(r);
+}
+
+void stack(Call& c, const char* fn, const DtypeSet& dtypes) {
+  const std::vector<at::Tensor> ts = c.tensors("tensors");
+  if (ts.empty()) c.decline("an empty list (PyTorch's error)");
+  const at::Tensor& first = ts.front();
+  const at::ScalarType dt = first.scalar_type();
+  c.need(dtypes, dt, fn);
+  for (const at::Tensor& t : ts) {
+    if (t.sizes() != first.sizes()) c.decline("inputs of different shapes (PyTorch's error)");
+    if (t.scalar_type() != dt) c.decline("inputs of several dtypes (type promotion)");
+    if (!t.device().is_privateuseone()) c.decline("a tensor not on flagos");
+    if (t.suggest_memory_format() != at::MemoryFormat::Contiguous)
+      c.decline("an input in another memory format (the result keeps it)");
+  }
+  const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), first.dim() + 1);
+  if (first.dim() + 1 > dnn::Tensor::kMaxDims)
+    c.decline("a result of more dims than muDNN describes");
+  if (c.form() == Form::Out) {
+    const at::Tensor out = c.target();
+    for (const at::Tensor& t : ts)
+      if (at::get_overlap_status(out, t) != at::MemOverlapStatus::No)
+        c.decline("an out= that overlaps an input (PyTorch's error)");
+  }
+  std::vector<int64_t> shape = first.sizes().vec();
+  shape.insert(shape.begin() + dim, static_cast<int64_t>(ts.size()));
+  c10::DeviceGuard guard(c.device());
+  at::Tensor r = c.output(shape, dt, /*elementwise=*/false);
+  if (r.numel() > 0) {
+    // Each input, unsqueezed at `dim`, is one slice of the result; a long list is joined in
+    // chunks, each into its own narrow of r.
+    constexpr size_t kChunk = 1024;
+    dnn::Concat op;
+    check(op.SetAxis(static_cast<int>(dim)), fn, c);
+    for (size_t i = 0; i < ts.size(); i += kChunk) {
+      const size_t n = std::min(kChunk, ts.size() - i);
+      std::vector<dnn::Tensor> ins;
+      ins.reserve(n);
+      for (size_t j = i; j < i + n; ++j) ins.push_back(desc(c, ts[j].unsqueeze(dim)));
+      const at::Tensor slice = r.narrow(dim, static_cast<int64_t>(i), static_cast<int64_t>(n));
+      dnn::Tensor out = desc(c, slice);
+      launch(c, fn, op, [&](dnn::Concat& o, dnn::Handle& h) {
+        return o.Run(h, out, static_cast<int>(ins.size()), ins.data());
+      });
+    }
   }
   c.finish(r);
 }

@@ -26,6 +26,11 @@ void threshold_backward(Call& c, dnn::Ternary::Mode mode, const char* fn, const 
 void where(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dtypes);
 // sum, mean, amax, amin, all, any over `dim` (every dim when absent or None).
 void reduce(Call& c, dnn::Reduce::Mode mode, const char* fn, const DtypeSet& dtypes);
+// max.dim / min.dim: the extreme along one dim and its int64 index (Reduce::RunWithIndices with
+// `mode`); an empty or 0-dim input, and out= targets of other dtypes, are PyTorch's to judge.
+void reduce_with_indices(Call& c, const char* fn, const DtypeSet& dtypes, dnn::Reduce::Mode mode);
+// cumsum (Cum::ADD) along `dim`, in the result's dtype (integers to int64 unless dtype= says).
+void cumsum(Call& c, dnn::Cum::Mode mode, const char* fn, const DtypeSet& dtypes);
 void mm(Call& c, const char* fn, const DtypeSet& dtypes);
 void bmm(Call& c, const char* fn, const DtypeSet& dtypes);
 void addmm(Call& c, const char* fn, const DtypeSet& dtypes);
@@ -35,6 +40,9 @@ void softmax_backward(Call& c, const char* fn, const DtypeSet& dtypes, dnn::Soft
 // promotion, legacy empty tensors, other memory formats, an out= that overlaps an input) are
 // declined to the CPU.
 void cat(Call& c, const char* fn, const DtypeSet& dtypes);
+// tensors of one shape joined along a new `dim`: a Concat of the inputs unsqueezed there (views).
+// Inputs of several shapes or dtypes, an empty list, an out= that overlaps an input: declined.
+void stack(Call& c, const char* fn, const DtypeSet& dtypes);
 void fill(Call& c, const char* fn, const DtypeSet& dtypes);
 void zero(Call& c, const char* fn, const DtypeSet& dtypes);
 

@@ -193,17 +193,38 @@ class MUDNN_EXPORT Ternary {
 // size 1. ADD, MEAN: floating types in and out (the sum accumulated in float), INT32/INT64 for ADD;
 // MAX, MIN: floating, INT32, INT64; AND, OR: BOOL out (any type in). An empty reduction gives
 // ADD 0, MEAN NaN, AND true, OR false; MAX/MIN of nothing is INVALID_PARAMETER.
+// RunWithIndices (MAX, MIN over exactly one dim): also writes, into `indices` (INT64, out's dims),
+// the position along the dim of the value chosen: the first extreme, or the first NaN (which is
+// the value). `out` and `indices` must not overlap each other or `in`.
 class MUDNN_EXPORT Reduce {
  public:
   enum class Mode : int { ADD, MEAN, MAX, MIN, AND, OR };
   Status SetMode(Mode mode);
   Status SetDim(int ndims, const int* dims);
   Status Run(Handle& h, Tensor& out, const Tensor& in, MemoryMaintainer maintainer) const;
+  Status RunWithIndices(Handle& h, Tensor& out, Tensor& indices, const Tensor& in,
+                        MemoryMaintainer maintainer) const;
 
  private:
   Mode mode_ = Mode::ADD;
   int ndims_ = 0;
   int dims_[Tensor::kMaxDims] = {};
+};
+
+// Cumulative ADD (sum) or MUL (product) of `in` along the dim set by SetDim (negative: from the
+// end) into `out`, of in's dims. One type for in and out: FLOAT, HALF, BFLOAT16 (accumulated in
+// float or wider), INT32, INT64 (wrapping). `out` may be `in` itself (the same elements), else must
+// not overlap it.
+class MUDNN_EXPORT Cum {
+ public:
+  enum class Mode : int { ADD, MUL };
+  Status SetMode(Mode mode);
+  Status SetDim(int dim);
+  Status Run(Handle& h, Tensor& out, const Tensor& in, MemoryMaintainer maintainer) const;
+
+ private:
+  Mode mode_ = Mode::ADD;
+  int dim_ = 0;
 };
 
 // out[m, n] = alpha * op(a)[m, k] @ op(b)[k, n] + beta * out (Run) or + beta * bias

@@ -259,6 +259,24 @@ bool offset_span(const Tensor& t, int64_t* lo, int64_t* hi) {
   return true;
 }
 
+bool spans_overlap(const Tensor& a, const Tensor& b, bool* same) {
+  if (same) {
+    *same = a.GetAddr() == b.GetAddr() && a.GetType() == b.GetType() && same_dims(a, b);
+    for (int d = 0; *same && d < a.GetNdims(); ++d)
+      if (a.GetDims()[d] > 1 && a.GetStrides()[d] != b.GetStrides()[d]) *same = false;
+  }
+  if (a.GetElementCount() == 0 || b.GetElementCount() == 0) return false;
+  int64_t alo, ahi, blo, bhi;
+  if (!offset_span(a, &alo, &ahi) || !offset_span(b, &blo, &bhi)) return true;
+  const auto start = [](const Tensor& t, int64_t off) {
+    return reinterpret_cast<intptr_t>(t.GetAddr()) +
+           static_cast<intptr_t>(off * static_cast<int64_t>(elem_size(t.GetType())));
+  };
+  const intptr_t a0 = start(a, alo), a1 = start(a, ahi + 1), b0 = start(b, blo),
+                 b1 = start(b, bhi + 1);
+  return a0 < b1 && b0 < a1;
+}
+
 bool self_overlaps(const Tensor& t) {
   std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, size) of the dims that repeat
   for (int d = 0; d < t.GetNdims(); ++d) {

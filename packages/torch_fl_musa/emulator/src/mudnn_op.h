@@ -68,6 +68,9 @@ namespace emu __attribute__((visibility("hidden"))) {
   bool offset_span(const Tensor& t, int64_t* lo, int64_t* hi);
   // Whether two elements of the descriptor share memory (a zero or interleaved stride).
   bool self_overlaps(const Tensor& t);
+  // Whether the byte ranges two non-empty descriptors span (lowest to highest element) intersect;
+  // `same` is set where they describe exactly the same elements (address, dims, strides, type).
+  bool spans_overlap(const Tensor& a, const Tensor& b, bool* same = nullptr);
   // An integral alpha for an integer mode; false when it has a fraction or is out of range.
   bool integral_alpha(double alpha, int64_t* out);
 

@@ -1,6 +1,7 @@
 // Reduce: folds `in` over a set of dims into `out`, which keeps in's rank with each reduced dim
 // of size 1.
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -163,6 +164,73 @@ Status Reduce::Run(Handle& h, Tensor& out, const Tensor& in, MemoryMaintainer ma
     } else {
       v[0].scatter_i(reduce<int64_t>(m, v[1].gather_i(), map, nout, group));
     }
+  });
+}
+
+Status Reduce::RunWithIndices(Handle& h, Tensor& out, Tensor& indices, const Tensor& in,
+                              MemoryMaintainer maintainer) const {
+  (void)maintainer;  // the emulator needs no workspace
+  Status st = emu::enter("Reduce::RunWithIndices");
+  if (st != Status::SUCCESS) return st;
+  const M m = mode_;
+  if (m != M::MAX && m != M::MIN) return Status::NOT_SUPPORTED;
+  const Type ti = in.GetType();
+  if (!types_supported(m, ti, out.GetType()) || indices.GetType() != Type::INT64)
+    return Status::NOT_SUPPORTED;
+  const int nd = in.GetNdims();
+  if (ndims_ != 1) return Status::INVALID_PARAMETER;
+  const int dim = dims_[0] < 0 ? dims_[0] + nd : dims_[0];
+  if (dim < 0 || dim >= nd || out.GetNdims() != nd || !emu::same_dims(out, indices))
+    return Status::INVALID_PARAMETER;
+  for (int d = 0; d < nd; ++d)
+    if (out.GetDims()[d] != (d == dim ? 1 : in.GetDims()[d])) return Status::INVALID_PARAMETER;
+  if (in.GetDims()[dim] == 0) return Status::INVALID_PARAMETER;  // no extreme of nothing
+  if (emu::spans_overlap(out, indices) || emu::spans_overlap(out, in) ||
+      emu::spans_overlap(indices, in)) {
+    char msg[256];
+    std::snprintf(msg, sizeof msg, "Reduce::RunWithIndices: out, indices and in overlap");
+    musa_emu::violation(msg);
+    return Status::INVALID_PARAMETER;
+  }
+  int64_t in_dims[Tensor::kMaxDims];
+  for (int d = 0; d < nd; ++d) in_dims[d] = in.GetDims()[d];
+  emu::Launch launch("Reduce::RunWithIndices", h);
+  launch.output(out, "out");
+  launch.output(indices, "indices");
+  launch.input(in, "in");
+  return launch.submit([=](const std::vector<View>& v) {
+    int64_t inner = 1, outer = 1;
+    for (int d = dim + 1; d < nd; ++d) inner *= in_dims[d];
+    for (int d = 0; d < dim; ++d) outer *= in_dims[d];
+    const int64_t n = in_dims[dim], nout = outer * inner;
+    std::vector<int64_t> idx(static_cast<size_t>(nout), 0);
+    // The first extreme of each line; a NaN is chosen over everything and the first one kept.
+    auto pick = [&](auto x, auto& best) {
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < inner; ++i) {
+          const size_t r = static_cast<size_t>(o * inner + i);
+          auto b = x[static_cast<size_t>(o * n * inner + i)];
+          for (int64_t k = 1; k < n; ++k) {
+            const auto e = x[static_cast<size_t>((o * n + k) * inner + i)];
+            if (b != b) break;  // NaN found
+            if (e != e || (m == M::MAX ? e > b : e < b)) {
+              b = e;
+              idx[r] = k;
+            }
+          }
+          best[r] = b;
+        }
+    };
+    if (emu::is_floating(ti)) {
+      std::vector<double> best(static_cast<size_t>(nout));
+      pick(v[2].gather_f(), best);
+      v[0].scatter_f(best);
+    } else {
+      std::vector<int64_t> best(static_cast<size_t>(nout));
+      pick(v[2].gather_i(), best);
+      v[0].scatter_i(best);
+    }
+    v[1].scatter_i(idx);
   });
 }
 
