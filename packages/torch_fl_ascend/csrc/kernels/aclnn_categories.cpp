@@ -131,6 +131,8 @@ namespace {
 void sum_like(Call& c, SumWs ws, RunFn run, const char* fn, const DtypeSet& dtypes, bool mean) {
   const at::Tensor self = c.tensor("self");
   const at::ScalarType rdt = kit::sum_dtype(c, self, mean);
+  // ACLNN reads bool but sums into arithmetic dtypes only (sum(dtype=bool) is the CPU's).
+  if (rdt == at::kBool) c.decline("a bool result");
   c.need(dtypes, rdt, fn);
   c.need(dtypes, self.scalar_type(), fn);
   const auto dims = reduce_dims(self, dims_arg(c));
