@@ -171,6 +171,34 @@ def test_index_tensors_that_do_not_broadcast(case, flagos, before):
     check_recovered(flagos, before)
 
 
+SUBTRACTIONS = {
+    "sub": lambda a, b: a - b,
+    "sub_alpha": lambda a, b: torch.sub(a, b, alpha=2),
+    "rsub": lambda a, b: torch.rsub(a, b),
+    "sub_": lambda a, b: a.clone().sub_(b),
+    "sub_scalar": lambda a, b: a - True,
+}
+
+
+@pytest.mark.parametrize("case", sorted(SUBTRACTIONS))
+@pytest.mark.parametrize("other", [torch.bool, torch.int32, torch.float32], ids=str)
+def test_subtracting_a_bool_raises_pytorchs_error(case, other, flagos, before):
+    """A vendor library subtracts bools as integers; PyTorch refuses (its sub_check) and says
+    what to use instead: flagos raises the same, never an answer."""
+
+    def outcome(device: str) -> str:
+        a = torch.tensor([True, False, True], device=device)
+        b = torch.tensor([1, 0, 1], device=device).to(other)
+        try:
+            r = SUBTRACTIONS[case](b, a) if case == "rsub" else SUBTRACTIONS[case](a, b)
+        except RuntimeError as e:
+            return str(e).splitlines()[0]
+        return f"answered {r.cpu().tolist()}"
+
+    assert outcome("flagos") == outcome("cpu")
+    check_recovered(flagos, before)
+
+
 # ---------------------------------------------------------------------------------------------
 # serialization to a device that does not exist
 # ---------------------------------------------------------------------------------------------

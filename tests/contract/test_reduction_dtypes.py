@@ -62,3 +62,14 @@ def test_every_input_and_result_dtype_answers_as_cpu(op):
         ):
             wrong.append(f"{case}: {got} != {want}")
     assert not wrong, "\n".join(wrong[:20])
+
+
+@pytest.mark.parametrize("op", ["all", "any"])
+def test_all_and_any_answer_in_cpus_dtype(op):
+    """bool, except uint8 in uint8, as PyTorch answers (SDKs write bool)."""
+    for src in DTYPES:
+        x = (torch.arange(-6, 6).reshape(2, 6) % 3).to(src)
+        for args in ((), (1,)):
+            want = getattr(x, op)(*args)
+            got = getattr(x.to("flagos"), op)(*args).cpu()
+            assert got.dtype == want.dtype and torch.equal(got, want), (op, src, args)

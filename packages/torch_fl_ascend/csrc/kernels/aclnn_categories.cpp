@@ -175,6 +175,7 @@ void reduce_extremum(Call& c, ReduceWs ws, RunFn run, const char* fn, const Dtyp
 void reduce_bool(Call& c, ReduceWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
   const at::Tensor self = c.tensor("self");
   c.need(dtypes, self.scalar_type(), fn);
+  kit::need_bool_logical_result(c, self);
   if (self.numel() == 0) c.decline("an empty input");
   const auto dims = reduce_dims(self, dims_arg(c));
   const bool keepdim = c.has("keepdim") ? c.bool_("keepdim") : false;

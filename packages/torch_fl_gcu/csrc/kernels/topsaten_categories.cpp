@@ -115,6 +115,7 @@ void reduce_all(Call& c, UnaryFn fn, const char* tops) {
   const at::Tensor self = c.tensor("self");
   const auto k = kernel(tops, kStorage);
   k.need(c, self.scalar_type());
+  kit::need_bool_logical_result(c, self);
   if (self.numel() == 0) c.decline("an empty input");
   const at::Tensor x = k.input(c, self, self.scalar_type());
   at::Tensor r = k.result(c, {}, at::kBool, false, {x});

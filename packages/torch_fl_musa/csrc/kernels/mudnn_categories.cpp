@@ -176,8 +176,7 @@ void reduce(Call& c, dnn::Reduce::Mode mode, const char* fn, const DtypeSet& dty
     static const DtypeSet kSums{at::kFloat, at::kHalf, at::kBFloat16, at::kInt, at::kLong};
     c.need(kSums, out_dt, fn);
   } else if (logical) {
-    // all/any of uint8 give uint8 in PyTorch; muDNN writes bool.
-    if (in_dt == at::kByte) c.decline("all/any of uint8 (its result is uint8)");
+    kit::need_bool_logical_result(c, self);
     out_dt = at::kBool;
   } else {
     kit::need_elements(c, self);

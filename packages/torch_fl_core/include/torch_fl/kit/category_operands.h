@@ -110,10 +110,21 @@ inline Operands tensor_scalar(KernelCall& c, const SdkKernel& k, BinaryKind kind
   return {dt, {x}, k.result(c, self.sizes(), out_dt, true, {x})};
 }
 
+// A subtraction with a bool operand is PyTorch's error (sub_check): SDKs subtract bools as
+// integers, so it is declined for the CPU to raise.
+inline void need_no_bool_subtraction(const KernelCall& c, const at::Tensor& a,
+                                     const at::Tensor& b) {
+  const std::string& op = c.name();
+  const bool subtraction = op.rfind("aten::sub", 0) == 0 || op.rfind("aten::rsub", 0) == 0;
+  if (subtraction && (a.scalar_type() == at::kBool || b.scalar_type() == at::kBool))
+    c.decline("a bool operand of a subtraction (PyTorch's error)");
+}
+
 // self +- alpha * other (checked_alpha's). `scalar_other`: the kernel takes `other` as a value
 // (in = {self}).
 inline Operands binary_alpha(KernelCall& c, const SdkKernel& k, bool scalar_other = false) {
   const at::Tensor a = operand(c, "self"), b = operand(c, "other");
+  need_no_bool_subtraction(c, a, b);
   const at::ScalarType dt = at::result_type(a, b);
   k.need(c, dt);
   const at::Scalar alpha = checked_alpha(c, dt);
@@ -200,6 +211,12 @@ inline at::ScalarType sum_dtype(const KernelCall& c, const at::Tensor& self, boo
 
 // The value a reduction over no elements gives (0 for sum, NaN for mean).
 inline double empty_sum(bool mean) { return mean ? std::nan("") : 0.0; }
+
+// all / any answer bool, except of uint8, which PyTorch answers in uint8: SDKs write bool, so
+// uint8 is the CPU's.
+inline void need_bool_logical_result(const KernelCall& c, const at::Tensor& self) {
+  if (self.scalar_type() == at::kByte) c.decline("all/any of uint8 (its result is uint8)");
+}
 
 // amax / amin of an empty input is PyTorch's error to raise.
 inline void need_elements(const KernelCall& c, const at::Tensor& self) {
