@@ -199,6 +199,25 @@ def test_subtracting_a_bool_raises_pytorchs_error(case, other, flagos, before):
     check_recovered(flagos, before)
 
 
+@pytest.mark.parametrize(
+    "dtype", [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64], ids=str
+)
+def test_silu_of_integers_raises_as_cpu(dtype, flagos, before):
+    """silu keeps its input's dtype and its kernels take floating types only: PyTorch raises for
+    integers (sigmoid, exp, ... promote them instead). A vendor library computing it in float
+    answered where CPU and CUDA raise."""
+
+    def outcome(device: str) -> str:
+        try:
+            r = torch.nn.functional.silu(torch.tensor([1, 0, 2], device=device).to(dtype))
+        except (RuntimeError, NotImplementedError) as e:
+            return type(e).__name__
+        return f"answered {r.dtype}"
+
+    assert outcome("flagos") == outcome("cpu")
+    check_recovered(flagos, before)
+
+
 # ---------------------------------------------------------------------------------------------
 # serialization to a device that does not exist
 # ---------------------------------------------------------------------------------------------

@@ -96,7 +96,7 @@ OPS: list[Op] = [
     _u("sigmoid", "Sigmoid", "aclnn_sigmoid.h", "ToFloat", FLOATS),
     _u("reciprocal", "Reciprocal", "aclnn_reciprocal.h", "ToFloat", FLOATS),
     _u("erf", "Erf", "aclnn_erf.h", "ToFloat", FLOATS),
-    _u("silu", "Silu", "aclnn_silu.h", "ToFloat", FLOATS),
+    _u("silu", "Silu", "aclnn_silu.h", "FloatOnly", FLOATS),
     _u("logical_not", "LogicalNot", "aclnn_logical_not.h", "Logical", WITH_BOOL),
     Op("gelu", "gelu", ("", "out", "_:"), "GeluV2", "aclnn_gelu_v2.h", FLOATS),
     # ---- binary: tensor and scalar forms (the scalar forms take an aclScalar) ----

@@ -64,7 +64,7 @@ OPS: list[Op] = [
     _u("sigmoid", "ToFloat"),
     _u("reciprocal", "ToFloat"),
     _u("erf", "ToFloat"),
-    _u("silu", "ToFloat"),
+    _u("silu", "FloatOnly"),
     _u("logical_not", "Logical"),
     # ---- binary ----
     _b("mul", "Arith", _TENSOR_FORMS + ("Scalar", "_:Scalar")),

@@ -87,7 +87,7 @@ OPS: list[Op] = [
     _u("sigmoid", "SIGMOID", "ToFloat"),
     _u("reciprocal", "RECIPROCAL", "ToFloat"),
     _u("erf", "ERF", "ToFloat"),
-    _u("silu", "SILU", "ToFloat"),
+    _u("silu", "SILU", "FloatOnly"),
     _u("logical_not", "LOGICAL_NOT", "Logical", ANY),
     Op("gelu", "gelu", ("", "out", "_:"), fn="Unary::GELU", dtypes=FLOATS),
     # ---- binary ----

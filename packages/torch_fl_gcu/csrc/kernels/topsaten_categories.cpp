@@ -23,7 +23,7 @@ struct Prologue {
 // The dtypes topsaten computes each kind of elementwise op in.
 const kit::DtypeSet& unary_set(UnaryKind kind) {
   if (kind == UnaryKind::Logical) return kStorage;
-  return kind == UnaryKind::ToFloat ? kFloating : kArithmetic;
+  return kind == UnaryKind::ToFloat || kind == UnaryKind::FloatOnly ? kFloating : kArithmetic;
 }
 
 const kit::DtypeSet& binary_set(BinaryKind kind) {

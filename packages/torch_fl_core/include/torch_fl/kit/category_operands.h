@@ -82,6 +82,8 @@ struct Operands {
 // f(self): the compute and result dtypes as `kind` promotes them.
 inline Operands unary(KernelCall& c, const SdkKernel& k, UnaryKind kind) {
   const at::Tensor self = c.tensor("self");
+  if (kind == UnaryKind::FloatOnly && !at::isFloatingType(self.scalar_type()))
+    c.decline("a non-floating input (PyTorch's error)");
   const auto [dt, out_dt] = unary_dtypes(self.scalar_type(), kind);
   k.need(c, dt);
   const at::Tensor x = k.input(c, self, dt);

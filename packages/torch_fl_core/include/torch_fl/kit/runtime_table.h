@@ -14,13 +14,13 @@
 
 // const tfl_runtime_v1 var = {...}: the table named `runtime_name` with
 // `capabilities`, built against this header.
-#define TFL_KIT_RUNTIME_TABLE(var, runtime_name, capabilities)                         \
+#define TFL_KIT_RUNTIME_TABLE(var, runtime_name, capabilities)                               \
   const tfl_runtime_v1 var = {TFL_RUNTIME_ABI_VERSION, sizeof(tfl_runtime_v1), runtime_name, \
                               capabilities, TFL_RUNTIME_V1_FUNCTIONS(TFL_KIT_TABLE_FIELD)}
 
 // The library's entry point, at namespace scope outside any namespace.
-#define TFL_KIT_RUNTIME_ENTRY(table)                                        \
-  extern "C" __attribute__((visibility("default"))) const tfl_runtime_v1*   \
-  tfl_runtime_get(uint32_t abi_version) {                                   \
-    return abi_version == TFL_RUNTIME_ABI_VERSION ? &(table) : nullptr;     \
+#define TFL_KIT_RUNTIME_ENTRY(table)                                                       \
+  extern "C" __attribute__((visibility("default"))) const tfl_runtime_v1* tfl_runtime_get( \
+      uint32_t abi_version) {                                                              \
+    return abi_version == TFL_RUNTIME_ABI_VERSION ? &(table) : nullptr;                    \
   }

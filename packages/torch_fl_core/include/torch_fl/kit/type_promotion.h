@@ -8,8 +8,10 @@
 
 namespace torch_fl::kit {
 
-// How an elementwise op's result dtype follows its promoted input dtype.
-enum class UnaryKind { KeepsDtype, ToFloat, Logical };
+// How an elementwise op's result dtype follows its promoted input dtype. FloatOnly: the input's
+// dtype, floating inputs only (activations such as silu, whose kernels refuse integers in
+// PyTorch: those calls are declined for the CPU to raise).
+enum class UnaryKind { KeepsDtype, ToFloat, Logical, FloatOnly };
 enum class BinaryKind { Arith, TrueDiv, Pow, Compare };
 
 struct OpDtypes {
