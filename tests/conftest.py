@@ -405,6 +405,14 @@ def _mirrored_device_type() -> str | None:
 
 
 @pytest.fixture
+def native_device(flagos) -> str:
+    """The device whose answers flagos keeps: the mirrored backend's where flagos memory is its
+    memory (the cuda vendor answers as CUDA: its kernels are CUDA's), else the CPU."""
+    mirrored = _mirrored_device_type()
+    return mirrored if mirrored and getattr(torch, mirrored).is_available() else "cpu"
+
+
+@pytest.fixture
 def flagos_owns_pinned_memory(flagos):
     """Skip where another accelerator in the process owns `pin_memory=True`.
 

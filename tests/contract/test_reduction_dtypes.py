@@ -1,4 +1,5 @@
-"""Reductions and scans into any ``dtype=`` answer as CPU's, whatever serves them.
+"""Reductions and scans into any ``dtype=`` answer as the native device's (CPU's; CUDA's on the
+cuda vendor), whatever serves them.
 
 A vendor kernel serves the dtypes its library computes in and declines the rest, which the CPU
 then answers. The input dtypes a kernel reads and the result dtypes it writes are different sets
@@ -46,17 +47,17 @@ def _outcome(fn, t: torch.Tensor, dt: torch.dtype):
 
 
 @pytest.mark.parametrize("op", list(OPS))
-def test_every_input_and_result_dtype_answers_as_cpu(op):
+def test_every_input_and_result_dtype_answers_as_the_native_device(op, native_device):
     fn = OPS[op]
     wrong = []
     for src, dt in itertools.product(DTYPES, DTYPES):
         x = (torch.arange(-6, 6).reshape(2, 6) % 3).to(src)
-        want, want_err = _outcome(fn, x, dt)
+        want, want_err = _outcome(fn, x.to(native_device), dt)
         got, got_err = _outcome(fn, x.to("flagos"), dt)
         case = f"{op}: {src} -> dtype={dt}"
         if want_err is not None or got_err is not None:
             if type(want_err) is not type(got_err):
-                wrong.append(f"{case}: CPU {want_err!r}, flagos {got_err!r}")
+                wrong.append(f"{case}: {native_device} {want_err!r}, flagos {got_err!r}")
         elif got.dtype != want.dtype or not torch.allclose(
             got.double(), want.double(), rtol=1e-2, atol=1e-2, equal_nan=True
         ):
@@ -65,11 +66,11 @@ def test_every_input_and_result_dtype_answers_as_cpu(op):
 
 
 @pytest.mark.parametrize("op", ["all", "any"])
-def test_all_and_any_answer_in_cpus_dtype(op):
+def test_all_and_any_answer_in_the_native_dtype(op, native_device):
     """bool, except uint8 in uint8, as PyTorch answers (SDKs write bool)."""
     for src in DTYPES:
         x = (torch.arange(-6, 6).reshape(2, 6) % 3).to(src)
         for args in ((), (1,)):
-            want = getattr(x, op)(*args)
+            want = getattr(x.to(native_device), op)(*args).cpu()
             got = getattr(x.to("flagos"), op)(*args).cpu()
             assert got.dtype == want.dtype and torch.equal(got, want), (op, src, args)
