@@ -8,11 +8,13 @@ shape and values, or the error's type) must equal the native device's: CPU's, or
 cuda vendor, whose kernels are CUDA's (CUDA takes abs of bool, refuses integer mm, and orders
 topk's ties otherwise). Found, when written: bool subtraction
 answered on gcu, ascend and musa; silu of integers answered on gcu; all/any of uint8 answered in
-bool on ascend.
+bool on ascend; sums into bool on ascend and into int8 on musa handed their library a result
+dtype it refuses (a kernel checked the dtypes it reads, not those it writes).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import pytest
@@ -237,3 +239,29 @@ def test_each_pair_of_dtypes_answers_as_the_native_device(name, native_device):
     pairs = itertools.product(DTYPES, DTYPES)
     cases = [((a, b), (mk(a), mk(b, k=1))) for a, b in pairs]
     check(name, BINARY[name], cases, native_device)
+
+
+# Reductions and scans into each dtype= (the result dtypes a library writes are not the ones it
+# reads: ACLNN's ReduceSum reads bool but never sums into it).
+INTO = {
+    "sum": lambda t, dt: t.sum(dtype=dt),
+    "sum.dim_IntList": lambda t, dt: t.sum(1, dtype=dt),
+    "cumsum": lambda t, dt: t.cumsum(1, dtype=dt),
+    "prod": lambda t, dt: t.prod(dtype=dt),
+    "mean": lambda t, dt: t.mean(1, dtype=dt),
+}
+
+
+@pytest.mark.parametrize("name", list(INTO))
+def test_each_input_and_result_dtype_answers_as_the_native_device(name, native_device):
+    for dt in DTYPES:
+        fn = functools.partial(INTO[name], dt=dt)
+        check(f"{name}(dtype={dt})", fn, [((src,), (mk(src),)) for src in DTYPES], native_device)
+
+
+@pytest.mark.parametrize("name", ["all", "any"])
+def test_all_and_any_answer_in_the_native_dtype(name, native_device):
+    """bool, except uint8 in uint8, as PyTorch answers (SDKs write bool)."""
+    cases = [((dt,), (mk(dt),)) for dt in DTYPES]
+    check(name, lambda t: getattr(t, name)(), cases, native_device)
+    check(f"{name}(1)", lambda t: getattr(t, name)(1), cases, native_device)
