@@ -6,6 +6,7 @@
 // cuda_style_hooks.h. Prints, per scenario, the tfl_status, the runtime's last error and the fake
 // SDK calls it made.
 #include <torch_fl/kit/cuda_style_runtime.h>
+#include <torch_fl/kit/sdk_errors.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -290,10 +291,13 @@ struct Fake {
   static constexpr const char* kErrorType = "fakeError_t";
   static constexpr const char* kDeviceName = "Fake device %d";
   static constexpr uint64_t kCapabilities = TFL_CAP_PEER_COPY | TFL_CAP_EVENT_TIMING;
-  static tfl_status to_status(Error e) {
-    if (e == fake::kCaptureUnsupported || e == fake::kCaptureInvalidated) return TFL_ERROR_CAPTURE;
-    return e == fake::kInvalidValue ? TFL_ERROR_INVALID_VALUE : TFL_ERROR_DEVICE;
-  }
+  // Unlisted (kIllegal, kWrongDevice, ...): TFL_ERROR_DEVICE.
+  static constexpr torch_fl::kit::SdkError<Error> kErrors[] = {
+      TFL_KIT_SDK_ERROR(fake::kInvalidValue, TFL_ERROR_INVALID_VALUE),
+      TFL_KIT_SDK_ERROR(fake::kCaptureUnsupported, TFL_ERROR_CAPTURE),
+      TFL_KIT_SDK_ERROR(fake::kCaptureInvalidated, TFL_ERROR_CAPTURE),
+  };
+  static tfl_status to_status(Error e) { return torch_fl::kit::sdk_status(kErrors, e); }
   static const char* error_string(Error e) {
     if (e == fake::kCaptureUnsupported) return "not permitted when stream is capturing";
     if (e == fake::kCaptureInvalidated) return "a previous error during capture";

@@ -14,6 +14,7 @@
 // (include/torch_fl/kit/cuda_style_runtime.h); this file is topsrt's dialect.
 #include <tops_runtime_api.h>
 #include <torch_fl/kit/cuda_style_runtime.h>
+#include <torch_fl/kit/sdk_errors.h>
 
 namespace {
 
@@ -37,34 +38,21 @@ struct Topsrt {
                                             TFL_CAP_UNORDERED_PRODUCERS |
                                             TFL_CAP_PINNED_HOST_MEMORY;
 
-  static tfl_status to_status(topsError_t e) {
-    switch (e) {
-      case topsSuccess:
-        return TFL_OK;
-      case topsErrorInvalidValue:
-        return TFL_ERROR_INVALID_VALUE;
-      case topsErrorOutOfMemory:
-        return TFL_ERROR_OUT_OF_MEMORY;
-      case topsErrorNotInitialized:
-        return TFL_ERROR_NOT_INITIALIZED;
-      case topsErrorInvalidDevicePointer:
-        return TFL_ERROR_INVALID_POINTER;
-      case topsErrorInvalidMemcpyDirection:
-        return TFL_ERROR_INVALID_MEMCPY_KIND;
-      case topsErrorNoDevice:
-        return TFL_ERROR_INVALID_DEVICE;
-      case topsErrorInvalidDevice:
-        return TFL_ERROR_INVALID_DEVICE;
-      case topsErrorNotReady:
-        return TFL_ERROR_NOT_READY;
-      case topsErrorNotSupported:
-        return TFL_ERROR_NOT_SUPPORTED;
-      case topsErrorInvalidHandle:
-        return TFL_ERROR_INVALID_HANDLE;
-      default:
-        return TFL_ERROR_DEVICE;
-    }
-  }
+  // Each status this runtime tells apart; any other is a device error.
+  static constexpr torch_fl::kit::SdkError<topsError_t> kErrors[] = {
+      TFL_KIT_SDK_ERROR(topsSuccess, TFL_OK),
+      TFL_KIT_SDK_ERROR(topsErrorInvalidValue, TFL_ERROR_INVALID_VALUE),
+      TFL_KIT_SDK_ERROR(topsErrorOutOfMemory, TFL_ERROR_OUT_OF_MEMORY),
+      TFL_KIT_SDK_ERROR(topsErrorNotInitialized, TFL_ERROR_NOT_INITIALIZED),
+      TFL_KIT_SDK_ERROR(topsErrorInvalidDevicePointer, TFL_ERROR_INVALID_POINTER),
+      TFL_KIT_SDK_ERROR(topsErrorInvalidMemcpyDirection, TFL_ERROR_INVALID_MEMCPY_KIND),
+      TFL_KIT_SDK_ERROR(topsErrorNoDevice, TFL_ERROR_INVALID_DEVICE),
+      TFL_KIT_SDK_ERROR(topsErrorInvalidDevice, TFL_ERROR_INVALID_DEVICE),
+      TFL_KIT_SDK_ERROR(topsErrorNotReady, TFL_ERROR_NOT_READY),
+      TFL_KIT_SDK_ERROR(topsErrorNotSupported, TFL_ERROR_NOT_SUPPORTED),
+      TFL_KIT_SDK_ERROR(topsErrorInvalidHandle, TFL_ERROR_INVALID_HANDLE),
+  };
+  static tfl_status to_status(topsError_t e) { return torch_fl::kit::sdk_status(kErrors, e); }
   static const char* error_string(Error e) { return topsGetErrorString(e); }
   static void clear_error() { (void)topsGetLastError(); }
 

@@ -10,6 +10,7 @@
 // is the MUSA runtime's dialect.
 #include <musa_runtime_api.h>
 #include <torch_fl/kit/cuda_style_runtime.h>
+#include <torch_fl/kit/sdk_errors.h>
 
 namespace {
 
@@ -31,46 +32,33 @@ struct Musart {
   static constexpr uint64_t kCapabilities =
       TFL_CAP_PEER_COPY | TFL_CAP_EVENT_TIMING | TFL_CAP_PINNED_HOST_MEMORY;
 
-  static tfl_status to_status(musaError_t e) {
-    switch (e) {
-      case musaSuccess:
-        return TFL_OK;
-      case musaErrorInvalidValue:
-        return TFL_ERROR_INVALID_VALUE;
-      case musaErrorMemoryAllocation:
-        return TFL_ERROR_OUT_OF_MEMORY;
-      case musaErrorInitializationError:
-        return TFL_ERROR_NOT_INITIALIZED;
-      case musaErrorInvalidDevicePointer:
-        return TFL_ERROR_INVALID_POINTER;
-      case musaErrorInvalidMemcpyDirection:
-        return TFL_ERROR_INVALID_MEMCPY_KIND;
-      case musaErrorNoDevice:
-      case musaErrorInvalidDevice:
-        return TFL_ERROR_INVALID_DEVICE;
-      case musaErrorNotReady:
-        return TFL_ERROR_NOT_READY;
-      case musaErrorNotSupported:
-        return TFL_ERROR_NOT_SUPPORTED;
-      case musaErrorInvalidResourceHandle:
-        return TFL_ERROR_INVALID_HANDLE;
+  // Each status this runtime tells apart; any other is a device error.
+  static constexpr torch_fl::kit::SdkError<musaError_t> kErrors[] = {
+      TFL_KIT_SDK_ERROR(musaSuccess, TFL_OK),
+      TFL_KIT_SDK_ERROR(musaErrorInvalidValue, TFL_ERROR_INVALID_VALUE),
+      TFL_KIT_SDK_ERROR(musaErrorMemoryAllocation, TFL_ERROR_OUT_OF_MEMORY),
+      TFL_KIT_SDK_ERROR(musaErrorInitializationError, TFL_ERROR_NOT_INITIALIZED),
+      TFL_KIT_SDK_ERROR(musaErrorInvalidDevicePointer, TFL_ERROR_INVALID_POINTER),
+      TFL_KIT_SDK_ERROR(musaErrorInvalidMemcpyDirection, TFL_ERROR_INVALID_MEMCPY_KIND),
+      TFL_KIT_SDK_ERROR(musaErrorNoDevice, TFL_ERROR_INVALID_DEVICE),
+      TFL_KIT_SDK_ERROR(musaErrorInvalidDevice, TFL_ERROR_INVALID_DEVICE),
+      TFL_KIT_SDK_ERROR(musaErrorNotReady, TFL_ERROR_NOT_READY),
+      TFL_KIT_SDK_ERROR(musaErrorNotSupported, TFL_ERROR_NOT_SUPPORTED),
+      TFL_KIT_SDK_ERROR(musaErrorInvalidResourceHandle, TFL_ERROR_INVALID_HANDLE),
       // A call a stream capture forbids, or work on (or the end of) an invalidated capture.
-      case musaErrorStreamCaptureUnsupported:
-      case musaErrorStreamCaptureInvalidated:
-      case musaErrorStreamCaptureMerge:
-      case musaErrorStreamCaptureUnmatched:
-      case musaErrorStreamCaptureUnjoined:
-      case musaErrorStreamCaptureIsolation:
-      case musaErrorStreamCaptureImplicit:
-      case musaErrorCapturedEvent:
-      case musaErrorStreamCaptureWrongThread:
-        return TFL_ERROR_CAPTURE;
-      case musaErrorIllegalState:  // e.g. ending a capture on a stream that does not capture
-        return TFL_ERROR_INVALID_VALUE;
-      default:
-        return TFL_ERROR_DEVICE;
-    }
-  }
+      TFL_KIT_SDK_ERROR(musaErrorStreamCaptureUnsupported, TFL_ERROR_CAPTURE),
+      TFL_KIT_SDK_ERROR(musaErrorStreamCaptureInvalidated, TFL_ERROR_CAPTURE),
+      TFL_KIT_SDK_ERROR(musaErrorStreamCaptureMerge, TFL_ERROR_CAPTURE),
+      TFL_KIT_SDK_ERROR(musaErrorStreamCaptureUnmatched, TFL_ERROR_CAPTURE),
+      TFL_KIT_SDK_ERROR(musaErrorStreamCaptureUnjoined, TFL_ERROR_CAPTURE),
+      TFL_KIT_SDK_ERROR(musaErrorStreamCaptureIsolation, TFL_ERROR_CAPTURE),
+      TFL_KIT_SDK_ERROR(musaErrorStreamCaptureImplicit, TFL_ERROR_CAPTURE),
+      TFL_KIT_SDK_ERROR(musaErrorCapturedEvent, TFL_ERROR_CAPTURE),
+      TFL_KIT_SDK_ERROR(musaErrorStreamCaptureWrongThread, TFL_ERROR_CAPTURE),
+      // e.g. ending a capture on a stream that does not capture
+      TFL_KIT_SDK_ERROR(musaErrorIllegalState, TFL_ERROR_INVALID_VALUE),
+  };
+  static tfl_status to_status(musaError_t e) { return torch_fl::kit::sdk_status(kErrors, e); }
   static const char* error_string(Error e) { return musaGetErrorString(e); }
   static void clear_error() { (void)musaGetLastError(); }
 
