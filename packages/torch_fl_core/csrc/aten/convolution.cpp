@@ -73,10 +73,13 @@ torch::jit::Stack run_routed(bool backward, c10::ScalarType dtype, torch::jit::S
   return stack;
 }
 
-at::Tensor as_predicted(at::Tensor result, const at::Tensor& input, const at::Tensor& weight) {
+at::Tensor as_predicted(at::Tensor result, at::MemoryFormat format) {
   if (!result.defined()) return result;
-  const at::MemoryFormat format = kit::conv_memory_format(input, weight);
   return result.is_contiguous(format) ? result : result.contiguous(format);
+}
+
+at::Tensor as_predicted(at::Tensor result, const at::Tensor& input, const at::Tensor& weight) {
+  return as_predicted(std::move(result), kit::conv_memory_format(input, weight));
 }
 
 at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
@@ -111,8 +114,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
                    c10::List<bool>({output_mask[0], output_mask[1], output_mask[2]}));
   auto out = run_routed(/*backward=*/true, grad_output.scalar_type(), std::move(stack));
   auto tensor = [](const c10::IValue& v) { return v.isTensor() ? v.toTensor() : at::Tensor(); };
-  return {as_predicted(tensor(out.at(0)), input, weight),
-          as_predicted(tensor(out.at(1)), input, weight), tensor(out.at(2))};
+  const at::MemoryFormat format = kit::conv_memory_format(input, weight);
+  return {as_predicted(tensor(out.at(0)), format), as_predicted(tensor(out.at(1)), format),
+          tensor(out.at(2))};
 }
 
 // ---- the routed convolution ----
@@ -151,7 +155,8 @@ struct RoutedConvolutionBackward final : c10::OperatorKernel {
         state.load(std::memory_order_acquire), &Op::redispatch, ks, grad_output, input, weight,
         bias_sizes, stride, padding, dilation, transposed, output_padding, std::move(groups),
         output_mask);
-    return {as_predicted(std::move(gi), input, weight), as_predicted(std::move(gw), input, weight),
+    const at::MemoryFormat format = kit::conv_memory_format(input, weight);
+    return {as_predicted(std::move(gi), format), as_predicted(std::move(gw), format),
             std::move(gb)};
   }
 };
