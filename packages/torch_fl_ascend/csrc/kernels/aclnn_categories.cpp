@@ -2,7 +2,6 @@
 
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/TypeProperties.h>
-#include <c10/core/DeviceGuard.h>
 #include <torch_fl/kit/conv_layout.h>
 
 #include <algorithm>
@@ -19,7 +18,6 @@ constexpr int8_t kKeepDtype = 0;
 // ---- unary ------------------------------------------------------------------
 
 void unary(Call& c, UnaryWs ws, RunFn run, const char* fn, const DtypeSet& dtypes, UnaryKind kind) {
-  c10::DeviceGuard guard(c.device());
   const auto p = kit::unary(c, kernel(fn, dtypes), kind);
   if (p.runs()) launch(c, ws, run, fn, Tensor(p.in[0]), Tensor(p.out));
   c.finish(p.out);
@@ -30,7 +28,6 @@ void gelu(Call& c, GeluWs ws, RunFn run, const char* fn, const DtypeSet& dtypes)
   const std::string approx = c.str("approximate");
   if (approx != "none" && approx != "tanh") c.decline("approximate='" + approx + "'");
   c.need(dtypes, self.scalar_type(), fn);
-  c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output(self.sizes(), self.scalar_type(), true, {self});
   // GeluV2's approximate: 0 = none (erf), 1 = tanh.
   if (r.numel() > 0) launch(c, ws, run, fn, Tensor(self), int64_t{approx == "tanh"}, Tensor(r));
@@ -41,7 +38,6 @@ void gelu(Call& c, GeluWs ws, RunFn run, const char* fn, const DtypeSet& dtypes)
 
 void binary(Call& c, BinaryWs ws, RunFn run, const char* fn, const DtypeSet& dtypes,
             BinaryKind kind) {
-  c10::DeviceGuard guard(c.device());
   const auto p = kit::binary(c, kernel(fn, dtypes), kind);
   if (p.runs()) launch(c, ws, run, fn, Tensor(p.in[0]), Tensor(p.in[1]), Tensor(p.out));
   c.finish(p.out);
@@ -49,7 +45,6 @@ void binary(Call& c, BinaryWs ws, RunFn run, const char* fn, const DtypeSet& dty
 
 void binary_scalar(Call& c, ScalarWs ws, RunFn run, const char* fn, const DtypeSet& dtypes,
                    BinaryKind kind) {
-  c10::DeviceGuard guard(c.device());
   const auto p = kit::tensor_scalar(c, kernel(fn, dtypes), kind);
   if (p.runs())
     launch(c, ws, run, fn, Tensor(p.in[0]), Scalar(c.scalar("other"), p.dtype), Tensor(p.out));
@@ -57,7 +52,6 @@ void binary_scalar(Call& c, ScalarWs ws, RunFn run, const char* fn, const DtypeS
 }
 
 void binary_alpha(Call& c, AlphaWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
-  c10::DeviceGuard guard(c.device());
   const auto p = kit::binary_alpha(c, kernel(fn, dtypes));
   if (p.runs())
     launch(c, ws, run, fn, Tensor(p.in[0]), Tensor(p.in[1]), Scalar(p.alpha, p.dtype),
@@ -67,7 +61,6 @@ void binary_alpha(Call& c, AlphaWs ws, RunFn run, const char* fn, const DtypeSet
 
 void binary_alpha_scalar(Call& c, AlphaScalarWs ws, RunFn run, const char* fn,
                          const DtypeSet& dtypes) {
-  c10::DeviceGuard guard(c.device());
   const auto p = kit::binary_alpha(c, kernel(fn, dtypes), /*scalar_other=*/true);
   if (p.runs())
     launch(c, ws, run, fn, Tensor(p.in[0]), Scalar(c.scalar("other"), p.dtype),
@@ -76,14 +69,12 @@ void binary_alpha_scalar(Call& c, AlphaScalarWs ws, RunFn run, const char* fn,
 }
 
 void pow_tensor(Call& c, BinaryWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
-  c10::DeviceGuard guard(c.device());
   const auto p = kit::binary(c, kernel(fn, dtypes), BinaryKind::Pow, "self", "exponent");
   if (p.runs()) launch(c, ws, run, fn, Tensor(p.in[0]), Tensor(p.in[1]), Tensor(p.out));
   c.finish(p.out);
 }
 
 void pow_scalar(Call& c, ScalarWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
-  c10::DeviceGuard guard(c.device());
   const auto p = kit::tensor_scalar(c, kernel(fn, dtypes), BinaryKind::Pow, "self", "exponent");
   if (p.runs())
     launch(c, ws, run, fn, Tensor(p.in[0]), Scalar(c.scalar("exponent"), p.dtype), Tensor(p.out));
@@ -100,14 +91,12 @@ void compare_scalar(Call& c, ScalarWs ws, RunFn run, const char* fn, const Dtype
 
 void backward2(Call& c, BinaryWs ws, RunFn run, const char* fn, const DtypeSet& dtypes,
                const char* an, const char* bn) {
-  c10::DeviceGuard guard(c.device());
   const auto p = kit::same_dtype_pair(c, kernel(fn, dtypes), an, bn);
   if (p.runs()) launch(c, ws, run, fn, Tensor(p.in[0]), Tensor(p.in[1]), Tensor(p.out));
   c.finish(p.out);
 }
 
 void threshold_backward(Call& c, AlphaWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
-  c10::DeviceGuard guard(c.device());
   const auto p = kit::same_dtype_pair(c, kernel(fn, dtypes), "grad_output", "self");
   if (p.runs())
     launch(c, ws, run, fn, Tensor(p.in[0]), Tensor(p.in[1]), Scalar(c.scalar("threshold"), p.dtype),
@@ -118,7 +107,6 @@ void threshold_backward(Call& c, AlphaWs ws, RunFn run, const char* fn, const Dt
 void gelu_backward(Call& c, GeluBwdWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
   std::string approx = c.str("approximate");
   if (approx != "none" && approx != "tanh") c.decline("approximate='" + approx + "'");
-  c10::DeviceGuard guard(c.device());
   const auto p = kit::same_dtype_pair(c, kernel(fn, dtypes), "grad_output", "self");
   if (p.runs())
     launch(c, ws, run, fn, Tensor(p.in[0]), Tensor(p.in[1]), approx.data(), Tensor(p.out));
@@ -138,7 +126,6 @@ void sum_like(Call& c, SumWs ws, RunFn run, const char* fn, const DtypeSet& dtyp
   const auto dims = reduce_dims(self, dims_arg(c));
   const bool keepdim = c.has("keepdim") ? c.bool_("keepdim") : false;
   const auto shape = reduced_shape(self, dims, keepdim);
-  c10::DeviceGuard guard(c.device());
   const at::Tensor x = on_device(c, self, self.scalar_type());
   at::Tensor r = c.output(shape, rdt, false, {x});
   if (r.numel() > 0 && x.numel() == 0) {
@@ -166,7 +153,6 @@ void reduce_extremum(Call& c, ReduceWs ws, RunFn run, const char* fn, const Dtyp
   const auto dims = reduce_dims(self, dims_arg(c));
   const bool keepdim = c.bool_("keepdim");
   const auto shape = reduced_shape(self, dims, keepdim);
-  c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output(shape, dt, false, {self});
   launch(c, ws, run, fn, Tensor(self), IntArray(dims), keepdim, Tensor(r));
   c.finish(r);
@@ -180,7 +166,6 @@ void reduce_bool(Call& c, ReduceWs ws, RunFn run, const char* fn, const DtypeSet
   const auto dims = reduce_dims(self, dims_arg(c));
   const bool keepdim = c.has("keepdim") ? c.bool_("keepdim") : false;
   const auto shape = reduced_shape(self, dims, keepdim);
-  c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output(shape, at::kBool, false, {self});
   launch(c, ws, run, fn, Tensor(self), IntArray(dims), keepdim, Tensor(r));
   c.finish(r);
@@ -193,7 +178,6 @@ void reduce_dim_index(Call& c, DimIndexWs ws, RunFn run, const char* fn, const D
   const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());
   const bool keepdim = c.bool_("keepdim");
   const auto shape = reduced_shape(self, {dim}, keepdim);
-  c10::DeviceGuard guard(c.device());
   at::Tensor values = empty_result(c, shape, self.scalar_type());
   at::Tensor indices = empty_result(c, shape, at::kLong);
   launch(c, ws, run, fn, Tensor(self), dim, keepdim, Tensor(values), Tensor(indices));
@@ -206,7 +190,6 @@ void reduce_arg(Call& c, ArgWs ws, RunFn run, const char* fn, const DtypeSet& dt
   if (self.numel() == 0) c.decline("an empty input (PyTorch's error to raise)");
   const auto dim_arg = c.arg("dim");
   const bool keepdim = c.bool_("keepdim");
-  c10::DeviceGuard guard(c.device());
   at::Tensor x = self;
   int64_t dim = 0;
   std::vector<int64_t> shape;
@@ -230,7 +213,6 @@ void mm(Call& c, MmWs ws, RunFn run, const char* fn, const DtypeSet& dtypes, int
   const at::Tensor a = c.tensor("self"), b = c.tensor("mat2");
   const auto shape = kit::matmul_shape(c, a, b, rank);
   c.need(dtypes, a.scalar_type(), fn);
-  c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output(shape, a.scalar_type(), false, {a, b});
   if (r.numel() > 0 && a.size(-1) == 0) {
     r.zero_();  // an empty inner dimension sums nothing
@@ -249,7 +231,6 @@ void addmm(Call& c, AddmmWs ws, RunFn run, const char* fn, const DtypeSet& dtype
   if (a.size(1) == 0) c.decline("an empty inner dimension");
   if (c.form() == Form::Inplace && self.sizes() != at::IntArrayRef(shape))
     c.decline("an in-place target of another shape (PyTorch's error)");
-  c10::DeviceGuard guard(c.device());
   const at::Tensor bias = self.expand(shape);
   // Out-of-place result: addmm_ reads self as the bias while writing it.
   at::Tensor r = c.output(shape, dt, false, {bias, a, b});
@@ -274,7 +255,6 @@ void cumsum(Call& c, CumsumWs ws, RunFn run, const char* fn, const DtypeSet& dty
   c.need(dtypes, rdt, fn);
   c.need(dtypes, self.scalar_type(), fn);
   const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());
-  c10::DeviceGuard guard(c.device());
   const at::Tensor x = on_device(c, self, self.scalar_type());
   at::Tensor r = c.output(self.sizes(), rdt, false, {x});
   if (r.numel() > 0) launch(c, ws, run, fn, Tensor(x), dim, acl_dtype(rdt), Tensor(r));
@@ -287,7 +267,6 @@ void softmax(Call& c, SoftmaxWs ws, RunFn run, const char* fn, const DtypeSet& d
   const at::Tensor self = c.tensor("self");
   const int64_t dim = kit::softmax_dim(c, self);
   c.need(dtypes, self.scalar_type(), fn);
-  c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output(self.sizes(), self.scalar_type(), false, {self});
   if (r.numel() > 0) launch(c, ws, run, fn, Tensor(self), dim, Tensor(r));
   c.finish(r);
@@ -297,7 +276,6 @@ void softmax_backward(Call& c, SoftmaxBwdWs ws, RunFn run, const char* fn, const
   const at::Tensor g = c.tensor("grad_output"), y = c.tensor("output");
   const int64_t dim = kit::softmax_backward_dim(c, g, y);
   c.need(dtypes, g.scalar_type(), fn);
-  c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output(g.sizes(), g.scalar_type(), false, {g, y});
   if (r.numel() > 0) launch(c, ws, run, fn, Tensor(g), Tensor(y), dim, Tensor(r));
   c.finish(r);
@@ -326,7 +304,6 @@ void mse_loss(Call& c, MseLossWs ws, RunFn run, const char* fn, const DtypeSet& 
   const at::ScalarType dt = loss_operands(c, self, target, reduction, dtypes, fn);
   const std::vector<int64_t> shape =
       reduction == 0 ? self.sizes().vec() : std::vector<int64_t>{};  // none keeps the shape
-  c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output(shape, dt, reduction == 0, {self, target});
   launch(c, ws, run, fn, Tensor(self), Tensor(target), reduction, Tensor(r));
   c.finish(r);
@@ -341,7 +318,6 @@ void mse_loss_backward(Call& c, MseLossBwdWs ws, RunFn run, const char* fn,
   if (g.scalar_type() != dt) c.decline("a grad_output of another dtype");
   if (reduction == 0 ? g.sizes() != self.sizes() : g.dim() != 0)
     c.decline("a grad_output of another shape than the loss");
-  c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output(self.sizes(), dt, false, {g, self, target});
   launch(c, ws, run, fn, Tensor(g), Tensor(self), Tensor(target), reduction, Tensor(r));
   c.finish(r);
@@ -357,7 +333,6 @@ void layer_norm(Call& c, LayerNormWs ws, RunFn run, const char* fn, const DtypeS
   if ((w && w->scalar_type() != dt) || (b && b->scalar_type() != dt)) c.decline("mixed dtypes");
   c.need(dtypes, dt, fn);
   const std::vector<int64_t> stats = kit::norm_stat_shape(c, input, norm);
-  c10::DeviceGuard guard(c.device());
   at::Tensor out = empty_result(c, input.sizes(), dt);
   at::Tensor mean = empty_result(c, stats, dt), rstd = empty_result(c, stats, dt);
   launch(c, ws, run, fn, Tensor(input), IntArray(norm), w ? Tensor(*w) : Tensor(),
@@ -380,7 +355,6 @@ void layer_norm_backward(Call& c, LayerNormBwdWs ws, RunFn run, const char* fn,
   // No weight (bias): no gradient for it, as PyTorch returns an undefined tensor.
   mask[1] = mask[1] && w.has_value();
   mask[2] = mask[2] && b.has_value();
-  c10::DeviceGuard guard(c.device());
   at::Tensor gi, gw, gb;
   if (mask[0]) gi = empty_result(c, input.sizes(), dt);
   if (mask[1]) gw = empty_result(c, w->sizes(), dt);
@@ -403,7 +377,6 @@ void rms_norm(Call& c, RmsNormWs ws, RunFn run, const char* fn, const DtypeSet& 
   const double eps = c.opt_double("eps").value_or(dt == at::kHalf       ? 0.0009765625
                                                   : dt == at::kBFloat16 ? 0.0078125
                                                                         : 1.1920928955078125e-07);
-  c10::DeviceGuard guard(c.device());
   // RmsNorm's gamma is not optional: no weight is a weight of ones.
   const at::Tensor gamma = w ? *w : at::ones(norm, input.options());
   at::Tensor out = empty_result(c, input.sizes(), dt);
@@ -421,7 +394,6 @@ void embedding(Call& c, EmbeddingWs ws, RunFn run, const char* fn, const DtypeSe
   if (weight.dim() != 2) c.decline("a weight that is not 2-D (PyTorch's error)");
   std::vector<int64_t> shape = indices.sizes().vec();
   shape.push_back(weight.size(1));
-  c10::DeviceGuard guard(c.device());
   at::Tensor r = empty_result(c, shape, weight.scalar_type());
   if (r.numel() > 0) launch(c, ws, run, fn, Tensor(weight), Tensor(indices), Tensor(r));
   c.finish(r);
@@ -434,7 +406,6 @@ void embedding_backward(Call& c, EmbeddingBwdWs ws, RunFn run, const char* fn,
   c.need(dtypes, dt, fn);
   const int64_t width = kit::embedding_grad_width(c, grad, indices);
   const int64_t num_weights = c.int_("num_weights");
-  c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output({num_weights, width}, dt, false, {grad, indices});
   if (r.numel() > 0) {
     if (indices.numel() == 0) {
@@ -455,7 +426,6 @@ void index_select(Call& c, IndexWs ws, RunFn run, const char* fn, const DtypeSet
   const at::Tensor self = c.tensor("self"), index = c.tensor("index");
   c.need(dtypes, self.scalar_type(), fn);
   const auto [dim, shape] = kit::index_select_shape(c, self, index);
-  c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output(shape, self.scalar_type(), false, {self, index});
   if (r.numel() > 0)
     launch(c, ws, run, fn, Tensor(self), dim, Tensor(index.reshape({-1})), Tensor(r));
@@ -469,7 +439,6 @@ void gather(Call& c, IndexWs ws, RunFn run, const char* fn, const DtypeSet& dtyp
   if (self.dim() != index.dim() || self.dim() == 0)
     c.decline("ranks the kernel does not take (PyTorch decides)");
   const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());
-  c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output(index.sizes(), self.scalar_type(), false, {self, index});
   if (r.numel() > 0) launch(c, ws, run, fn, Tensor(self), dim, Tensor(index), Tensor(r));
   c.finish(r);
@@ -494,7 +463,6 @@ void scatter(Call& c, ScatterWs ws, RunFn run, const char* fn, const DtypeSet& d
     }
   }
   const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());
-  c10::DeviceGuard guard(c.device());
   // The result starts as self: writing it in place over self is what scatter_ means.
   at::Tensor r = c.output(self.sizes(), dt, true, {self});
   if (r.numel() > 0)
@@ -510,7 +478,6 @@ void scatter_add(Call& c, ScatterAddWs ws, RunFn run, const char* fn, const Dtyp
   kit::need_index(c, index);
   if (self.dim() != index.dim() || self.dim() == 0) c.decline("ranks the kernel does not take");
   const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());
-  c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output(self.sizes(), dt, true, {self});
   if (r.numel() > 0)
     launch(c, ws, run, fn, Tensor(self), dim, Tensor(index), Tensor(src), Tensor(r));
@@ -548,7 +515,6 @@ void cat(Call& c, ListWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) 
   const kit::CatShape s = kit::cat_shape(c, all);
   const at::ScalarType dt = at::native::result_type(all);
   c.need(dtypes, dt, fn);
-  c10::DeviceGuard guard(c.device());
   std::vector<at::Tensor> parts;
   for (const auto& t : s.inputs) {
     if (t.numel() > 0) parts.push_back(on_device(c, t, dt));
@@ -569,7 +535,6 @@ void stack(Call& c, ListWs ws, RunFn run, const char* fn, const DtypeSet& dtypes
   const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), ins[0].dim() + 1);
   std::vector<int64_t> shape = ins[0].sizes().vec();
   shape.insert(shape.begin() + dim, static_cast<int64_t>(ins.size()));
-  c10::DeviceGuard guard(c.device());
   std::vector<at::Tensor> parts;
   for (const auto& t : ins) parts.push_back(on_device(c, t, dt));
   at::Tensor r = empty_result(c, shape, dt);
@@ -592,7 +557,6 @@ void stack(Call& c, ListWs ws, RunFn run, const char* fn, const DtypeSet& dtypes
 // ---- selection, fills, factories ---------------------------------------------
 
 void where(Call& c, WhereWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
-  c10::DeviceGuard guard(c.device());
   const auto p = kit::where(c, kernel(fn, dtypes));
   if (p.runs())
     launch(c, ws, run, fn, Tensor(p.in[0]), Tensor(p.in[1]), Tensor(p.in[2]), Tensor(p.out));
@@ -600,7 +564,6 @@ void where(Call& c, WhereWs ws, RunFn run, const char* fn, const DtypeSet& dtype
 }
 
 void masked_fill(Call& c, MaskedFillWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
-  c10::DeviceGuard guard(c.device());
   const auto p = kit::masked_fill(c, kernel(fn, dtypes));
   if (p.runs()) {
     if (!p.out.is_same(p.in[0])) p.out.copy_(p.in[0]);  // the fill is in place on the result
@@ -610,14 +573,12 @@ void masked_fill(Call& c, MaskedFillWs ws, RunFn run, const char* fn, const Dtyp
 }
 
 void fill(Call& c, FillWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
-  c10::DeviceGuard guard(c.device());
   const auto p = kit::fill_target(c, kernel(fn, dtypes));
   if (p.runs()) launch(c, ws, run, fn, Tensor(p.out), Scalar(c.scalar("value"), p.dtype));
   c.finish(p.out);
 }
 
 void zero(Call& c, ZeroWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
-  c10::DeviceGuard guard(c.device());
   const auto p = kit::fill_target(c, kernel(fn, dtypes));
   if (p.runs()) launch(c, ws, run, fn, Tensor(p.out));
   c.finish(p.out);
@@ -627,7 +588,6 @@ void arange(Call& c, ArangeWs ws, RunFn run, const char* fn, const DtypeSet& dty
   const at::ScalarType dt = c.target().scalar_type();
   c.need(dtypes, dt, fn);
   const int64_t n = kit::arange_length(c);
-  c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output({n}, dt, false, {});
   if (n > 0)
     launch(c, ws, run, fn, Scalar(c.scalar("start"), dt), Scalar(c.scalar("end"), dt),
@@ -669,7 +629,6 @@ void convolution(Call& c, ConvWs ws, RunFn run, const char* fn, const DtypeSet& 
     if (o <= 0) c.decline("an empty output (PyTorch's error)");
     shape.push_back(o);
   }
-  c10::DeviceGuard guard(c.device());
   // The layout every flagos convolution answers in (and fake kernels predict).
   const auto format = torch_fl::kit::conv_memory_format(input, weight);
   at::Tensor r = empty_result(c, shape, dt, format);
@@ -697,7 +656,6 @@ void convolution_backward(Call& c, ConvBwdWs ws, RunFn run, const char* fn,
   const int64_t groups = c.int_("groups");
   const bool transposed = c.bool_("transposed");
   const std::vector<int64_t> bsizes = bias_sizes ? *bias_sizes : std::vector<int64_t>{g.size(1)};
-  c10::DeviceGuard guard(c.device());
   at::Tensor gi, gw, gb;
   const auto format = torch_fl::kit::conv_memory_format(input, weight);
   if (mask[0]) gi = empty_result(c, input.sizes(), dt, format);

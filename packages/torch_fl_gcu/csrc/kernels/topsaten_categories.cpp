@@ -2,21 +2,19 @@
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
-#include <c10/core/DeviceGuard.h>
 
 namespace tfl_gcu {
 namespace kit = torch_fl::kit;
 namespace {
 
-// The call's device current; at launch, topsaten initialised and the flagos current stream (a
-// declined call never touches topsaten).
+// At launch, topsaten initialised and the flagos current stream (a declined call never touches
+// topsaten). The generated kernel made the call's device current.
 struct Prologue {
-  explicit Prologue(const Call& c) : guard(c.device()), device(c.device()) {}
+  explicit Prologue(const Call& c) : device(c.device()) {}
   topsStream_t stream() const {
     ensure_init();
     return current_stream(device);
   }
-  c10::DeviceGuard guard;
   c10::Device device;
 };
 

@@ -3,7 +3,6 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/TypeProperties.h>
-#include <c10/core/DeviceGuard.h>
 #include <torch_fl/kit/write_back.h>
 
 #include <algorithm>
@@ -28,7 +27,6 @@ void launch(const Call& c, const char* fn, Op& op, Run&& run) {
 // ---- elementwise --------------------------------------------------------------------------
 
 void unary(Call& c, dnn::Unary::Mode mode, const char* fn, const DtypeSet& dtypes, UnaryKind kind) {
-  c10::DeviceGuard guard(c.device());
   const auto p = kit::unary(c, kernel(fn, dtypes), kind);
   if (p.runs()) {
     dnn::Unary op;
@@ -48,7 +46,6 @@ void gelu(Call& c, dnn::Unary::Mode mode, const char* fn, const DtypeSet& dtypes
 
 void pow_scalar(Call& c, dnn::Unary::Mode mode, const char* fn, const DtypeSet& dtypes) {
   if (c.scalar("exponent").isComplex()) c.decline("a complex exponent");
-  c10::DeviceGuard guard(c.device());
   const auto p = kit::tensor_scalar(c, kernel(fn, dtypes), BinaryKind::Pow, "self", "exponent");
   if (p.runs()) {
     dnn::Unary op;
@@ -63,7 +60,6 @@ void pow_scalar(Call& c, dnn::Unary::Mode mode, const char* fn, const DtypeSet& 
 
 void binary(Call& c, dnn::Binary::Mode mode, const char* fn, const DtypeSet& dtypes,
             BinaryKind kind) {
-  c10::DeviceGuard guard(c.device());
   const auto p =
       kit::binary(c, kernel(fn, dtypes), kind, "self", c.has("other") ? "other" : "exponent");
   if (p.runs()) {
@@ -77,7 +73,6 @@ void binary(Call& c, dnn::Binary::Mode mode, const char* fn, const DtypeSet& dty
 }
 
 void binary_alpha(Call& c, dnn::Binary::Mode mode, const char* fn, const DtypeSet& dtypes) {
-  c10::DeviceGuard guard(c.device());
   const auto p = kit::binary_alpha(c, kernel(fn, dtypes));
   if (p.runs()) {
     dnn::Binary op;
@@ -106,7 +101,6 @@ void run_ternary(Call& c, dnn::Ternary::Mode mode, const char* fn, double alpha,
 }  // namespace
 
 void ternary_value(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dtypes) {
-  c10::DeviceGuard guard(c.device());
   const auto p = kit::pointwise3(c, kernel(fn, dtypes));
   run_ternary(c, mode, fn, c.scalar("value").toDouble(), p.out, p.in[0], p.in[1], p.in[2]);
   c.finish(p.out);
@@ -122,7 +116,6 @@ void lerp(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dtyp
   c.need(dtypes, dt, fn);
   const std::vector<int64_t> shape =
       at::infer_size(at::infer_size(a.sizes(), b.sizes()), w.sizes());
-  c10::DeviceGuard guard(c.device());
   const auto k = kernel(fn, dtypes);
   const at::Tensor x = k.input(c, a, dt, shape), y = k.input(c, b, dt, shape),
                    z = k.input(c, w, dt, shape);
@@ -132,14 +125,12 @@ void lerp(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dtyp
 }
 
 void where(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dtypes) {
-  c10::DeviceGuard guard(c.device());
   const auto p = kit::where(c, kernel(fn, dtypes));
   run_ternary(c, mode, fn, 1.0, p.out, p.in[0], p.in[1], p.in[2]);
   c.finish(p.out);
 }
 
 void threshold_backward(Call& c, dnn::Ternary::Mode mode, const char* fn, const DtypeSet& dtypes) {
-  c10::DeviceGuard guard(c.device());
   const auto k = kernel(fn, dtypes);
   const auto p = kit::same_dtype_pair(c, k, "grad_output", "self");
   if (p.runs()) {
@@ -185,7 +176,6 @@ void reduce(Call& c, dnn::Reduce::Mode mode, const char* fn, const DtypeSet& dty
   const auto dims = kit::reduce_dims(self, kit::dims_arg(c));
   const bool keepdim = c.has("keepdim") ? c.bool_("keepdim") : false;
   const auto shape = kit::reduced_shape(self, dims, keepdim);
-  c10::DeviceGuard guard(c.device());
   const at::Tensor x = kernel(fn, dtypes).input(c, self, in_dt);
   at::Tensor r = c.output(shape, out_dt, /*elementwise=*/false, {x});
   if (r.numel() > 0) {
@@ -217,7 +207,6 @@ void reduce_with_indices(Call& c, const char* fn, const DtypeSet& dtypes, dnn::R
       c.decline("out= targets of other dtypes (PyTorch's error)");
   }
   const auto shape = kit::reduced_shape(self, {dim}, keepdim);
-  c10::DeviceGuard guard(c.device());
   at::Tensor values = kit::empty_result(c, shape, dt);
   at::Tensor indices = kit::empty_result(c, shape, at::kLong);
   // muDNN's outputs keep the reduced dim with size 1.
@@ -252,7 +241,6 @@ void cumsum(Call& c, dnn::Cum::Mode mode, const char* fn, const DtypeSet& dtypes
   static const DtypeSet kScans{at::kFloat, at::kHalf, at::kBFloat16, at::kInt, at::kLong};
   c.need(kScans, rdt, fn);
   const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());
-  c10::DeviceGuard guard(c.device());
   // muDNN scans in one dtype: the input is cast to the result's first.
   const at::Tensor x = kernel(fn, dtypes).input(c, self, rdt);
   // A scan reads elements after writing earlier ones: never straight into an overlapping target.
@@ -275,7 +263,6 @@ void mm(Call& c, const char* fn, const DtypeSet& dtypes) {
   const at::Tensor a = c.tensor("self"), b = c.tensor("mat2");
   const auto shape = kit::matmul_shape(c, a, b, 2);
   c.need(dtypes, a.scalar_type(), fn);
-  c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output(shape, a.scalar_type(), false, {a, b});
   if (r.numel() > 0) {
     if (a.size(1) == 0) {
@@ -294,7 +281,6 @@ void bmm(Call& c, const char* fn, const DtypeSet& dtypes) {
   const at::Tensor a = c.tensor("self"), b = c.tensor("mat2");
   const auto shape = kit::matmul_shape(c, a, b, 3);
   c.need(dtypes, a.scalar_type(), fn);
-  c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output(shape, a.scalar_type(), false, {a, b});
   if (r.numel() > 0) {
     if (a.size(2) == 0) {
@@ -316,7 +302,6 @@ void addmm(Call& c, const char* fn, const DtypeSet& dtypes) {
   const at::ScalarType dt = a.scalar_type();
   c.need(dtypes, dt, fn);
   const double alpha = c.scalar("alpha").toDouble(), beta = c.scalar("beta").toDouble();
-  c10::DeviceGuard guard(c.device());
   const at::Tensor z = bias.expand(shape);
   at::Tensor r = c.output(shape, dt, false, {z, a, b});
   if (r.numel() > 0) {
@@ -352,7 +337,6 @@ void softmax(Call& c, dnn::Softmax::Mode mode, const char* fn, const DtypeSet& d
   const at::Tensor self = c.tensor("self");
   const int64_t dim = kit::softmax_dim(c, self);
   c.need(dtypes, self.scalar_type(), fn);
-  c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output(self.sizes(), self.scalar_type(), false, {self});
   if (r.numel() > 0) {
     // A 0-dim tensor is described as {1}: its one dim is 0.
@@ -373,7 +357,6 @@ void softmax_backward(Call& c, const char* fn, const DtypeSet& dtypes, dnn::Soft
   const int64_t dim = kit::softmax_backward_dim(c, g, y);
   const at::ScalarType dt = g.scalar_type();
   c.need(dtypes, dt, fn);
-  c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output(g.sizes(), dt, false, {g, y});
   if (r.numel() > 0) {
     const bool scalar = g.dim() == 0;
@@ -420,7 +403,6 @@ void cat(Call& c, const char* fn, const DtypeSet& dtypes) {
       if (at::get_overlap_status(out, t) != at::MemOverlapStatus::No)
         c.decline("an out= that overlaps an input (PyTorch's error)");
   }
-  c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output(shape, dt, /*elementwise=*/false);
   if (r.numel() > 0) {
     std::vector<dnn::Tensor> ins;
@@ -460,7 +442,6 @@ void stack(Call& c, const char* fn, const DtypeSet& dtypes) {
   }
   std::vector<int64_t> shape = first.sizes().vec();
   shape.insert(shape.begin() + dim, static_cast<int64_t>(ts.size()));
-  c10::DeviceGuard guard(c.device());
   at::Tensor r = c.output(shape, dt, /*elementwise=*/false);
   if (r.numel() > 0) {
     // Each input, unsqueezed at `dim`, is one slice of the result; a long list is joined in
@@ -496,8 +477,7 @@ void fill_with(Call& c, const char* fn, const DtypeSet& dtypes, const at::Scalar
   // The value as the target's dtype stores it; PyTorch's overflow error is raised here.
   const at::Scalar v = at::scalar_tensor(value, at::TensorOptions().dtype(dt)).item();
   if (self.numel() > 0) {
-    c10::DeviceGuard guard(c.device());
-    dnn::Fill op;
+      dnn::Fill op;
     check(at::isFloatingType(dt) ? op.SetValue(v.toDouble()) : op.SetValue(v.toLong()), fn, c);
     dnn::Tensor out = desc(c, self);
     launch(c, fn, op, [&](dnn::Fill& o, dnn::Handle& h) { return o.Run(h, out); });
