@@ -9,6 +9,7 @@ against CPU; CUDA's behaviour was the same as CPU's on every one checked on an H
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import pytest
@@ -236,3 +237,81 @@ def test_cpu_fallback_sees_one_memory_for_one_tensor_twice(bits):
             if err is not None:
                 assert str(err).splitlines()[0] == str(cpu_err).splitlines()[0]
             bits.equal(got.cpu(), cpu)
+
+
+def _f(*shape, dtype=torch.float32):
+    return lambda d: torch.arange(1, 1 + math.prod(shape), dtype=dtype, device=d).reshape(shape)
+
+
+# out= of another dtype than the result's: some operators cast into it (TensorIterator's
+# elementwise ops, sum and cumsum without dtype=), most raise (structured reductions, matmuls,
+# softmax, sort/topk, where, gelu, index_select). Each case: the call, given inputs on a device and
+# the out= tensor(s).
+_X = _f(2, 3)
+_XI = _f(2, 3, dtype=torch.int32)
+_OUT_DTYPE_CASES = {
+    "sum out=f64": lambda d, o: torch.sum(_X(d), 1, out=o(2, torch.float64)),
+    "sum dtype=f16 out=f32": lambda d, o: torch.sum(_X(d), 1, dtype=torch.half, out=o(2)),
+    "sum dtype=i32 out=i64": lambda d, o: torch.sum(
+        _XI(d), 1, dtype=torch.int32, out=o(2, torch.int64)
+    ),
+    "mean out=f64": lambda d, o: torch.mean(_X(d), 1, out=o(2, torch.float64)),
+    "mean dtype=f16 out=f32": lambda d, o: torch.mean(_X(d), 1, dtype=torch.half, out=o(2)),
+    "cumsum out=f64": lambda d, o: torch.cumsum(_X(d)[0], 0, out=o(3, torch.float64)),
+    "cumsum dtype=f16 out=f32": lambda d, o: torch.cumsum(_X(d)[0], 0, dtype=torch.half, out=o(3)),
+    "amax out=f64": lambda d, o: torch.amax(_X(d), 1, out=o(2, torch.float64)),
+    "amin int32 out=i64": lambda d, o: torch.amin(_XI(d), 1, out=o(2, torch.int64)),
+    "argmax out=i32": lambda d, o: torch.argmax(_X(d), 1, out=o(2, torch.int32)),
+    "max.dim out=f64": lambda d, o: torch.max(
+        _X(d), 1, out=(o(2, torch.float64), o(2, torch.int64))
+    ),
+    "vector_norm out=f64": lambda d, o: torch.linalg.vector_norm(
+        _X(d), 2, 1, out=o(2, torch.float64)
+    ),
+    "softmax out=f64": lambda d, o: torch._softmax(_X(d), 1, False, out=o((2, 3), torch.float64)),
+    "log_softmax out=f64": lambda d, o: torch._log_softmax(
+        _X(d), 1, False, out=o((2, 3), torch.float64)
+    ),
+    "mm out=f64": lambda d, o: torch.mm(_X(d), _X(d).t(), out=o((2, 2), torch.float64)),
+    "addmm out=f64": lambda d, o: torch.addmm(
+        _X(d)[:, :2], _X(d), _X(d).t(), out=o((2, 2), torch.float64)
+    ),
+    "gelu out=f64": lambda d, o: torch._C._nn.gelu(_X(d), out=o((2, 3), torch.float64)),
+    "where out=f64": lambda d, o: torch.where(
+        _X(d) > 2, _X(d), _X(d), out=o((2, 3), torch.float64)
+    ),
+    "index_select out=f64": lambda d, o: torch.index_select(
+        _X(d), 0, torch.tensor([1], device=d), out=o((1, 3), torch.float64)
+    ),
+    "sort out=f64": lambda d, o: torch.sort(
+        _X(d), 1, out=(o((2, 3), torch.float64), o((2, 3), torch.int64))
+    ),
+    "any out=f32": lambda d, o: torch.any(_X(d), 1, out=o(2)),
+    "sqrt out=f64": lambda d, o: torch.sqrt(_X(d), out=o((2, 3), torch.float64)),
+    "add out=i64": lambda d, o: torch.add(_X(d), _X(d), out=o((2, 3), torch.int64)),
+    "eq out=f32": lambda d, o: torch.eq(_X(d), _X(d), out=o((2, 3))),
+    "cat out=f64": lambda d, o: torch.cat([_X(d), _X(d)], out=o((4, 3), torch.float64)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_OUT_DTYPE_CASES))
+def test_out_of_another_dtype_casts_or_raises_as_native(case, native_device):
+    def call(device):
+        def out(shape, dtype=torch.float32):
+            return torch.empty(shape, dtype=dtype, device=device)
+
+        try:
+            result = _OUT_DTYPE_CASES[case](device, out)
+        except RuntimeError as exc:
+            return exc
+        return [t.cpu() for t in (result if isinstance(result, tuple) else (result,))]
+
+    expected, got = call(native_device), call("flagos")
+    if isinstance(expected, Exception):
+        assert isinstance(got, Exception), f"{case}: {native_device} raises, flagos returned {got}"
+        assert str(got).splitlines()[0] == str(expected).splitlines()[0]
+        return
+    assert not isinstance(got, Exception), f"{case}: flagos raised {got}"
+    for g, e in zip(got, expected, strict=True):
+        assert g.dtype == e.dtype
+        torch.testing.assert_close(g, e)

@@ -244,14 +244,7 @@ void addmm(Call& c, AddmmWs ws, RunFn run, const char* fn, const DtypeSet& dtype
 
 void cumsum(Call& c, CumsumWs ws, RunFn run, const char* fn, const DtypeSet& dtypes) {
   const at::Tensor self = c.tensor("self");
-  std::optional<at::ScalarType> dtype = c.opt_dtype("dtype");
-  if (!dtype && c.form() == Form::Out) dtype = c.target().scalar_type();
-  at::ScalarType rdt = self.scalar_type();
-  if (dtype) {
-    rdt = *dtype;
-  } else if (at::isIntegralType(rdt, /*includeBool=*/true)) {
-    rdt = at::kLong;  // PyTorch sums integers into int64
-  }
+  const at::ScalarType rdt = kit::sum_dtype(c, self, /*mean=*/false);
   c.need(dtypes, rdt, fn);
   c.need(dtypes, self.scalar_type(), fn);
   const int64_t dim = at::maybe_wrap_dim(c.int_("dim"), self.dim());

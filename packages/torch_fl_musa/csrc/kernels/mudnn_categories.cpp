@@ -228,14 +228,7 @@ void reduce_with_indices(Call& c, const char* fn, const DtypeSet& dtypes, dnn::R
 
 void cumsum(Call& c, dnn::Cum::Mode mode, const char* fn, const DtypeSet& dtypes) {
   const at::Tensor self = c.tensor("self");
-  // dtype=, else the out= / in-place target's, else int64 for integers and bool, else self's.
-  at::ScalarType rdt = kit::sum_dtype(c, self, /*mean=*/false);
-  if (c.form() != Form::Functional) {
-    const std::optional<at::ScalarType> dtype = c.opt_dtype("dtype");
-    const at::ScalarType tdt = c.target().scalar_type();
-    if (dtype && *dtype != tdt) c.decline("dtype= other than the target's (PyTorch's error)");
-    rdt = tdt;  // a structured out= / in-place target keeps its dtype
-  }
+  const at::ScalarType rdt = kit::sum_dtype(c, self, /*mean=*/false);
   c.need(dtypes, self.scalar_type(), fn);
   // The dtypes muDNN's Cum scans in (one for its input and output).
   static const DtypeSet kScans{at::kFloat, at::kHalf, at::kBFloat16, at::kInt, at::kLong};

@@ -63,7 +63,10 @@ struct SdkKernel {
   // Where the kernel writes a result of `shape` and `dtype`.
   at::Tensor result(KernelCall& c, at::IntArrayRef shape, at::ScalarType dt, bool elementwise,
                     std::initializer_list<at::Tensor> inputs = {}) const {
-    if (form == TensorForm::kDense) return empty_result(c, shape, dt);
+    if (form == TensorForm::kDense) {
+      c.need_out_dtype(dt);
+      return empty_result(c, shape, dt);
+    }
     return c.output(shape, dt, elementwise, inputs);
   }
 };
@@ -196,11 +199,16 @@ inline Operands fill_target(KernelCall& c, const SdkKernel& k) {
 
 // ---- reductions -----------------------------------------------------------------------------
 
-// The result dtype of sum / mean: `dtype=`, else out='s, else int64 for an integral sum (as
-// PyTorch sums integers), else self's. A mean of a non-floating dtype is PyTorch's error.
+// The result dtype of sum / mean / cumsum: an out= or in-place target's (a structured op keeps
+// it), else `dtype=`, else int64 for an integral sum (as PyTorch sums integers), else self's. A
+// `dtype=` other than the target's, and a mean of a non-floating dtype, are PyTorch's errors.
 inline at::ScalarType sum_dtype(const KernelCall& c, const at::Tensor& self, bool mean) {
   std::optional<at::ScalarType> dtype = c.has("dtype") ? c.opt_dtype("dtype") : std::nullopt;
-  if (!dtype && c.form() == Form::Out) dtype = c.target().scalar_type();
+  if (c.form() != Form::Functional) {
+    const at::ScalarType target = c.target().scalar_type();
+    if (dtype && *dtype != target) c.decline("a dtype= other than the target's (PyTorch's error)");
+    dtype = target;
+  }
   at::ScalarType rdt = self.scalar_type();
   if (dtype) {
     rdt = *dtype;

@@ -45,6 +45,7 @@ class KernelCall : public BoxedCall {
   // target itself where direct_target() allows it, else a fresh tensor finish() writes back.
   at::Tensor output(at::IntArrayRef shape, at::ScalarType dtype, bool elementwise,
                     std::initializer_list<at::Tensor> inputs = {}) {
+    need_out_dtype(dtype);
     if (form_ != Form::Functional) {
       at::Tensor dst = target();
       if (direct_target(dst, shape, dtype, form_, elementwise, inputs)) return dst;
@@ -65,6 +66,7 @@ class KernelCall : public BoxedCall {
         continue;
       }
       at::Tensor dst = (*stack_)[base_ + static_cast<size_t>(w)].toTensor();
+      if (form_ == Form::Out && results[r].defined()) need_dtype_of(dst, results[r].scalar_type());
       write_back(dst, results[r], form_ == Form::Out, name_);
       out.emplace_back(std::move(dst));
     }
@@ -72,7 +74,22 @@ class KernelCall : public BoxedCall {
     for (auto& v : out) stack_->push_back(std::move(v));
   }
 
+  // An out= of another dtype than the result's: whether PyTorch casts into it or raises differs
+  // by operator (add and sqrt cast; sum, mm, softmax, amax, where and gelu raise), so the CPU
+  // serves it and answers as PyTorch does. output() asks before anything is computed; finish()
+  // asks again for results computed elsewhere, before the target is written.
+  void need_out_dtype(at::ScalarType result) const {
+    if (form_ == Form::Out) need_dtype_of(target(), result);
+  }
+
  private:
+  void need_dtype_of(const at::Tensor& out, at::ScalarType result) const {
+    if (out.scalar_type() != result) {
+      decline(std::string("an out= of dtype ") + c10::toString(out.scalar_type()) +
+              " for a result of " + c10::toString(result));
+    }
+  }
+
   Form form_;
   const char* sdk_;
 };
