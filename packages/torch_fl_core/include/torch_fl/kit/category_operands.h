@@ -203,15 +203,16 @@ inline Operands fill_target(KernelCall& c, const SdkKernel& k) {
 // it), else `dtype=`, else int64 for an integral sum (as PyTorch sums integers), else self's. A
 // `dtype=` other than the target's, and a mean of a non-floating dtype, are PyTorch's errors.
 inline at::ScalarType sum_dtype(const KernelCall& c, const at::Tensor& self, bool mean) {
-  std::optional<at::ScalarType> dtype = c.has("dtype") ? c.opt_dtype("dtype") : std::nullopt;
-  if (c.form() != Form::Functional) {
-    const at::ScalarType target = c.target().scalar_type();
-    if (dtype && *dtype != target) c.decline("a dtype= other than the target's (PyTorch's error)");
-    dtype = target;
-  }
+  const std::optional<at::ScalarType> requested =
+      c.has("dtype") ? c.opt_dtype("dtype") : std::nullopt;
   at::ScalarType rdt = self.scalar_type();
-  if (dtype) {
-    rdt = *dtype;
+  if (c.form() != Form::Functional) {
+    rdt = c.target().scalar_type();
+    if (requested && *requested != rdt) {
+      c.decline("a dtype= other than the target's (PyTorch's error)");
+    }
+  } else if (requested) {
+    rdt = *requested;
   } else if (!mean && at::isIntegralType(rdt, /*includeBool=*/true)) {
     rdt = at::kLong;
   }
