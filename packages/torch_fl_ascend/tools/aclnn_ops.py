@@ -15,6 +15,7 @@ alone: no overload). Adding an op is one line here, if its category exists.
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -48,29 +49,41 @@ WITH_BOOL = ARITH + ("bool",)
 REAL = tuple(d for d in ALL_DTYPES if not d.startswith("complex"))
 
 
-def _u(name: str, fn: str, header: str, kind: str, dtypes: tuple[str, ...]) -> Op:
+def _op(
+    name: str,
+    category: str,
+    overloads: tuple[str, ...],
+    fn: str,
+    dtypes: tuple[str, ...],
+    args: str = "",
+    header: str | None = None,
+) -> Op:
+    """An op served by ``aclnn<fn>``, declared in CANN's ``aclnn_<fn in snake case>.h`` (an
+    ``Inplace`` form in its out-of-place function's header) unless ``header`` names another."""
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", fn)
     return Op(
-        name, "unary", ("", "out", "_:"), fn, header, dtypes, f"tfl_ascend::UnaryKind::{kind}"
+        name,
+        category,
+        overloads,
+        fn,
+        header or f"aclnn_{snake.removeprefix('Inplace_').lower()}.h",
+        dtypes,
+        args,
     )
 
 
+def _u(name: str, fn: str, kind: str, dtypes: tuple[str, ...]) -> Op:
+    return _op(name, "unary", ("", "out", "_:"), fn, dtypes, f"tfl_ascend::UnaryKind::{kind}")
+
+
 def _cmp(name: str, pascal: str) -> list[Op]:
-    snake = name
     return [
-        Op(
-            name,
-            "compare",
-            ("Tensor", "Tensor_out", "_:Tensor"),
-            f"{pascal}Tensor",
-            f"aclnn_{snake}_tensor.h",
-            WITH_BOOL,
-        ),
-        Op(
+        _op(name, "compare", ("Tensor", "Tensor_out", "_:Tensor"), f"{pascal}Tensor", WITH_BOOL),
+        _op(
             name,
             "compare_scalar",
             ("Scalar", "Scalar_out", "_:Scalar"),
             f"{pascal}Scalar",
-            f"aclnn_{snake}_scalar.h",
             WITH_BOOL,
         ),
     ]
@@ -78,85 +91,56 @@ def _cmp(name: str, pascal: str) -> list[Op]:
 
 _TENSOR = ("Tensor", "out", "_:Tensor")
 _SCALAR = ("Scalar", "_:Scalar")
+_OUT = ("", "out")
+_GRAD = ("", "grad_input")
+#: The binary routines' result dtype rules.
+_ARITH, _TRUE_DIV = "tfl_ascend::BinaryKind::Arith", "tfl_ascend::BinaryKind::TrueDiv"
 
 OPS: list[Op] = [
     # ---- unary ----
-    _u("abs", "Abs", "aclnn_abs.h", "KeepsDtype", SIGNED),
-    _u("neg", "Neg", "aclnn_neg.h", "KeepsDtype", SIGNED),
-    _u("relu", "Relu", "aclnn_relu.h", "KeepsDtype", ARITH),
-    _u("floor", "Floor", "aclnn_floor.h", "KeepsDtype", FLOATS),
-    _u("ceil", "Ceil", "aclnn_ceil.h", "KeepsDtype", FLOATS),
-    _u("exp", "Exp", "aclnn_exp.h", "ToFloat", FLOATS),
-    _u("log", "Log", "aclnn_log.h", "ToFloat", FLOATS),
-    _u("sqrt", "Sqrt", "aclnn_sqrt.h", "ToFloat", FLOATS),
-    _u("rsqrt", "Rsqrt", "aclnn_rsqrt.h", "ToFloat", FLOATS),
-    _u("sin", "Sin", "aclnn_sin.h", "ToFloat", FLOATS),
-    _u("cos", "Cos", "aclnn_cos.h", "ToFloat", FLOATS),
-    _u("tanh", "Tanh", "aclnn_tanh.h", "ToFloat", FLOATS),
-    _u("sigmoid", "Sigmoid", "aclnn_sigmoid.h", "ToFloat", FLOATS),
-    _u("reciprocal", "Reciprocal", "aclnn_reciprocal.h", "ToFloat", FLOATS),
-    _u("erf", "Erf", "aclnn_erf.h", "ToFloat", FLOATS),
-    _u("silu", "Silu", "aclnn_silu.h", "FloatOnly", FLOATS),
-    _u("logical_not", "LogicalNot", "aclnn_logical_not.h", "Logical", WITH_BOOL),
-    Op("gelu", "gelu", ("", "out", "_:"), "GeluV2", "aclnn_gelu_v2.h", FLOATS),
+    _u("abs", "Abs", "KeepsDtype", SIGNED),
+    _u("neg", "Neg", "KeepsDtype", SIGNED),
+    _u("relu", "Relu", "KeepsDtype", ARITH),
+    _u("floor", "Floor", "KeepsDtype", FLOATS),
+    _u("ceil", "Ceil", "KeepsDtype", FLOATS),
+    _u("exp", "Exp", "ToFloat", FLOATS),
+    _u("log", "Log", "ToFloat", FLOATS),
+    _u("sqrt", "Sqrt", "ToFloat", FLOATS),
+    _u("rsqrt", "Rsqrt", "ToFloat", FLOATS),
+    _u("sin", "Sin", "ToFloat", FLOATS),
+    _u("cos", "Cos", "ToFloat", FLOATS),
+    _u("tanh", "Tanh", "ToFloat", FLOATS),
+    _u("sigmoid", "Sigmoid", "ToFloat", FLOATS),
+    _u("reciprocal", "Reciprocal", "ToFloat", FLOATS),
+    _u("erf", "Erf", "ToFloat", FLOATS),
+    _u("silu", "Silu", "FloatOnly", FLOATS),
+    _u("logical_not", "LogicalNot", "Logical", WITH_BOOL),
+    _op("gelu", "gelu", ("", "out", "_:"), "GeluV2", FLOATS),
     # ---- binary: tensor and scalar forms (the scalar forms take an aclScalar) ----
-    Op("add", "binary_alpha", _TENSOR, "Add", "aclnn_add.h", ARITH),
-    Op("add", "binary_alpha_scalar", _SCALAR, "Adds", "aclnn_add.h", ARITH),
-    Op("sub", "binary_alpha", _TENSOR, "Sub", "aclnn_sub.h", ARITH),
-    Op("sub", "binary_alpha_scalar", _SCALAR, "Subs", "aclnn_sub.h", ARITH),
-    Op("mul", "binary", _TENSOR, "Mul", "aclnn_mul.h", ARITH, "tfl_ascend::BinaryKind::Arith"),
-    Op(
-        "mul",
-        "binary_scalar",
-        _SCALAR,
-        "Muls",
-        "aclnn_mul.h",
-        ARITH,
-        "tfl_ascend::BinaryKind::Arith",
-    ),
-    Op("div", "binary", _TENSOR, "Div", "aclnn_div.h", FLOATS, "tfl_ascend::BinaryKind::TrueDiv"),
-    Op(
-        "div",
-        "binary_scalar",
-        _SCALAR,
-        "Divs",
-        "aclnn_div.h",
-        FLOATS,
-        "tfl_ascend::BinaryKind::TrueDiv",
-    ),
-    Op(
-        "maximum",
-        "binary",
-        ("", "out"),
-        "Maximum",
-        "aclnn_maximum.h",
-        ARITH,
-        "tfl_ascend::BinaryKind::Arith",
-    ),
-    Op(
-        "minimum",
-        "binary",
-        ("", "out"),
-        "Minimum",
-        "aclnn_minimum.h",
-        ARITH,
-        "tfl_ascend::BinaryKind::Arith",
-    ),
-    Op(
+    _op("add", "binary_alpha", _TENSOR, "Add", ARITH),
+    _op("add", "binary_alpha_scalar", _SCALAR, "Adds", ARITH, header="aclnn_add.h"),
+    _op("sub", "binary_alpha", _TENSOR, "Sub", ARITH),
+    _op("sub", "binary_alpha_scalar", _SCALAR, "Subs", ARITH, header="aclnn_sub.h"),
+    _op("mul", "binary", _TENSOR, "Mul", ARITH, _ARITH),
+    _op("mul", "binary_scalar", _SCALAR, "Muls", ARITH, _ARITH, header="aclnn_mul.h"),
+    _op("div", "binary", _TENSOR, "Div", FLOATS, _TRUE_DIV),
+    _op("div", "binary_scalar", _SCALAR, "Divs", FLOATS, _TRUE_DIV, header="aclnn_div.h"),
+    _op("maximum", "binary", _OUT, "Maximum", ARITH, _ARITH),
+    _op("minimum", "binary", _OUT, "Minimum", ARITH, _ARITH),
+    _op(
         "pow",
         "pow_tensor",
         ("Tensor_Tensor", "Tensor_Tensor_out", "_:Tensor"),
         "PowTensorTensor",
-        "aclnn_pow_tensor_tensor.h",
         FLOATS,
     ),
-    Op(
+    _op(
         "pow",
         "pow_scalar",
         ("Tensor_Scalar", "Tensor_Scalar_out", "_:Scalar"),
         "PowTensorScalar",
-        "aclnn_pow.h",
         FLOATS,
+        header="aclnn_pow.h",
     ),
     # ---- compare (bool results) ----
     *_cmp("eq", "Eq"),
@@ -166,167 +150,67 @@ OPS: list[Op] = [
     *_cmp("gt", "Gt"),
     *_cmp("ge", "Ge"),
     # ---- activation backward ----
-    Op(
-        "tanh_backward",
-        "backward2",
-        ("", "grad_input"),
-        "TanhBackward",
-        "aclnn_tanh_backward.h",
-        FLOATS,
-        '"grad_output", "output"',
+    _op("tanh_backward", "backward2", _GRAD, "TanhBackward", FLOATS, '"grad_output", "output"'),
+    _op(
+        "sigmoid_backward", "backward2", _GRAD, "SigmoidBackward", FLOATS, '"grad_output", "output"'
     ),
-    Op(
-        "sigmoid_backward",
-        "backward2",
-        ("", "grad_input"),
-        "SigmoidBackward",
-        "aclnn_sigmoid_backward.h",
-        FLOATS,
-        '"grad_output", "output"',
-    ),
-    Op(
-        "silu_backward",
-        "backward2",
-        ("", "grad_input"),
-        "SiluBackward",
-        "aclnn_silu_backward.h",
-        FLOATS,
-        '"grad_output", "self"',
-    ),
-    Op(
-        "threshold_backward",
-        "threshold_backward",
-        ("", "grad_input"),
-        "ThresholdBackward",
-        "aclnn_threshold_backward.h",
-        FLOATS,
-    ),
-    Op(
-        "gelu_backward",
-        "gelu_backward",
-        ("", "grad_input"),
-        "GeluBackwardV2",
-        "aclnn_gelu_backward_v2.h",
-        FLOATS,
-    ),
+    _op("silu_backward", "backward2", _GRAD, "SiluBackward", FLOATS, '"grad_output", "self"'),
+    _op("threshold_backward", "threshold_backward", _GRAD, "ThresholdBackward", FLOATS),
+    _op("gelu_backward", "gelu_backward", _GRAD, "GeluBackwardV2", FLOATS),
     # ---- reductions ----
-    Op(
-        "sum",
-        "reduce_sum",
-        ("", "dim_IntList", "IntList_out"),
-        "ReduceSum",
-        "aclnn_reduce_sum.h",
-        WITH_BOOL,
-    ),
-    Op("mean", "reduce_mean", ("", "dim", "out"), "Mean", "aclnn_mean.h", FLOATS),
-    Op("amax", "reduce_extremum", ("", "out"), "Amax", "aclnn_amax.h", ARITH),
-    Op("amin", "reduce_extremum", ("", "out"), "Amin", "aclnn_amin.h", ARITH),
-    Op("max", "reduce_dim_index", ("dim", "dim_max"), "MaxDim", "aclnn_max_dim.h", ARITH),
-    Op("min", "reduce_dim_index", ("dim", "dim_min"), "MinDim", "aclnn_min_dim.h", ARITH),
-    Op("argmax", "reduce_arg", ("", "out"), "ArgMax", "aclnn_argmax.h", ARITH),
-    Op("argmin", "reduce_arg", ("", "out"), "ArgMin", "aclnn_argmin.h", ARITH),
-    Op("all", "reduce_bool", ("", "all_out", "dim", "dims"), "All", "aclnn_all.h", WITH_BOOL),
-    Op("any", "reduce_bool", ("", "all_out", "dim", "dims"), "Any", "aclnn_any.h", WITH_BOOL),
+    _op("sum", "reduce_sum", ("", "dim_IntList", "IntList_out"), "ReduceSum", WITH_BOOL),
+    _op("mean", "reduce_mean", ("", "dim", "out"), "Mean", FLOATS),
+    _op("amax", "reduce_extremum", _OUT, "Amax", ARITH),
+    _op("amin", "reduce_extremum", _OUT, "Amin", ARITH),
+    _op("max", "reduce_dim_index", ("dim", "dim_max"), "MaxDim", ARITH),
+    _op("min", "reduce_dim_index", ("dim", "dim_min"), "MinDim", ARITH),
+    _op("argmax", "reduce_arg", _OUT, "ArgMax", ARITH, header="aclnn_argmax.h"),
+    _op("argmin", "reduce_arg", _OUT, "ArgMin", ARITH, header="aclnn_argmin.h"),
+    _op("all", "reduce_bool", ("", "all_out", "dim", "dims"), "All", WITH_BOOL),
+    _op("any", "reduce_bool", ("", "all_out", "dim", "dims"), "Any", WITH_BOOL),
     # ---- scans ----
-    Op("cumsum", "cumsum", ("", "out"), "Cumsum", "aclnn_cumsum.h", ARITH),
+    _op("cumsum", "cumsum", _OUT, "Cumsum", ARITH),
     # ---- matmul family (cube unit: float32/16, bfloat16 only) ----
-    Op("mm", "mm", ("", "out"), "Mm", "aclnn_mm.h", FLOATS, "2"),
-    Op("bmm", "mm", ("", "out"), "BatchMatMul", "aclnn_batch_matmul.h", FLOATS, "3"),
-    Op("addmm", "addmm", ("", "out", "_:"), "Addmm", "aclnn_addmm.h", FLOATS),
+    _op("mm", "mm", _OUT, "Mm", FLOATS, "2"),
+    _op("bmm", "mm", _OUT, "BatchMatMul", FLOATS, "3", header="aclnn_batch_matmul.h"),
+    _op("addmm", "addmm", ("", "out", "_:"), "Addmm", FLOATS),
     # ---- softmax forward / backward ----
-    Op("_softmax", "softmax", ("", "out"), "Softmax", "aclnn_softmax.h", FLOATS),
-    Op("_log_softmax", "softmax", ("", "out"), "LogSoftmax", "aclnn_log_softmax.h", FLOATS),
-    Op(
-        "_softmax_backward_data",
-        "softmax_backward",
-        ("", "out"),
-        "SoftmaxBackward",
-        "aclnn_softmax_backward.h",
-        FLOATS,
-    ),
-    Op(
-        "_log_softmax_backward_data",
-        "softmax_backward",
-        ("", "out"),
-        "LogSoftmaxBackward",
-        "aclnn_log_softmax_backward.h",
-        FLOATS,
-    ),
+    _op("_softmax", "softmax", _OUT, "Softmax", FLOATS),
+    _op("_log_softmax", "softmax", _OUT, "LogSoftmax", FLOATS),
+    _op("_softmax_backward_data", "softmax_backward", _OUT, "SoftmaxBackward", FLOATS),
+    _op("_log_softmax_backward_data", "softmax_backward", _OUT, "LogSoftmaxBackward", FLOATS),
     # ---- losses ----
-    Op("mse_loss", "mse_loss", ("", "out"), "MseLoss", "aclnn_mse_loss.h", FLOATS),
-    Op(
-        "mse_loss_backward",
-        "mse_loss_backward",
-        ("", "grad_input"),
-        "MseLossBackward",
-        "aclnn_mse_loss_backward.h",
-        FLOATS,
-    ),
+    _op("mse_loss", "mse_loss", _OUT, "MseLoss", FLOATS),
+    _op("mse_loss_backward", "mse_loss_backward", _GRAD, "MseLossBackward", FLOATS),
     # ---- norms ----
-    Op("native_layer_norm", "layer_norm", ("",), "LayerNorm", "aclnn_layer_norm.h", FLOATS),
-    Op(
-        "native_layer_norm_backward",
-        "layer_norm_backward",
-        ("",),
-        "LayerNormBackward",
-        "aclnn_layer_norm_backward.h",
-        FLOATS,
-    ),
-    Op("_fused_rms_norm", "rms_norm", ("",), "RmsNorm", "aclnn_rms_norm.h", FLOATS),
+    _op("native_layer_norm", "layer_norm", ("",), "LayerNorm", FLOATS),
+    _op("native_layer_norm_backward", "layer_norm_backward", ("",), "LayerNormBackward", FLOATS),
+    _op("_fused_rms_norm", "rms_norm", ("",), "RmsNorm", FLOATS),
     # ---- indexing ----
-    Op("embedding", "embedding", ("",), "Embedding", "aclnn_embedding.h", ARITH),
-    Op(
-        "embedding_dense_backward",
-        "embedding_backward",
-        ("", "out"),
-        "EmbeddingDenseBackward",
-        "aclnn_embedding_dense_backward.h",
-        FLOATS,
-    ),
-    Op(
-        "index_select",
-        "index_select",
-        ("", "out"),
-        "IndexSelect",
-        "aclnn_index_select.h",
-        WITH_BOOL,
-    ),
-    Op("gather", "gather", ("", "out"), "Gather", "aclnn_gather.h", WITH_BOOL),
-    Op(
+    _op("embedding", "embedding", ("",), "Embedding", ARITH),
+    _op("embedding_dense_backward", "embedding_backward", _OUT, "EmbeddingDenseBackward", FLOATS),
+    _op("index_select", "index_select", _OUT, "IndexSelect", WITH_BOOL),
+    _op("gather", "gather", _OUT, "Gather", WITH_BOOL),
+    _op(
         "scatter",
         "scatter",
         ("src", "src_out", "_:src", "reduce", "reduce_out", "_:reduce"),
         "Scatter",
-        "aclnn_scatter.h",
         WITH_BOOL,
     ),
-    Op("scatter_add", "scatter_add", ("", "out", "_:"), "ScatterAdd", "aclnn_scatter_add.h", ARITH),
+    _op("scatter_add", "scatter_add", ("", "out", "_:"), "ScatterAdd", ARITH),
     # ---- lists (more than 50 tensors are split: ACLNN lists take at most 50) ----
-    Op("cat", "cat", ("", "out"), "Cat", "aclnn_cat.h", WITH_BOOL),
-    Op("stack", "stack", ("", "out"), "Stack", "aclnn_stack.h", WITH_BOOL),
+    _op("cat", "cat", _OUT, "Cat", WITH_BOOL),
+    _op("stack", "stack", _OUT, "Stack", WITH_BOOL),
     # ---- selection, fills, factories ----
-    Op("where", "where", ("self", "self_out"), "SWhere", "aclnn_s_where.h", WITH_BOOL),
-    Op(
-        "masked_fill",
-        "masked_fill",
-        ("Scalar", "_:Scalar"),
-        "InplaceMaskedFillScalar",
-        "aclnn_masked_fill_scalar.h",
-        WITH_BOOL,
-    ),
-    Op("fill", "fill", ("_:Scalar",), "InplaceFillScalar", "aclnn_fill_scalar.h", REAL),
-    Op("zero", "zero", ("_:",), "InplaceZero", "aclnn_zero.h", REAL),
-    Op("arange", "arange", ("start_out",), "Arange", "aclnn_arange.h", ARITH),
+    _op("where", "where", ("self", "self_out"), "SWhere", WITH_BOOL),
+    _op("masked_fill", "masked_fill", _SCALAR, "InplaceMaskedFillScalar", WITH_BOOL),
+    _op("fill", "fill", ("_:Scalar",), "InplaceFillScalar", REAL),
+    _op("zero", "zero", ("_:",), "InplaceZero", REAL),
+    _op("arange", "arange", ("start_out",), "Arange", ARITH),
     # ---- convolution ----
-    Op("convolution", "convolution", ("",), "Convolution", "aclnn_convolution.h", FLOATS),
-    Op(
-        "convolution_backward",
-        "convolution_backward",
-        ("",),
-        "ConvolutionBackward",
-        "aclnn_convolution_backward.h",
-        FLOATS,
-    ),
+    _op("convolution", "convolution", ("",), "Convolution", FLOATS),
+    _op("convolution_backward", "convolution_backward", ("",), "ConvolutionBackward", FLOATS),
 ]
 
 #: Kernels written by hand (csrc/kernels/amp_kernels.cpp): aten overload -> (the ACLNN functions

@@ -14,6 +14,7 @@
 #include <acl/acl.h>
 #include <hccl/hccl.h>
 #include <torch_fl/kit/sdk_collective.h>
+#include <torch_fl/kit/sdk_errors.h>
 
 #include <vector>
 
@@ -54,26 +55,16 @@ struct Hccl {
     }
     return nullptr;
   }
-  static tfl_status status_of(int r) {
-    switch (r) {
-      case HCCL_SUCCESS:
-        return TFL_OK;
-      case HCCL_E_PARA:
-        return TFL_ERROR_INVALID_VALUE;
-      case HCCL_E_PTR:
-        return TFL_ERROR_INVALID_POINTER;
-      case HCCL_E_NOT_SUPPORT:
-        return TFL_ERROR_NOT_SUPPORTED;
-      case HCCL_E_MEMORY:
-        return TFL_ERROR_OUT_OF_MEMORY;
-      case HCCL_E_TIMEOUT:
-        return TFL_ERROR_TIMEOUT;
-      case HCCL_E_REMOTE:
-        return TFL_ERROR_ABORTED;
-      default:
-        return TFL_ERROR_DEVICE;
-    }
-  }
+  static constexpr torch_fl::kit::SdkError<int> kErrors[] = {
+      TFL_KIT_SDK_ERROR(HCCL_SUCCESS, TFL_OK),
+      TFL_KIT_SDK_ERROR(HCCL_E_PARA, TFL_ERROR_INVALID_VALUE),
+      TFL_KIT_SDK_ERROR(HCCL_E_PTR, TFL_ERROR_INVALID_POINTER),
+      TFL_KIT_SDK_ERROR(HCCL_E_NOT_SUPPORT, TFL_ERROR_NOT_SUPPORTED),
+      TFL_KIT_SDK_ERROR(HCCL_E_MEMORY, TFL_ERROR_OUT_OF_MEMORY),
+      TFL_KIT_SDK_ERROR(HCCL_E_TIMEOUT, TFL_ERROR_TIMEOUT),
+      TFL_KIT_SDK_ERROR(HCCL_E_REMOTE, TFL_ERROR_ABORTED),
+  };
+  static tfl_status status_of(int r) { return torch_fl::kit::sdk_status(kErrors, r); }
 
   // libhccl.so is linked (torch_fl_ascend.sdk loads it before this library).
   static std::string load() { return ""; }

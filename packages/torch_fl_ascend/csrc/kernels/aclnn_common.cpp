@@ -3,47 +3,36 @@
 #include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch_fl/kit/kernel_stream.h>
+#include <torch_fl/kit/sdk_dtypes.h>
+#include <torch_fl/kit/sdk_errors.h>
 #include <torch_fl/runtime.h>
 
 #include <string>
 
 namespace tfl_ascend {
 
+namespace {
+constexpr torch_fl::kit::SdkDtype<aclDataType> kDtypes[] = {
+    {at::kFloat, ACL_FLOAT},
+    {at::kHalf, ACL_FLOAT16},
+    {at::kBFloat16, ACL_BF16},
+    {at::kDouble, ACL_DOUBLE},
+    {at::kLong, ACL_INT64},
+    {at::kInt, ACL_INT32},
+    {at::kShort, ACL_INT16},
+    {at::kChar, ACL_INT8},
+    {at::kByte, ACL_UINT8},
+    {at::kBool, ACL_BOOL},
+    {at::kUInt16, ACL_UINT16},
+    {at::kUInt32, ACL_UINT32},
+    {at::kUInt64, ACL_UINT64},
+    {at::kComplexFloat, ACL_COMPLEX64},
+    {at::kComplexDouble, ACL_COMPLEX128},
+};
+}  // namespace
+
 aclDataType acl_dtype(at::ScalarType t) {
-  switch (t) {
-    case at::kFloat:
-      return ACL_FLOAT;
-    case at::kHalf:
-      return ACL_FLOAT16;
-    case at::kBFloat16:
-      return ACL_BF16;
-    case at::kDouble:
-      return ACL_DOUBLE;
-    case at::kLong:
-      return ACL_INT64;
-    case at::kInt:
-      return ACL_INT32;
-    case at::kShort:
-      return ACL_INT16;
-    case at::kChar:
-      return ACL_INT8;
-    case at::kByte:
-      return ACL_UINT8;
-    case at::kBool:
-      return ACL_BOOL;
-    case at::kUInt16:
-      return ACL_UINT16;
-    case at::kUInt32:
-      return ACL_UINT32;
-    case at::kUInt64:
-      return ACL_UINT64;
-    case at::kComplexFloat:
-      return ACL_COMPLEX64;
-    case at::kComplexDouble:
-      return ACL_COMPLEX128;
-    default:
-      return ACL_DT_UNDEFINED;
-  }
+  return torch_fl::kit::sdk_dtype(kDtypes, t).value_or(ACL_DT_UNDEFINED);
 }
 
 namespace {
@@ -64,24 +53,11 @@ Tensor::Tensor(const at::Tensor& t) {
   const int64_t item = static_cast<int64_t>(t.element_size());
   const int64_t storage_len = static_cast<int64_t>(storage.nbytes()) / item;
   void* data = storage.nbytes() > 0 ? const_cast<void*>(storage.data()) : nullptr;
-  t_ = aclCreateTensor(dims.data(), dims.size(), dt, strides.data(), t.storage_offset(),
-                       ACL_FORMAT_ND, &storage_len, 1, data);
-  TORCH_CHECK(t_ != nullptr, "ascend: aclCreateTensor failed for a ", t.scalar_type(),
+  own(aclCreateTensor(dims.data(), dims.size(), dt, strides.data(), t.storage_offset(),
+                      ACL_FORMAT_ND, &storage_len, 1, data));
+  TORCH_CHECK(get() != nullptr, "ascend: aclCreateTensor failed for a ", t.scalar_type(),
               " tensor of ", t.sizes(), " (strides ", t.strides(), ", offset ", t.storage_offset(),
               ") on ", t.device(), ": ", recent_error(), " (vendor ascend)");
-}
-
-Tensor::Tensor(Tensor&& o) noexcept : t_(o.t_) { o.t_ = nullptr; }
-Tensor& Tensor::operator=(Tensor&& o) noexcept {
-  if (this != &o) {
-    if (t_) aclDestroyTensor(t_);
-    t_ = o.t_;
-    o.t_ = nullptr;
-  }
-  return *this;
-}
-Tensor::~Tensor() {
-  if (t_) aclDestroyTensor(t_);
 }
 
 Scalar::Scalar(const at::Scalar& s, at::ScalarType like) {
@@ -90,46 +66,37 @@ Scalar::Scalar(const at::Scalar& s, at::ScalarType like) {
     // Reduced-precision ops take their scalars in float32, as PyTorch's opmath does.
     if (like == at::kDouble) {
       double v = s.toDouble();
-      s_ = aclCreateScalar(&v, ACL_DOUBLE);
+      own(aclCreateScalar(&v, ACL_DOUBLE));
     } else {
       float v = s.toFloat();
-      s_ = aclCreateScalar(&v, ACL_FLOAT);
+      own(aclCreateScalar(&v, ACL_FLOAT));
     }
   } else if (like == at::kBool) {
     bool v = s.toBool();
-    s_ = aclCreateScalar(&v, ACL_BOOL);
+    own(aclCreateScalar(&v, ACL_BOOL));
   } else if (s.isFloatingPoint()) {
     float v = s.toFloat();
-    s_ = aclCreateScalar(&v, ACL_FLOAT);
+    own(aclCreateScalar(&v, ACL_FLOAT));
   } else {
     int64_t v = s.toLong();
-    s_ = aclCreateScalar(&v, ACL_INT64);
+    own(aclCreateScalar(&v, ACL_INT64));
   }
-  TORCH_CHECK(s_ != nullptr, "ascend: aclCreateScalar failed: ", recent_error(),
+  TORCH_CHECK(get() != nullptr, "ascend: aclCreateScalar failed: ", recent_error(),
               " (vendor ascend)");
-}
-Scalar::~Scalar() {
-  if (s_) aclDestroyScalar(s_);
 }
 
 IntArray::IntArray(const std::vector<int64_t>& v) {
-  a_ = aclCreateIntArray(v.data(), v.size());
-  TORCH_CHECK(a_ != nullptr, "ascend: aclCreateIntArray failed: ", recent_error(),
+  own(aclCreateIntArray(v.data(), v.size()));
+  TORCH_CHECK(get() != nullptr, "ascend: aclCreateIntArray failed: ", recent_error(),
               " (vendor ascend)");
-}
-IntArray::~IntArray() {
-  if (a_) aclDestroyIntArray(a_);
 }
 
 BoolArray::BoolArray(const std::vector<bool>& v) {
   std::unique_ptr<bool[]> flat(new bool[v.size() + 1]);  // std::vector<bool> is packed
   for (size_t i = 0; i < v.size(); ++i) flat[i] = v[i];
-  a_ = aclCreateBoolArray(flat.get(), v.size());
-  TORCH_CHECK(a_ != nullptr, "ascend: aclCreateBoolArray failed: ", recent_error(),
+  own(aclCreateBoolArray(flat.get(), v.size()));
+  TORCH_CHECK(get() != nullptr, "ascend: aclCreateBoolArray failed: ", recent_error(),
               " (vendor ascend)");
-}
-BoolArray::~BoolArray() {
-  if (a_) aclDestroyBoolArray(a_);
 }
 
 TensorList::TensorList(const std::vector<at::Tensor>& ts) {
@@ -140,13 +107,10 @@ TensorList::TensorList(const std::vector<at::Tensor>& ts) {
   for (const at::Tensor& t : ts) owned.emplace_back(t);
   std::vector<const aclTensor*> raw;
   for (const Tensor& t : owned) raw.push_back(t.get());
-  l_ = aclCreateTensorList(raw.data(), raw.size());
-  TORCH_CHECK(l_ != nullptr, "ascend: aclCreateTensorList failed for ", ts.size(),
+  own(aclCreateTensorList(raw.data(), raw.size()));
+  TORCH_CHECK(get() != nullptr, "ascend: aclCreateTensorList failed for ", ts.size(),
               " tensors: ", recent_error(), " (vendor ascend)");
   for (Tensor& t : owned) t.release();  // the list owns its tensors now
-}
-TensorList::~TensorList() {
-  if (l_) aclDestroyTensorList(l_);
 }
 
 aclrtStream current_stream(c10::Device device) {
@@ -155,35 +119,23 @@ aclrtStream current_stream(c10::Device device) {
 }
 
 namespace {
-const char* status_name(aclnnStatus s) {
-  switch (s) {
-    case ACLNN_ERR_PARAM_NULLPTR:
-      return "ACLNN_ERR_PARAM_NULLPTR";
-    case ACLNN_ERR_PARAM_INVALID:
-      return "ACLNN_ERR_PARAM_INVALID";
-    case ACLNN_ERR_RUNTIME_ERROR:
-      return "ACLNN_ERR_RUNTIME_ERROR";
-    case ACLNN_ERR_INNER:
-      return "ACLNN_ERR_INNER";
-    case ACLNN_ERR_INNER_NULLPTR:
-      return "ACLNN_ERR_INNER_NULLPTR";
-    case ACLNN_ERR_INNER_INFERSHAPE_ERROR:
-      return "ACLNN_ERR_INNER_INFERSHAPE_ERROR";
-    case ACLNN_ERR_INNER_TILING_ERROR:
-      return "ACLNN_ERR_INNER_TILING_ERROR";
-    case ACLNN_ERR_INNER_FIND_KERNEL_ERROR:
-      return "ACLNN_ERR_INNER_FIND_KERNEL_ERROR";
-    default:
-      return "aclnnStatus";
-  }
-}
-
+constexpr torch_fl::kit::SdkError<aclnnStatus> kStatuses[] = {
+    TFL_KIT_SDK_NAME(ACLNN_ERR_PARAM_NULLPTR),
+    TFL_KIT_SDK_NAME(ACLNN_ERR_PARAM_INVALID),
+    TFL_KIT_SDK_NAME(ACLNN_ERR_RUNTIME_ERROR),
+    TFL_KIT_SDK_NAME(ACLNN_ERR_INNER),
+    TFL_KIT_SDK_NAME(ACLNN_ERR_INNER_NULLPTR),
+    TFL_KIT_SDK_NAME(ACLNN_ERR_INNER_INFERSHAPE_ERROR),
+    TFL_KIT_SDK_NAME(ACLNN_ERR_INNER_TILING_ERROR),
+    TFL_KIT_SDK_NAME(ACLNN_ERR_INNER_FIND_KERNEL_ERROR),
+};
 }  // namespace
 
 void check(aclnnStatus status, const std::string& aclnn_fn, const Call& c) {
   if (status == ACLNN_SUCCESS) return;
   TORCH_CHECK(false, "flagos: ", aclnn_fn, " failed for ", c.name(), " on ", c.device(),
-              " (vendor ascend): status ", status, " (", status_name(status),
+              " (vendor ascend): status ", status, " (",
+              torch_fl::kit::sdk_error_name(kStatuses, status, "aclnnStatus"),
               "): ", recent_error());
 }
 

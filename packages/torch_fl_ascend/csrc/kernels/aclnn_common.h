@@ -31,6 +31,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tfl_ascend {
@@ -72,77 +73,52 @@ inline torch_fl::kit::SdkKernel kernel(const char* fn, const DtypeSet& dtypes) {
 // ACLNN's dtype for a torch dtype; ACL_DT_UNDEFINED when it has none.
 aclDataType acl_dtype(at::ScalarType t);
 
-// RAII owners of the ACLNN parameter objects (aclDestroy* on scope exit).
-class Tensor {
+// An owned ACLNN parameter object: aclDestroy* on scope exit.
+template <class T, aclnnStatus (*Destroy)(const T*)>
+class Owned {
  public:
-  Tensor() = default;  // an absent optional tensor (nullptr)
-  explicit Tensor(const at::Tensor& t);
-  Tensor(Tensor&&) noexcept;
-  Tensor& operator=(Tensor&&) noexcept;
-  ~Tensor();
-  aclTensor* get() const { return t_; }
-  operator aclTensor*() const { return t_; }
-  aclTensor* release() {
-    aclTensor* t = t_;
-    t_ = nullptr;
-    return t;
+  Owned() = default;  // nothing owned: an absent optional argument (nullptr)
+  Owned(Owned&& o) noexcept : p_(o.release()) {}
+  Owned& operator=(Owned&& o) noexcept {
+    if (this != &o) own(o.release());
+    return *this;
+  }
+  ~Owned() { own(nullptr); }
+  T* get() const { return p_; }
+  operator T*() const { return p_; }
+  T* release() { return std::exchange(p_, nullptr); }
+
+ protected:
+  void own(T* p) {
+    if (p_) Destroy(p_);
+    p_ = p;
   }
 
  private:
-  aclTensor* t_ = nullptr;
+  T* p_ = nullptr;
 };
 
-class Scalar {
- public:
+struct Tensor : Owned<aclTensor, aclDestroyTensor> {
+  Tensor() = default;
+  explicit Tensor(const at::Tensor& t);
+};
+struct Scalar : Owned<aclScalar, aclDestroyScalar> {
   // `like`: the dtype the value is given in (the op's compute dtype family).
   Scalar(const at::Scalar& s, at::ScalarType like);
-  ~Scalar();
-  Scalar(const Scalar&) = delete;
-  Scalar& operator=(const Scalar&) = delete;
-  operator aclScalar*() const { return s_; }
-
- private:
-  aclScalar* s_ = nullptr;
 };
-
-class IntArray {
- public:
+struct IntArray : Owned<aclIntArray, aclDestroyIntArray> {
   explicit IntArray(const std::vector<int64_t>& v);
-  ~IntArray();
-  IntArray(const IntArray&) = delete;
-  IntArray& operator=(const IntArray&) = delete;
-  operator aclIntArray*() const { return a_; }
-
- private:
-  aclIntArray* a_ = nullptr;
 };
-
-class BoolArray {
- public:
+struct BoolArray : Owned<aclBoolArray, aclDestroyBoolArray> {
   explicit BoolArray(const std::vector<bool>& v);
-  ~BoolArray();
-  BoolArray(const BoolArray&) = delete;
-  BoolArray& operator=(const BoolArray&) = delete;
-  operator aclBoolArray*() const { return a_; }
-
- private:
-  aclBoolArray* a_ = nullptr;
 };
 
 // The most tensors one aclTensorList may carry into an op.
 constexpr size_t kMaxTensorList = 50;
 
-class TensorList {
- public:
+struct TensorList : Owned<aclTensorList, aclDestroyTensorList> {
   // At most kMaxTensorList tensors (callers split longer lists).
   explicit TensorList(const std::vector<at::Tensor>& ts);
-  ~TensorList();
-  TensorList(const TensorList&) = delete;
-  TensorList& operator=(const TensorList&) = delete;
-  operator aclTensorList*() const { return l_; }
-
- private:
-  aclTensorList* l_ = nullptr;
 };
 
 // The aclrtStream of the flagos current stream on `device` (the stream

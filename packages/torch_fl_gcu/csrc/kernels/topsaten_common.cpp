@@ -3,6 +3,8 @@
 #include <ATen/WrapDimUtils.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch_fl/kit/kernel_stream.h>
+#include <torch_fl/kit/sdk_dtypes.h>
+#include <torch_fl/kit/sdk_errors.h>
 #include <torch_fl/runtime.h>
 
 #include <mutex>
@@ -12,32 +14,19 @@
 
 namespace tfl_gcu {
 
+namespace {
+// int64 and float64 exist, but every topsaten op answers NOT_SUPPORT for them.
+constexpr torch_fl::kit::SdkDtype<topsaten::topsatenDataType_t> kDtypes[] = {
+    {at::kFloat, topsaten::TOPSATEN_DATA_FP32},    {at::kHalf, topsaten::TOPSATEN_DATA_FP16},
+    {at::kBFloat16, topsaten::TOPSATEN_DATA_BF16}, {at::kInt, topsaten::TOPSATEN_DATA_I32},
+    {at::kShort, topsaten::TOPSATEN_DATA_I16},     {at::kChar, topsaten::TOPSATEN_DATA_I8},
+    {at::kByte, topsaten::TOPSATEN_DATA_U8},       {at::kBool, topsaten::TOPSATEN_DATA_PRED},
+    {at::kLong, topsaten::TOPSATEN_DATA_I64},      {at::kDouble, topsaten::TOPSATEN_DATA_F64},
+};
+}  // namespace
+
 topsaten::topsatenDataType_t tops_dtype(at::ScalarType t) {
-  using namespace topsaten;
-  switch (t) {
-    case at::kFloat:
-      return TOPSATEN_DATA_FP32;
-    case at::kHalf:
-      return TOPSATEN_DATA_FP16;
-    case at::kBFloat16:
-      return TOPSATEN_DATA_BF16;
-    case at::kInt:
-      return TOPSATEN_DATA_I32;
-    case at::kShort:
-      return TOPSATEN_DATA_I16;
-    case at::kChar:
-      return TOPSATEN_DATA_I8;
-    case at::kByte:
-      return TOPSATEN_DATA_U8;
-    case at::kBool:
-      return TOPSATEN_DATA_PRED;
-    case at::kLong:
-      return TOPSATEN_DATA_I64;  // exists, but every op answers NOT_SUPPORT
-    case at::kDouble:
-      return TOPSATEN_DATA_F64;  // likewise
-    default:
-      return TOPSATEN_DATA_NONE;
-  }
+  return torch_fl::kit::sdk_dtype(kDtypes, t).value_or(topsaten::TOPSATEN_DATA_NONE);
 }
 
 const torch_fl::kit::DtypeSet kArithmetic{at::kFloat, at::kHalf, at::kBFloat16, at::kInt};
@@ -128,23 +117,16 @@ void ensure_init() {
 
 const char* status_name(topsaten::topsatenStatus_t s) {
   using namespace topsaten;
-  switch (s) {
-    case TOPSATEN_STATUS_SUCCESS:
-      return "TOPSATEN_STATUS_SUCCESS";
-    case TOPSATEN_STATUS_ALLOC_FAILED:
-      return "TOPSATEN_STATUS_ALLOC_FAILED";
-    case TOPSATEN_STATUS_BAD_PARAM:
-      return "TOPSATEN_STATUS_BAD_PARAM";
-    case TOPSATEN_STATUS_NOT_SUPPORT:
-      return "TOPSATEN_STATUS_NOT_SUPPORT";
-    case TOPSATEN_STATUS_INTERNAL_ERROR:
-      return "TOPSATEN_STATUS_INTERNAL_ERROR";
-    case TOPSATEN_STATUS_RUNTIME_ERROR:
-      return "TOPSATEN_STATUS_RUNTIME_ERROR";
-    case TOPSATEN_STATUS_EXECUTE_ERROR:
-      return "TOPSATEN_STATUS_EXECUTE_ERROR";
-  }
-  return "TOPSATEN_STATUS_<unknown>";
+  static constexpr torch_fl::kit::SdkError<topsatenStatus_t> kStatuses[] = {
+      TFL_KIT_SDK_NAME(TOPSATEN_STATUS_SUCCESS),
+      TFL_KIT_SDK_NAME(TOPSATEN_STATUS_ALLOC_FAILED),
+      TFL_KIT_SDK_NAME(TOPSATEN_STATUS_BAD_PARAM),
+      TFL_KIT_SDK_NAME(TOPSATEN_STATUS_NOT_SUPPORT),
+      TFL_KIT_SDK_NAME(TOPSATEN_STATUS_INTERNAL_ERROR),
+      TFL_KIT_SDK_NAME(TOPSATEN_STATUS_RUNTIME_ERROR),
+      TFL_KIT_SDK_NAME(TOPSATEN_STATUS_EXECUTE_ERROR),
+  };
+  return torch_fl::kit::sdk_error_name(kStatuses, s, "TOPSATEN_STATUS_<unknown>");
 }
 
 namespace {

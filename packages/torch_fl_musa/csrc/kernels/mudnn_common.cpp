@@ -2,85 +2,48 @@
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch_fl/kit/kernel_stream.h>
+#include <torch_fl/kit/sdk_dtypes.h>
+#include <torch_fl/kit/sdk_errors.h>
 #include <torch_fl/runtime.h>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace tfl_musa {
 namespace {
 
-bool mu_type(at::ScalarType t, dnn::Tensor::Type* out) {
-  using T = dnn::Tensor::Type;
-  switch (t) {
-    case at::kFloat:
-      *out = T::FLOAT;
-      return true;
-    case at::kHalf:
-      *out = T::HALF;
-      return true;
-    case at::kBFloat16:
-      *out = T::BFLOAT16;
-      return true;
-    case at::kDouble:
-      *out = T::DOUBLE;
-      return true;
-    case at::kLong:
-      *out = T::INT64;
-      return true;
-    case at::kInt:
-      *out = T::INT32;
-      return true;
-    case at::kShort:
-      *out = T::INT16;
-      return true;
-    case at::kChar:
-      *out = T::INT8;
-      return true;
-    case at::kByte:
-      *out = T::UINT8;
-      return true;
-    case at::kBool:
-      *out = T::BOOL;
-      return true;
-    default:
-      return false;
-  }
-}
+using Type = dnn::Tensor::Type;
+constexpr torch_fl::kit::SdkDtype<Type> kDtypes[] = {
+    {at::kFloat, Type::FLOAT},   {at::kHalf, Type::HALF},  {at::kBFloat16, Type::BFLOAT16},
+    {at::kDouble, Type::DOUBLE}, {at::kLong, Type::INT64}, {at::kInt, Type::INT32},
+    {at::kShort, Type::INT16},   {at::kChar, Type::INT8},  {at::kByte, Type::UINT8},
+    {at::kBool, Type::BOOL},
+};
 
-const char* status_name(dnn::Status s) {
-  switch (s) {
-    case dnn::Status::SUCCESS:
-      return "SUCCESS";
-    case dnn::Status::INVALID_PARAMETER:
-      return "INVALID_PARAMETER";
-    case dnn::Status::NOT_INITIALIZED:
-      return "NOT_INITIALIZED";
-    case dnn::Status::ALLOC_FAILED:
-      return "ALLOC_FAILED";
-    case dnn::Status::NOT_SUPPORTED:
-      return "NOT_SUPPORTED";
-    case dnn::Status::INTERNAL_ERROR:
-      return "INTERNAL_ERROR";
-    case dnn::Status::ARCH_MISMATCH:
-      return "ARCH_MISMATCH";
-    case dnn::Status::EXECUTION_FAILED:
-      return "EXECUTION_FAILED";
-  }
-  return "musa::dnn::Status";
-}
+using Status = dnn::Status;
+constexpr torch_fl::kit::SdkError<Status> kStatuses[] = {
+    {Status::SUCCESS, "SUCCESS", TFL_OK},
+    {Status::INVALID_PARAMETER, "INVALID_PARAMETER", TFL_ERROR_DEVICE},
+    {Status::NOT_INITIALIZED, "NOT_INITIALIZED", TFL_ERROR_DEVICE},
+    {Status::ALLOC_FAILED, "ALLOC_FAILED", TFL_ERROR_DEVICE},
+    {Status::NOT_SUPPORTED, "NOT_SUPPORTED", TFL_ERROR_DEVICE},
+    {Status::INTERNAL_ERROR, "INTERNAL_ERROR", TFL_ERROR_DEVICE},
+    {Status::ARCH_MISMATCH, "ARCH_MISMATCH", TFL_ERROR_DEVICE},
+    {Status::EXECUTION_FAILED, "EXECUTION_FAILED", TFL_ERROR_DEVICE},
+};
 
 }  // namespace
 
 dnn::Tensor desc(const Call& c, const at::Tensor& t) {
-  dnn::Tensor::Type type;
-  if (!mu_type(t.scalar_type(), &type))
+  const std::optional<Type> type = torch_fl::kit::sdk_dtype(kDtypes, t.scalar_type());
+  if (!type)
     c.decline(std::string("muDNN has no tensor type for ") + c10::toString(t.scalar_type()));
   if (t.dim() > dnn::Tensor::kMaxDims)
     c.decline("a rank-" + std::to_string(t.dim()) + " tensor (muDNN describes at most " +
               std::to_string(dnn::Tensor::kMaxDims) + " dims)");
   dnn::Tensor d;
-  d.SetType(type);
+  d.SetType(*type);
   d.SetAddr(t.data_ptr());
   if (t.dim() == 0) {
     const int64_t one = 1;
@@ -107,7 +70,8 @@ dnn::Handle& handle(const Call& c) {
 void check(dnn::Status status, const char* fn, const Call& c) {
   if (status == dnn::Status::SUCCESS) return;
   TORCH_CHECK(false, "flagos: muDNN ", fn, " failed for ", c.name(), " on ", c.device(),
-              " (vendor musa): status ", static_cast<int>(status), " (", status_name(status), ")");
+              " (vendor musa): status ", static_cast<int>(status), " (",
+              torch_fl::kit::sdk_error_name(kStatuses, status, "musa::dnn::Status"), ")");
 }
 
 }  // namespace tfl_musa
