@@ -74,17 +74,21 @@ def rounds(
     n_rounds: int,
     reps: int,
     cpus: list[int] | None,
+    phases: int = 0,
 ) -> dict:
     """``n_rounds`` rounds of fresh children, native and one per entry of ``sites`` (label ->
     site), each running ``reps`` timed blocks of ``work`` (``"decode"`` or ``"step"``) with ``arg``;
     a block is ``units`` of ``unit``. Returns ms per unit per side and round, ratios native/build
     per round, and how each build's results compared with native's: decoded tokens equal in every
     round, or the largest relative difference of a training loss (bf16 steps with atomic-add
-    backward kernels differ between two native runs too)."""
+    backward kernels differ between two native runs too). With ``phases`` (training steps), each
+    child then also times that many steps phase by phase (``gpt_step.Side.phases``): ``phases``
+    in the result holds each side's per-round medians."""
     base_path = os.environ.get("PYTHONPATH", "")
     labels = list(sites)
     ms: dict[str, list[float]] = {k: [] for k in ["native", *labels]}
     ratios: dict[str, list[float]] = {k: [] for k in labels}
+    split: dict[str, list[dict]] = {k: [] for k in ["native", *labels]}
     equal: dict[str, bool] = dict.fromkeys(labels, True)
     loss_diff: dict[str, float] = dict.fromkeys(labels, 0.0)
     for i in range(n_rounds):
@@ -108,6 +112,8 @@ def rounds(
                 s = r % len(order)
                 for k in order[s:] + order[:s]:
                     times[k].append(sides[k].timed_block(work, arg))
+            for k in order if phases else ():
+                split[k].append(sides[k].phases(phases))
         finally:
             for side in sides.values():
                 side.close()
@@ -130,6 +136,7 @@ def rounds(
         "results_equal_native": equal,
         **({"loss_rel_diff_native": loss_diff} if work == "step" else {}),
         "pinned_cpus": cpus,
+        **({"phases": split} if phases else {}),
     }
     if len(labels) == 2:
         a, b = labels

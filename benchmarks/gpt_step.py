@@ -49,6 +49,12 @@ from _report import median_ratio, write_record
 
 FULL_RUN = {"steps": 4, "reps": 7, "decode_steps": 64, "prompt": 16}
 QUICK_RUN = {"steps": 2, "reps": 3, "decode_steps": 16, "prompt": 8}
+#: The parts of a training step whose host time Side.phases reports.
+PHASES = ("zero_grad", "forward", "backward", "optimizer", "wait")
+
+
+def _no_mark(_t: float) -> None:
+    pass
 
 
 class Side:
@@ -61,14 +67,36 @@ class Side:
         self.x, self.y, self.prompt = x.to(dev), y.to(dev), prompt.to(dev)
         self.amp = dev.type
 
-    def step(self) -> torch.Tensor:
+    def step(self, marks: list[float] | None = None) -> torch.Tensor:
+        """One training step; with ``marks``, the host clock at the start and after each of
+        PHASES but the last (``zero_grad``, forward and loss, ``backward()``, ``opt.step()``)."""
+        mark = marks.append if marks is not None else _no_mark
+        mark(time.perf_counter())
         self.opt.zero_grad(set_to_none=True)
+        mark(time.perf_counter())
         with torch.autocast(self.amp, dtype=torch.bfloat16):
             logits = self.model(self.x)
             loss = F.cross_entropy(logits.flatten(0, 1).float(), self.y.flatten())
+        mark(time.perf_counter())
         loss.backward()
+        mark(time.perf_counter())
         self.opt.step()
+        mark(time.perf_counter())
         return loss.detach()
+
+    def phases(self, steps: int) -> dict[str, float]:
+        """Host milliseconds of each of PHASES, median over ``steps`` steps, each started on a
+        drained queue: what the host spends where (``wait``: the final synchronize, the GPU
+        still behind the host)."""
+        rows = []
+        for _ in range(steps):
+            sync(self.dev)
+            marks: list[float] = []
+            self.step(marks)
+            sync(self.dev)
+            marks.append(time.perf_counter())
+            rows.append([b - a for a, b in zip(marks, marks[1:], strict=False)])
+        return {k: statistics.median(r[i] for r in rows) * 1e3 for i, k in enumerate(PHASES)}
 
     @torch.no_grad()
     def decode(self, steps: int) -> torch.Tensor:
@@ -151,6 +179,9 @@ class RemoteSide:
     def timed_block(self, fn_name: str, arg: int) -> float:
         return self._ask("timed", fn_name, arg)
 
+    def phases(self, steps: int) -> dict[str, float]:
+        return self._ask("phases", steps)
+
     def zero_grad(self) -> None:
         self._ask("zero_grad")
 
@@ -181,6 +212,8 @@ def serve(device: str, cfg: dict) -> int:
             reply = side.opt_impl()
         elif cmd[0] == "info":
             reply = process_info(tokens)
+        elif cmd[0] == "phases":
+            reply = side.phases(cmd[1])
         elif cmd[0] == "zero_grad":
             side.opt.zero_grad(set_to_none=True)
             reply = True
