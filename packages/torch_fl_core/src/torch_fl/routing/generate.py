@@ -161,13 +161,17 @@ def _diff_summary(old: str, new: str, path: Path) -> str:
     return "\n".join(lines)
 
 
-def write_or_check(text: str, output: str | Path, *, check: bool, regenerate: str) -> int:
+def write_or_check(
+    text: str, output: str | Path, *, check: bool, regenerate: str, output_option: bool = True
+) -> int:
     """The command-line tail every route-table generator shares (core's and the vendors').
 
     ``output`` ``-`` prints the table. With ``check``, compares it with the file: exit status 1
     with a summary of the routes to add and remove (and ``regenerate``, the command that fixes
-    it) when they differ; a table generated for another torch minor is not checked (its
-    ``# generated-for:`` line says which). Otherwise writes the file atomically.
+    it, with ``--output <file>`` unless ``output_option`` is false: a generator that writes
+    several files names them its own way) when they differ; a table generated for another torch
+    minor is not checked (its ``# generated-for:`` line says which). Otherwise writes the file
+    atomically.
     """
     if str(output) == "-":
         sys.stdout.write(text)
@@ -190,7 +194,8 @@ def write_or_check(text: str, output: str | Path, *, check: bool, regenerate: st
             print(f"{path}: up to date")
             return 0
         print(_diff_summary(current, text, path), file=sys.stderr)
-        print(f"regenerate: {regenerate} --output {path}", file=sys.stderr)
+        fix = f"{regenerate} --output {path}" if output_option else regenerate
+        print(f"regenerate: {fix}", file=sys.stderr)
         return 1
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")

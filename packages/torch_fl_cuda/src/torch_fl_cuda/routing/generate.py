@@ -34,14 +34,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 
 import torch
 from torch_fl.kit.kernel_ops import ALL_DTYPES
-from torch_fl.routing.generate import EXCLUDED, classify_box_routes
+from torch_fl.routing.generate import EXCLUDED, classify_box_routes, write_or_check
 from torch_fl.routing.validation import torch_minor
 
 __all__ = [
@@ -277,10 +276,6 @@ def gaps_text(survey_path: Path = SURVEY) -> str:
     return json.dumps(gaps(survey), indent=1, ensure_ascii=False) + "\n"
 
 
-def _stale(path: Path, text: str) -> bool:
-    return (path.read_text(encoding="utf-8") if path.exists() else "") != text
-
-
 def main(argv: Iterable[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m torch_fl_cuda.routing.generate")
     parser.add_argument("--check", action="store_true", help="exit 1 if a file is out of date")
@@ -301,23 +296,14 @@ def main(argv: Iterable[str] | None = None) -> int:
         table: box_text(),
         gems_table: flaggems_text(survey),
     }
-    if args.check:
-        stale = [path for path, text in texts.items() if _stale(path, text)]
-        for path in stale:
-            print(
-                f"{path} is out of date: python -m torch_fl_cuda.routing.generate", file=sys.stderr
-            )
-        if not stale:
-            print("cuda tables and gap set up to date")
-        return 1 if stale else 0
+    fix = "python -m torch_fl_cuda.routing.generate" + (f" --dir {args.dir}" if args.dir else "")
+    # One failing file fails the run; every file is still checked (or written).
+    failed = 0
     for path, text in texts.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-        what = f"{text.count(chr(10))} lines" if path.suffix == ".conf" else "gap set"
-        print(f"wrote {path}: {what}")
-    return 0
+        failed |= write_or_check(text, path, check=args.check, regenerate=fix, output_option=False)
+    if args.check and not failed:
+        print("cuda tables and gap set up to date")
+    return failed
 
 
 if __name__ == "__main__":

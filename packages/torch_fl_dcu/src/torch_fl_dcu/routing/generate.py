@@ -38,7 +38,6 @@ vendor loads this table when its ``flaggems`` backend is registered.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -51,6 +50,7 @@ from torch_fl.routing.generate import (
     STUB_COMPOSITES,
     classify_box_routes,
     flaggems_route_classes,
+    write_or_check,
 )
 from torch_fl.routing.route_table import short_op_name
 from torch_fl.routing.validation import torch_minor
@@ -251,33 +251,14 @@ def main(argv: Iterable[str] | None = None) -> int:
             f"(dcu.conf does not route them; their FlagGems lists fall back to cpu): {', '.join(short_op_name(o) for o in missing[:20])}"
             + (" ..." if len(missing) > 20 else "")
         )
-    if args.check:
-        stale = []
-        for path, text in texts.items():
-            current = path.read_text(encoding="utf-8") if path.exists() else ""
-            generated = "generated-for: torch " in current
-            if generated and f"generated-for: torch {torch_minor()}" not in current:
-                print(f"{path}: generated for another torch minor; not checked here")
-                continue
-            if current != text:
-                stale.append(path)
-        for path in stale:
-            print(
-                f"{path} is out of date: python -m torch_fl_dcu.routing.generate", file=sys.stderr
-            )
-        if not stale:
-            print("dcu tables up to date")
-        return 1 if stale else 0
+    fix = "python -m torch_fl_dcu.routing.generate" + (f" --dir {args.dir}" if args.dir else "")
+    # One failing file fails the run; every file is still checked (or written).
+    failed = 0
     for path, text in texts.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-        print(
-            f"wrote {path}: {sum(1 for ln in text.splitlines() if ln and not ln.startswith('#'))} "
-            "statements"
-        )
-    return 0
+        failed |= write_or_check(text, path, check=args.check, regenerate=fix, output_option=False)
+    if args.check and not failed:
+        print("dcu tables up to date")
+    return failed
 
 
 if __name__ == "__main__":
