@@ -18,6 +18,14 @@ def median_ratio(num: Iterable[float], den: Iterable[float]) -> float:
     return statistics.median(a / b for a, b in zip(num, den, strict=True))
 
 
+def build_sides(sites: list[str]) -> dict[str, str]:
+    """The flagos sides of a run: each build site given (a directory put first on a child's
+    ``PYTHONPATH``) labelled A, B, ... in order; none given, the installed build as ``flagos``."""
+    if not sites:
+        return {"flagos": ""}
+    return {chr(65 + i): site for i, site in enumerate(sites)}
+
+
 def _text_spec(spec: str) -> str:
     """``spec`` for a string in the same column: alignment and width only."""
     m = _NUMERIC.match(spec)

@@ -39,7 +39,7 @@ import tempfile
 import time
 
 from _bench_env import describe, load_avg, record_end
-from _report import Table, write_record
+from _report import Table, build_sides, write_record
 
 #: A fixed cache geometry, so the figures do not depend on the host measuring them: a current
 #: server core's (32 KiB 8-way instruction cache, 48 KiB 12-way data cache, 64-byte lines; the
@@ -161,10 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     env = describe(load_avg())
     t0 = time.perf_counter()
     sides = {"cpu": ("", "cpu")}
-    if args.sites:
-        sides.update({chr(65 + i): (s, "flagos") for i, s in enumerate(args.sites)})
-    else:
-        sides["flagos"] = ("", "flagos")
+    sides.update({k: (s, "flagos") for k, s in build_sides(args.sites).items()})
     print(
         f"per decoded token of _models.GPT (GPT_QUICK, batch 1, KV cache), {args.steps} tokens "
         "(callgrind with cache and branch simulation, two fresh processes per side); "

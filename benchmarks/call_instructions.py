@@ -32,7 +32,7 @@ import tempfile
 import time
 
 from _bench_env import describe, load_avg, record_end
-from _report import Table, write_record
+from _report import Table, build_sides, write_record
 
 # case -> (the statement, timed per call, and the binding whose instructions are counted).
 CASES = {
@@ -129,10 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     native = args.native
     sides = {native: ("", native)}
-    if args.sites:
-        sides.update({chr(65 + i): (s, "flagos") for i, s in enumerate(args.sites)})
-    else:
-        sides["flagos"] = ("", "flagos")
+    sides.update({k: (s, "flagos") for k, s in build_sides(args.sites).items()})
     print(
         f"instructions per call inside the torch function's binding, {args.calls} calls per case "
         "(callgrind, two fresh processes per side); "

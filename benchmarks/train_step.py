@@ -33,7 +33,7 @@ import _builds
 import gpt_step as G
 from _bench_env import describe, load_avg, record_end
 from _models import GPT_FULL
-from _report import Table, write_record
+from _report import Table, build_sides, write_record
 
 
 def print_phases(split: dict[str, list[dict]]) -> None:
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     native, base = _builds.native_and_sizes(args)
     small = base["vocab"] < GPT_FULL["vocab"]
     batches = [int(b) for b in (args.batches or ("2,4" if small else "8,64")).split(",")]
-    sites = {"flagos": ""} if not args.sites else {chr(65 + i): s for i, s in enumerate(args.sites)}
+    sites = build_sides(args.sites)
     cpus = G.decode_cpus(args.cpus, native)
     env = describe(load_avg())
     t0 = time.perf_counter()
