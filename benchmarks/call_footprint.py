@@ -61,7 +61,7 @@ import torch
 import _models
 dev, steps, prompt_len = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 torch.manual_seed(0)
-cfg = dict(_models.GPT_QUICK, prompt=prompt_len, decode_steps=64)
+cfg = dict(_models.GPT_QUICK, prompt=prompt_len, decode_steps=max(steps, 4))  # positions
 model = _models.gpt(cfg).eval().to(dev)
 prompt = torch.randint(0, cfg["vocab"], (1, prompt_len)).to(dev)
 
