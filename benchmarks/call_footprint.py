@@ -16,14 +16,16 @@ first-level instruction cache, so on a real host each I1 miss is a second-level 
 cycles) and each mispredict costs about as much: that is where a routed call's time goes beyond
 its instructions.
 
-    python benchmarks/call_footprint.py [SITE_A [SITE_B]] [--steps 8] [--json out.json]
+    python benchmarks/call_footprint.py [SITE_A [SITE_B]] [--steps 8] [--keep DIR] [--json out.json]
 
 With build sites (directories first on ``PYTHONPATH``, ``pip install --no-build-isolation
 --no-deps --target SITE packages/torch_fl_core``) each build is a side, so a change to the
 router's code size is judged against the tree before it in one run. The simulated caches have one
 fixed geometry (``CACHES``), whatever the host. On sim, flagos's figures include sim's own: the
 box:cpu host-result allocator and the runtime's stream synchronisation. Needs valgrind; about two
-minutes per pair of processes on 2 cores; prints figures, asserts nothing.
+minutes per pair of processes on 2 cores; prints figures, asserts nothing. ``--keep DIR`` keeps
+callgrind's outputs (``SIDE.STEPS``), which name the functions the misses fall in:
+``callgrind_annotate --auto=no --show=Ir,I1mr,D1mr DIR/B.10``.
 """
 
 from __future__ import annotations
@@ -89,8 +91,12 @@ print("ROUTED", json.dumps(counts))
 """
 
 
-def _run(site: str, device: str, steps: int, prompt: int) -> tuple[dict, int | None]:
-    """callgrind's summary events and the routed calls of one child decoding `steps` tokens."""
+def _run(
+    site: str, device: str, steps: int, prompt: int, keep: str | None = None
+) -> tuple[dict, int | None]:
+    """callgrind's summary events and the routed calls of one child decoding `steps` tokens.
+
+    ``keep``: where to copy callgrind's output (per function), for ``callgrind_annotate``."""
     env = dict(os.environ, PYTHONHASHSEED="0", OMP_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (site, env.get("PYTHONPATH", "")) if p)
     here = os.path.dirname(os.path.abspath(__file__))
@@ -124,17 +130,22 @@ def _run(site: str, device: str, steps: int, prompt: int) -> tuple[dict, int | N
                     summary = [int(x) for x in line.split()[1:]]
         if names is None or summary is None:
             raise RuntimeError(f"no summary in {out}")
+        if keep:
+            shutil.copyfile(out, keep)
     routed = re.search(r"^ROUTED (\S+)$", run.stdout, re.M)
     counts = dict(zip(names, summary, strict=True))
     n = None if routed is None or routed.group(1) == "null" else int(routed.group(1))
     return counts, n
 
 
-def measure(site: str, device: str, steps: int, prompt: int) -> dict:
+def measure(site: str, device: str, steps: int, prompt: int, keep: str | None = None) -> dict:
     """Per decoded token: each event, and the routed calls (flagos)."""
+    few_out = many_out = None
+    if keep:
+        few_out, many_out = f"{keep}.{2}", f"{keep}.{2 + steps}"
     with concurrent.futures.ThreadPoolExecutor(2) as pool:  # the two processes side by side
-        few_run = pool.submit(_run, site, device, 2, prompt)
-        many_run = pool.submit(_run, site, device, 2 + steps, prompt)
+        few_run = pool.submit(_run, site, device, 2, prompt, few_out)
+        many_run = pool.submit(_run, site, device, 2 + steps, prompt, many_out)
         (few, n_few), (many, n_many) = few_run.result(), many_run.result()
     per = {e: (many.get(e, 0) - few.get(e, 0)) / steps for e in EVENTS}
     routed = (n_many - n_few) / steps if n_few is not None and n_many is not None else None
@@ -152,6 +163,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--prompt", type=int, default=8, help="prompt tokens")
     p.add_argument("--quick", action="store_true", help="2 steps (a smoke run)")
     p.add_argument("--json", default=None)
+    p.add_argument(
+        "--keep",
+        default=None,
+        metavar="DIR",
+        help="keep callgrind's outputs there (SIDE.STEPS), to diff per function with "
+        "callgrind_annotate",
+    )
     args = p.parse_args(argv)
     if args.quick:
         args.steps = 2
@@ -168,7 +186,12 @@ def main(argv: list[str] | None = None) -> int:
         + ", ".join(f"{k}={s or '(installed)'}" for k, (s, _) in sides.items() if k != "cpu"),
         flush=True,
     )
-    results = {k: measure(site, dev, args.steps, args.prompt) for k, (site, dev) in sides.items()}
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+    results = {
+        k: measure(site, dev, args.steps, args.prompt, args.keep and os.path.join(args.keep, k))
+        for k, (site, dev) in sides.items()
+    }
     print(f"simulated caches: {' '.join(CACHES)}")
     native = results["cpu"]["per_token"]
     table = Table(

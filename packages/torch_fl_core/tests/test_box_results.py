@@ -76,3 +76,32 @@ def test_threads_share_inputs(flagos):
         t.join()
     assert not errors, errors[0]
     assert allocated(flagos) == before
+
+
+def test_retyped_results_are_flagos_tensors_like_any_other(flagos):
+    # A fresh result's TensorImpl becomes the flagos tensor itself: its dispatch keys and device
+    # are then exactly a new flagos tensor's, on the call's device (not device 0), and it behaves
+    # as one under autograd and autocast.
+    assert flagos.device_count() >= 2
+    for index in (0, 1):
+        dev = torch.device("flagos", index)
+        fresh = torch.empty(3, device=dev)
+        a = torch.arange(3.0, device=dev)
+        results = [
+            a + 1,
+            torch.mm(a.view(3, 1), a.view(1, 3)),
+            a.sum(),
+            torch.max(a.view(1, 3), 1)[1],
+        ]
+        for r in results:
+            assert r.device == dev
+            assert r.untyped_storage().device == dev
+            assert torch._C._dispatch_keys(r) == torch._C._dispatch_keys(fresh), r
+        w = torch.ones(3, device=dev, requires_grad=True)
+        (w * a).sum().backward()
+        assert w.grad.device == dev
+        assert torch._C._dispatch_keys(w.grad) == torch._C._dispatch_keys(fresh)
+        torch.testing.assert_close(w.grad.cpu(), torch.arange(3.0))
+        with torch.autocast("flagos", dtype=torch.bfloat16):
+            m = torch.mm(a.view(3, 1), a.view(1, 3))
+        assert m.dtype == torch.bfloat16 and m.device == dev

@@ -5,8 +5,9 @@ deterministic guard beside them. A child process on sim runs each case on flagos
 with a small malloc-counting library preloaded (call_budget/malloc_count.c, built here with the C
 compiler that builds core), and reports the allocations of one flagos call beyond those of the same
 call on CPU, in steady state. Ordinary calls of up to a few tensors make none of their own (the
-operand aliases come from the thread's pool, the call's bookkeeping lives on the stack); a call
-returning a new tensor makes one (the flagos tensor over the kernel's result). A list operator
+operand aliases come from the thread's pool, the call's bookkeeping lives on the stack), also when
+they return a new tensor (the kernel's result becomes the flagos tensor itself, over flagos pool
+memory). A list operator
 whose lists come back (an optimizer's, every step) makes none either, over 10 tensors or 150: the
 router keeps the lists' aliases (csrc/boxing/list_aliases.h) and hands them to the kernel as they
 are. A convolution has a budget of its own (its route kernel adds the layout rule, and the
@@ -35,18 +36,21 @@ HERE = Path(__file__).parent / "call_budget"
 BUDGET = {
     "add_": (0, "nothing: aliases from the pool, bookkeeping on the stack"),
     "add_out": (0, "nothing"),
-    "add": (1, "the flagos tensor over the kernel's result"),
-    "addmm": (1, "the flagos tensor over the kernel's result"),
+    # A fresh result is retyped in place: no second TensorImpl. (The 1 these cases counted before
+    # was the error text of the graph-capture check, built per host-result allocation.)
+    "add": (0, "nothing: the kernel's result becomes the flagos tensor"),
+    "addmm": (0, "nothing, as add"),
     "add_ (other thread)": (0, "nothing, on a thread other than the one that imported torch"),
     "foreach_add_10": (0, "nothing: both lists' aliases are kept sets, borrowed for the call"),
     "foreach_add_150": (0, "nothing, as over 10 tensors"),
-    # Routed directly (unboxed): the flagos tensor over the result, and the buffers the CPU
-    # kernel allocates for itself, which come from the flagos pool under box:cpu. Through ATen's
-    # overrideable path (_convolution on flagos, then a boxed call of the same kernel) it was 33.
-    "conv2d": (4, "the result's flagos tensor and the kernel's buffers from the flagos pool"),
+    # Routed directly (unboxed). The buffers the CPU kernel allocates for itself come from the
+    # flagos pool under box:cpu, and the pool's free list takes a node when one goes back (as
+    # CUDA's caching allocator's does). Through ATen's overrideable path (_convolution on flagos,
+    # then a boxed call of the same kernel) it was 33.
+    "conv2d": (1, "a free-list node of the flagos pool for the kernel's buffer"),
     # The answer keeps the layout CPU and CUDA give it (channels_last): no restriding copy, which
     # costs 9 more.
-    "conv2d channels_last": (5, "the contiguous convolution's, one more beside CPU's own"),
+    "conv2d channels_last": (1, "as the contiguous convolution"),
     # The CPU fallback copies each operand to the host and the written one back (ATen's
     # cpu_fallback: host tensors, their storages, the boxed stack); keeping the written
     # arguments for a kernel that raises adds none (28.2 on torch 2.13, the same before and after

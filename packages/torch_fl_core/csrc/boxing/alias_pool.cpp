@@ -64,6 +64,9 @@ struct AliasPool {
   LongTable long_calls;
   AliasPoolStats stats;
   uint64_t tick = 0;
+  // The last alias built beyond a full kind's slots, held until the next one
+  // (pooled_alias returns references; the caller copies what it keeps).
+  at::Tensor overflow;
 
   KindPool& of(uint64_t kind, uint64_t now) {
     for (size_t i = 0; i < nkinds; ++i) {
@@ -123,12 +126,11 @@ uint64_t alias_kind(const at::Tensor& t, c10::Device device, c10::DispatchKey ke
 }
 
 // Points a free pooled alias at t's memory and geometry.
-at::Tensor repoint(AliasSlot& slot, const at::Tensor& t, void* data, size_t nbytes,
-                   c10::Device device) {
-  point_alias_at(slot.alias, data, nbytes, device);
+const at::Tensor& repoint(AliasSlot& slot, const at::Tensor& t, void* data, size_t nbytes,
+                          c10::Device device) {
+  rebind_alias(slot.alias, t, data, nbytes, device);
   slot.data = data;
   slot.nbytes = nbytes;
-  copy_geometry(slot.alias, t);
   return slot.alias;
 }
 
@@ -166,8 +168,8 @@ void LongTable::make_room() {
   }
 }
 
-at::Tensor long_call_alias(AliasPool& pool, const at::Tensor& t, void* data, size_t nbytes,
-                           uint64_t kind, c10::Device device, c10::DispatchKey key) {
+const at::Tensor& long_call_alias(AliasPool& pool, const at::Tensor& t, void* data, size_t nbytes,
+                                  uint64_t kind, c10::Device device, c10::DispatchKey key) {
   LongTable& table = pool.long_calls;
   bool found = false;
   LongSlot* s = table.find(data, nbytes, kind, found);
@@ -180,16 +182,16 @@ at::Tensor long_call_alias(AliasPool& pool, const at::Tensor& t, void* data, siz
     s = table.find(data, nbytes, kind, found);
   }
   ++pool.stats.builds;
-  at::Tensor alias = build_alias(t, c10::DataPtr(data, device), device, key);
-  *s = LongSlot{kind, AliasSlot{alias, data, nbytes, pool.tick}};
+  *s = LongSlot{kind, AliasSlot{build_alias(t, c10::DataPtr(data, device), device, key), data,
+                                nbytes, pool.tick}};
   ++table.live;
-  return alias;
+  return s->slot.alias;
 }
 
 }  // namespace
 
-at::Tensor pooled_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey key,
-                        bool long_call) {
+const at::Tensor& pooled_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey key,
+                               bool long_call) {
   const c10::Storage& base = t.storage();
   void* data = base.mutable_data();
   const size_t nbytes = base.nbytes();
@@ -228,9 +230,12 @@ at::Tensor pooled_alias(const at::Tensor& t, c10::Device device, c10::DispatchKe
   // call, and a result that aliases it is re-wrapped over the flagos storage.
   at::Tensor alias = build_alias(t, c10::DataPtr(data, device), device, key);
   if (kp.slots.size() < kSlotsPerKind) {
-    kp.slots.push_back(AliasSlot{alias, data, nbytes, tick});
+    kp.slots.push_back(AliasSlot{std::move(alias), data, nbytes, tick});
+    return kp.slots.back().alias;
   }
-  return alias;
+  // Every slot of this kind is held by the call: this alias goes with it.
+  pool.overflow = std::move(alias);
+  return pool.overflow;
 }
 
 AliasPoolStats alias_pool_stats() { return alias_pool().stats; }

@@ -18,8 +18,10 @@ namespace torch_fl::boxing {
 // operands are looked up by memory in a table of their own, which keeps the
 // aliases of such calls for the next one (an optimizer's lists come back
 // every step) without lengthening the short per-kind lists ordinary calls scan.
-at::Tensor pooled_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey key,
-                        bool long_call = false);
+// The reference is the pool's, valid until the calling thread's next
+// pooled_alias: copy it to keep it.
+const at::Tensor& pooled_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey key,
+                               bool long_call = false);
 
 // What pooled_alias did on the calling thread since it started: a pooled alias
 // that already viewed the operand's memory, a pooled alias re-pointed at it, or

@@ -13,6 +13,16 @@
 namespace torch_fl::boxing {
 namespace {
 
+// IntArrayRef's operator== calls memcmp; a routed call's operands have a few
+// dimensions, compared here inline.
+bool same_dims(c10::IntArrayRef a, c10::IntArrayRef b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
 void release_storage_ref(void* ctx) { delete static_cast<c10::Storage*>(ctx); }
 void release_grown(void* ctx) { delete static_cast<c10::DataPtr*>(ctx); }
 
@@ -123,24 +133,24 @@ at::Tensor alias_sharing_storage(const at::Tensor& sibling, const at::Tensor& t,
   return alias_over(c10::Storage(sibling.storage()), t, key);
 }
 
-namespace detail {
-void set_geometry(const at::Tensor& alias, const at::Tensor& t) {
+void rebind_alias(const at::Tensor& alias, const at::Tensor& t, void* data, size_t nbytes,
+                  c10::Device device) {
   // Every alias is an AliasImpl (alias_over builds them all).
   auto* impl = static_cast<AliasImpl*>(alias.unsafeGetTensorImpl());
+  c10::StorageImpl* storage = impl->unsafe_storage().unsafeGetStorageImpl();
+  if (storage->data() != data || storage->nbytes() != nbytes ||
+      storage->data_ptr().get_context() != nullptr) {
+    storage->set_data_ptr_noswap(c10::DataPtr(data, device));
+    storage->set_nbytes(nbytes);
+  }
   const c10::TensorImpl* src = t.unsafeGetTensorImpl();
   if (impl->storage_offset() != src->storage_offset() || !same_dims(impl->sizes(), src->sizes()) ||
       !same_dims(impl->strides(), src->strides())) {
     impl->copy_geometry(*src);
   }
-  if (impl->is_conj() != t.is_conj()) impl->_set_conj(t.is_conj());
-  if (impl->is_neg() != t.is_neg()) impl->_set_neg(t.is_neg());
+  if (C10_UNLIKELY(impl->is_conj() != src->is_conj())) impl->_set_conj(src->is_conj());
+  if (C10_UNLIKELY(impl->is_neg() != src->is_neg())) impl->_set_neg(src->is_neg());
 }
-
-void set_alias_data(c10::StorageImpl* storage, void* data, size_t nbytes, c10::Device device) {
-  storage->set_data_ptr_noswap(c10::DataPtr(data, device));
-  storage->set_nbytes(nbytes);
-}
-}  // namespace detail
 
 std::optional<c10::DataPtr> take_grown(const c10::Storage& alias_storage) {
   auto* inner = alias_storage.data_ptr().cast_context<c10::DataPtr>(&release_grown);

@@ -31,45 +31,16 @@ at::Tensor make_alias(const at::Tensor& t, c10::Device device, c10::DispatchKey 
 at::Tensor alias_sharing_storage(const at::Tensor& sibling, const at::Tensor& t,
                                  c10::DispatchKey key);
 
-namespace detail {
-void set_geometry(const at::Tensor& alias, const at::Tensor& t);
-void set_alias_data(c10::StorageImpl* storage, void* data, size_t nbytes, c10::Device device);
-// IntArrayRef's operator== calls memcmp; a routed call's operands have a few
-// dimensions, compared here inline.
-inline bool same_dims(c10::IntArrayRef a, c10::IntArrayRef b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] != b[i]) return false;
-  }
-  return true;
-}
-}  // namespace detail
-
-// Gives an alias made by build_alias t's geometry and conj/neg bits. Inline:
-// re-used aliases mostly have them already (a loop over the same tensors), and
-// this check runs per operand of every routed call.
-inline void copy_geometry(const at::Tensor& alias, const at::Tensor& t) {
-  const c10::TensorImpl* a = alias.unsafeGetTensorImpl();
-  const c10::TensorImpl* s = t.unsafeGetTensorImpl();
-  if (a->storage_offset() != s->storage_offset() || !detail::same_dims(a->sizes(), s->sizes()) ||
-      !detail::same_dims(a->strides(), s->strides()) || a->is_conj() != s->is_conj() ||
-      a->is_neg() != s->is_neg()) {
-    detail::set_geometry(alias, t);
-  }
-}
-
-// Points the storage of an alias made by build_alias at `data` (nbytes long),
-// non-owning. Its data pointer never owns memory, except after a kernel grew
-// it (the grow allocator's wrapper, whose block the flagos tensor has taken
-// over, or which nobody took when the kernel failed): replacing it frees only
-// what is ours.
-inline void point_alias_at(const at::Tensor& alias, void* data, size_t nbytes, c10::Device device) {
-  c10::StorageImpl* storage = alias.unsafeGetTensorImpl()->unsafe_storage().unsafeGetStorageImpl();
-  if (storage->data() != data || storage->nbytes() != nbytes ||
-      storage->data_ptr().get_context() != nullptr) {
-    detail::set_alias_data(storage, data, nbytes, device);
-  }
-}
+// Points an alias made by build_alias at `data` (nbytes long, non-owning)
+// with t's geometry and conj/neg bits, writing only what differs: re-used
+// aliases mostly view that memory with that geometry already (a loop over the
+// same tensors). Its data pointer never owns memory, except after a kernel
+// grew it (the grow allocator's wrapper, whose block the flagos tensor has
+// taken over, or which nobody took when the kernel failed): replacing it
+// frees only what is ours. One out-of-line function per operand of a routed
+// call: in a model's op mix each routed call fetches this code again.
+void rebind_alias(const at::Tensor& alias, const at::Tensor& t, void* data, size_t nbytes,
+                  c10::Device device);
 
 // Whether a reused alias is free: nobody but its keeper holds it or its
 // storage (a kernel may keep neither past the call it got them for; an alias

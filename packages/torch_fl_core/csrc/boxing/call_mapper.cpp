@@ -17,10 +17,6 @@ namespace {
 enum Key : uint32_t { kSource, kStorage, kData };
 }  // namespace
 
-CallMapper::CallMapper(c10::DeviceIndex device, c10::Device target, c10::DispatchKey key,
-                       Aliases aliases)
-    : device_(device), target_(target), key_(key), aliases_(aliases) {}
-
 CallMapper::~CallMapper() {
   for (const KeptList& k : kept_) k.set->give_back();
   if (index_ != nullptr) PointerIndex::release(index_);
@@ -35,7 +31,7 @@ void CallMapper::index(size_t i) const {
   }
 }
 
-at::Tensor CallMapper::arg(const at::Tensor& t) {
+const at::Tensor& CallMapper::arg(const at::Tensor& t) {
   if (!t.defined() || !t.device().is_privateuseone()) return t;
   const c10::TensorImpl* source = t.unsafeGetTensorImpl();
   const c10::StorageImpl* storage = source->unsafe_storage().unsafeGetStorageImpl();
@@ -53,18 +49,22 @@ at::Tensor CallMapper::arg(const at::Tensor& t) {
     }
   }
   if (C10_UNLIKELY(!kept_.empty()) && first < 0) {
-    at::Tensor kept = kept_alias(t, source, storage);
-    if (kept.defined()) return kept;
+    const int64_t kept = kept_alias(t, source, storage);
+    if (kept >= 0) return entries_[kept].alias;
   }
-  at::Tensor alias = first >= 0 ? alias_sharing_storage(entries_[first].alias, t, key_)
-                     : aliases_ == Aliases::kPooled
-                         ? pooled_alias(t, target_, key_, index_ != nullptr)
-                         : make_alias(t, target_, key_);
   const auto n = static_cast<int32_t>(entries_.size());
-  entries_.push_back(Entry{source, storage, std::move(alias)});
-  if (first >= 0) {
-    entries_[n].next = entries_[first].next;
-    entries_[first].next = n;
+  if (C10_LIKELY(first < 0 && aliases_ == Aliases::kPooled)) {
+    // The common case: a new storage, a pooled alias (copied out of the pool
+    // straight into the entry).
+    entries_.push_back(Entry{source, storage, pooled_alias(t, target_, key_, index_ != nullptr)});
+  } else {
+    entries_.push_back(Entry{source, storage,
+                             first >= 0 ? alias_sharing_storage(entries_[first].alias, t, key_)
+                                        : make_alias(t, target_, key_)});
+    if (first >= 0) {
+      entries_[n].next = entries_[first].next;
+      entries_[first].next = n;
+    }
   }
   if (index_ != nullptr) {
     if (first < 0 || data_indexed_) index(n);
@@ -75,25 +75,26 @@ at::Tensor CallMapper::arg(const at::Tensor& t) {
   return entries_.back().alias;
 }
 
-at::Tensor CallMapper::kept_alias(const at::Tensor& t, const c10::TensorImpl* source,
-                                  const c10::StorageImpl* storage) {
+int64_t CallMapper::kept_alias(const at::Tensor& t, const c10::TensorImpl* source,
+                               const c10::StorageImpl* storage) {
   const void* data = storage->data();
-  if (data == nullptr) return {};
+  if (data == nullptr) return -1;
   for (const KeptList& k : kept_) {
     const int64_t i = k.set->find_data(data);
     if (i < 0) continue;
     const at::Tensor& sibling = k.sources[i];
-    if (sibling.unsafeGetTensorImpl() == source) return k.set->aliases()[i];
-    if (sibling.storage().unsafeGetStorageImpl() != storage) return {};
-    // Another tensor over a kept list tensor's storage: one alias storage, as
-    // natively (this alias goes with the call, so the kept one is free again
-    // after it).
-    at::Tensor alias = alias_sharing_storage(k.set->aliases()[i], t, key_);
-    entries_.push_back(Entry{source, storage, alias});
+    if (sibling.storage().unsafeGetStorageImpl() != storage) return -1;
+    // The list tensor itself, or another tensor over its storage: an entry
+    // (one alias storage, as natively; an alias of another tensor goes with
+    // the call, so the kept one is free again after it).
+    entries_.push_back(Entry{source, storage,
+                             sibling.unsafeGetTensorImpl() == source
+                                 ? k.set->aliases()[i]
+                                 : alias_sharing_storage(k.set->aliases()[i], t, key_)});
     if (index_ != nullptr) index(entries_.size() - 1);
-    return alias;
+    return static_cast<int64_t>(entries_.size()) - 1;
   }
-  return {};
+  return -1;
 }
 
 bool CallMapper::shares_memory_with_call(const ListAliases& set) const {

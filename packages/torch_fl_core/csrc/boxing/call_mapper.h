@@ -31,16 +31,22 @@ class CallMapper {
 
   // `device` is the call's flagos device, `target` the device aliases have
   // (CPU, or the mirrored device of that index), `key` their dispatch key.
-  CallMapper(c10::DeviceIndex device, c10::Device target, c10::DispatchKey key, Aliases aliases);
+  CallMapper(c10::DeviceIndex device, c10::Device target, c10::DispatchKey key, Aliases aliases)
+      : device_(device), target_(target), key_(key), aliases_(aliases) {}
   ~CallMapper();
   CallMapper(const CallMapper&) = delete;
   CallMapper& operator=(const CallMapper&) = delete;
+
+  // The arguments a call can map before its entries move (one per tensor
+  // argument without lists; references from arg() stay valid that long).
+  static constexpr size_t kInlineEntries = 6;
 
   c10::DeviceIndex device() const { return device_; }
   c10::Device target() const { return target_; }
 
   // A tensor argument as the target sees it (non-flagos tensors as they are).
-  at::Tensor arg(const at::Tensor& t);
+  // The reference is valid until the next arg() or arg_list(): copy it to keep it.
+  const at::Tensor& arg(const at::Tensor& t);
   // Room for n more tensor arguments (a list argument), grown once.
   void reserve(size_t n) { entries_.reserve(entries_.size() + n); }
   // A list argument as the target sees it: a kept set of aliases (see
@@ -74,16 +80,16 @@ class CallMapper {
   c10::Device target_;
   c10::DispatchKey key_;
   Aliases aliases_;
-  c10::SmallVector<Entry, 6> entries_;
+  c10::SmallVector<Entry, kInlineEntries> entries_;
   // List arguments served by a kept set: the set and the caller's list.
   struct KeptList {
     ListAliases* set;
     at::TensorList sources;
   };
   c10::SmallVector<KeptList, 2> kept_;
-  // An argument over the memory of a kept list: its alias, or undefined.
-  at::Tensor kept_alias(const at::Tensor& t, const c10::TensorImpl* source,
-                        const c10::StorageImpl* storage);
+  // An argument over the memory of a kept list: the entry of its alias, or -1.
+  int64_t kept_alias(const at::Tensor& t, const c10::TensorImpl* source,
+                     const c10::StorageImpl* storage);
   bool shares_memory_with_call(const ListAliases& set) const;
   // A call with many tensors (a cat, a foreach over a model's parameters)
   // looks them up by hash once it has kScanned of them, instead of scanning,

@@ -96,16 +96,16 @@ void install_host_result_allocator() {
 // building a second one per result. The CPU TensorImpl over it is dropped by
 // the router right after; it is never handed out. A result shared in any way
 // takes the path of take_host_result instead (a new flagos storage).
-std::optional<c10::Storage> relabel_host_result(const at::Tensor& t, c10::DeviceIndex device) {
+bool relabel_host_result(const at::Tensor& t, c10::DeviceIndex device) {
   const c10::Storage& s = t.storage();
-  if (t.use_count() != 1 || s.use_count() != 1) return std::nullopt;
+  if (t.use_count() != 1 || s.use_count() != 1) return false;
   c10::StorageImpl* impl = s.unsafeGetStorageImpl();
   c10::DataPtr& dp = impl->_mutable_data_ptr_no_checks();
-  if (!is_host_result(dp)) return std::nullopt;
+  if (!is_host_result(dp)) return false;
   dp.unsafe_set_device(c10::Device(c10::DeviceType::PrivateUse1, device));
   impl->set_allocator(caching_allocator());
   impl->set_resizable(true);
-  return s;
+  return true;
 }
 
 // The storage keeps a non-owning pointer (its tensors are the kernel's

@@ -35,8 +35,8 @@ class HostResultScope {
 void install_host_result_allocator();
 
 // A fresh host result nobody else holds has its storage turned into flagos
-// storage of `device` as it is; nullopt when `t` is not such a result.
-std::optional<c10::Storage> relabel_host_result(const at::Tensor& t, c10::DeviceIndex device);
+// storage of `device` as it is; false when `t` is not such a result.
+bool relabel_host_result(const at::Tensor& t, c10::DeviceIndex device);
 
 // The flagos block of a host-result storage, taken out of it (the storage
 // keeps a non-owning pointer); nullopt when the storage is not one.

@@ -146,8 +146,7 @@ bool ListAliases::matches(at::TensorList l, c10::Device target) {
     if (alias.dtype() != t.dtype() || !alias_is_free(alias)) return false;
     // mutable_data: a copy-on-write storage is materialised first, as for
     // every alias a kernel may write through.
-    point_alias_at(alias, storage->mutable_data(), nbytes_[i], target);
-    copy_geometry(alias, t);
+    rebind_alias(alias, t, storage->mutable_data(), nbytes_[i], target);
   }
   return true;
 }

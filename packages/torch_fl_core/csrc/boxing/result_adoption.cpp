@@ -22,18 +22,56 @@ std::optional<c10::DataPtr> take_flagos_memory(const c10::Storage& s, c10::Devic
   return take_host_result(s, device);
 }
 
+// A TensorImpl's device and dispatch keys, which a fresh result retyped in
+// place changes. (TensorImpl's own setters copy the storage to refresh the
+// device, and change the keys in an out-of-line libc10 call: code a routed
+// call would fetch once more per result.)
+struct RetypedImpl : c10::TensorImpl {
+  static constexpr std::optional<c10::Device> c10::TensorImpl::* kDevice =
+      &RetypedImpl::device_opt_;
+  static constexpr c10::DispatchKeySet c10::TensorImpl::* kKeys = &RetypedImpl::key_set_;
+};
+
 // A fresh kernel result nobody else can see (the router holds its only
 // reference, so no Python object or other tensor does) whose storage has just
 // become flagos storage: its TensorImpl becomes the flagos tensor itself, dispatch
 // keys and device, instead of a second TensorImpl being built over the
-// storage. The keys are those a new PrivateUse1 TensorImpl gets (the backend
-// bit, and the autocast key that goes with it; autograd keys are per-backend).
+// storage. The keys are those a new PrivateUse1 TensorImpl gets: the backend
+// bit, and the autocast keys that go with a backend (autograd keys are
+// per-backend functionality keys, which the backend bit selects).
 bool retype_tensor_in_place(const at::Tensor& t) {
   c10::TensorImpl* impl = t.unsafeGetTensorImpl();
   if (t.use_count() != 1 || !impl->allow_tensor_metadata_change()) return false;
-  impl->set_storage_keep_dtype(impl->storage());  // the device follows the storage's
-  impl->_change_backend_component_keys(impl->storage().device());
+  constexpr auto kFlagos = c10::BackendComponent::PrivateUse1Bit;
+  const c10::DispatchKeySet keys = impl->key_set();
+  const c10::BackendComponent old = keys.highestBackendKey();
+  impl->*RetypedImpl::kKeys = ((keys - c10::getAutocastRelatedKeySetFromBackend(old)) |
+                               c10::getAutocastRelatedKeySetFromBackend(kFlagos))
+                                  .remove_backend(old) |
+                              c10::DispatchKeySet(kFlagos);
+  impl->*RetypedImpl::kDevice =
+      impl->unsafe_storage().device();  // the device follows the storage's
   return true;
+}
+
+// Mirror mode: the result came from the pool flagos allocates from, so it
+// joins flagos as it is (zero-copy): a fresh result is retyped in place,
+// anything shared is wrapped, keeping its storage alive. A storage a kernel
+// grew (the grow allocator's block) is flagos memory already.
+at::Tensor mirrored_to_flagos(const at::Tensor& t, c10::DeviceIndex device) {
+  const c10::Storage& src = t.storage();
+  if (t.use_count() == 1 && src.use_count() == 1 && retype_mirror_storage(src, device)) {
+    if (retype_tensor_in_place(t)) return t;
+    return flagos_over(src, t);
+  }
+  if (auto grown = take_grown(src)) {
+    c10::Storage s(c10::Storage::use_byte_size_t(), src.nbytes(), std::move(*grown),
+                   caching_allocator(), true);
+    return flagos_over(std::move(s), t);
+  }
+  c10::Storage s(c10::Storage::use_byte_size_t(), src.nbytes(), adopt_mirror_storage(src, device),
+                 caching_allocator(), src.resizable());
+  return flagos_over(std::move(s), t);
 }
 
 }  // namespace
@@ -73,27 +111,20 @@ void adopt_written(const at::Tensor& base, const at::Tensor& alias) {
 at::Tensor to_flagos(const at::Tensor& t, c10::DeviceIndex device, c10::DeviceType type) {
   if (!t.defined() || t.device().is_privateuseone()) return t;
   if (C10_UNLIKELY(t.is_quantized())) return quantized_to_flagos(t, device, type);
-  if (auto relabeled = relabel_host_result(t, device)) {
+  // Host results are CPU tensors; a mirrored kernel's are the mirrored
+  // device's (checked first: the hot path of a delegate runtime).
+  const bool host = t.device().is_cpu();
+  if (host && relabel_host_result(t, device)) {
     if (retype_tensor_in_place(t)) return t;
-    return flagos_over(std::move(*relabeled), t);
+    return flagos_over(t.storage(), t);
+  }
+  if (!host && mirror_device_type() == t.device().type() && t.device().index() == device) {
+    return mirrored_to_flagos(t, device);
   }
   if (auto taken = take_flagos_memory(t.storage(), device)) {
     const size_t nbytes = t.storage().nbytes();
     c10::Storage s(c10::Storage::use_byte_size_t(), nbytes, std::move(*taken), caching_allocator(),
                    true);
-    return flagos_over(std::move(s), t);
-  }
-  if (mirror_device_type() == t.device().type() && t.device().index() == device) {
-    // Mirror mode: the result came from the pool flagos allocates from, so it
-    // joins flagos as it is (zero-copy): a fresh result is retyped in place,
-    // anything shared is wrapped, keeping its storage alive.
-    const c10::Storage& src = t.storage();
-    if (t.use_count() == 1 && src.use_count() == 1 && retype_mirror_storage(src, device)) {
-      if (retype_tensor_in_place(t)) return t;
-      return flagos_over(src, t);
-    }
-    c10::Storage s(c10::Storage::use_byte_size_t(), src.nbytes(), adopt_mirror_storage(src, device),
-                   caching_allocator(), src.resizable());
     return flagos_over(std::move(s), t);
   }
   at::Tensor src = t.is_non_overlapping_and_dense() ? t : t.contiguous();

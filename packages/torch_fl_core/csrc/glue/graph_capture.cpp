@@ -58,7 +58,7 @@ void remove_capture_sink(CaptureSink* sink) {
   g_sink_count.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void check_not_capturing(const std::string& what) {
+void check_not_capturing(std::string_view what) {
   const c10::DeviceIndex device = capturing_device();
   if (C10_LIKELY(device < 0)) return;
   TORCH_CHECK(false, "flagos: ", what,

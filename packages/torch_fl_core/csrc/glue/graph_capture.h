@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace torch_fl {
 
@@ -23,8 +24,9 @@ c10::DeviceIndex capturing_device();
 void set_capturing_device(c10::DeviceIndex device);
 
 // Throws, naming `what`, the device and the vendor's runtime, when the calling
-// thread is capturing.
-void check_not_capturing(const std::string& what);
+// thread is capturing. A view: host-result allocations ask on every routed
+// call, and must not build a string to do it.
+void check_not_capturing(std::string_view what);
 
 // What a capture through the runtime's graph seat records host work into: its
 // stream, and where the work's owner (the graph) keeps it.

@@ -25,7 +25,9 @@ struct RouteTarget {
   // (Undefined: call `boxed`).
   c10::DispatchKey box_key = c10::DispatchKey::Undefined;
   c10::DeviceType box_type = c10::DeviceType::CPU;
-  c10::BoxedKernel boxed;  // calls backend->call; used by unboxed kernels
+  c10::DispatchKeySet box_keys;       // {box_key}: built once, not per call
+  const std::string* name = nullptr;  // backend->name(), read without a virtual call
+  c10::BoxedKernel boxed;             // calls backend->call; used by unboxed kernels
   std::shared_ptr<Backend> backend;
 };
 

@@ -190,9 +190,11 @@ size_t RouteState::slot_for(const std::shared_ptr<Backend>& backend) {
   }
   auto t = std::make_unique<RouteTarget>();
   t->backend = backend;
+  t->name = &backend->name();
   t->boxed = c10::BoxedKernel::makeFromFunctor(std::make_unique<BackendCaller>(backend));
   if (const auto box = backend->box_target()) {
     t->box_key = box->first;
+    t->box_keys = c10::DispatchKeySet(box->first);
     t->box_type = box->second;
   }
   targets_.push_back(std::move(t));

@@ -104,6 +104,39 @@ struct Converter {
 };
 
 inline at::Tensor convert(const Converter& c, const at::Tensor& t) { return c.alias(t); }
+
+// Signatures whose tensors are all single tensors, at most the call mapper's
+// inline entries of them: each argument's alias is an entry that stays where
+// it is for the call, so the kernel is handed the entries themselves (no
+// reference count taken and dropped per argument).
+template <class A>
+constexpr size_t kTensorSlots = std::is_same_v<std::decay_t<A>, at::Tensor> ||
+                                std::is_same_v<std::decay_t<A>, std::optional<at::Tensor>>;
+template <class A>
+constexpr bool kListLike = std::is_same_v<std::decay_t<A>, at::TensorList> ||
+                           std::is_same_v<std::decay_t<A>, at::ITensorListRef> ||
+                           std::is_same_v<std::decay_t<A>, c10::List<std::optional<at::Tensor>>>;
+template <class... A>
+constexpr bool kEntryArgs =
+    !(kListLike<A> || ...) && (kTensorSlots<A> + ... + 0) <= boxing::CallMapper::kInlineEntries;
+
+// The converted form of one argument of such a signature: a tensor is its
+// entry (the mapper's alias, or the caller's own tensor when it is no flagos
+// tensor); anything else as convert() makes it.
+template <class A>
+using EntryArg =
+    std::conditional_t<std::is_same_v<std::decay_t<A>, at::Tensor>, at::Tensor&,
+                       decltype(convert(std::declval<const Converter&>(), std::declval<A>()))>;
+template <class A>
+inline EntryArg<A> entry_arg(const Converter& c, A&& a) {
+  if constexpr (std::is_same_v<std::decay_t<A>, at::Tensor>) {
+    // Entries are non-const tensors; a non-flagos tensor is the caller's own
+    // (const only for its const parameters, which the kernel takes as const).
+    return const_cast<at::Tensor&>(c.mapper.arg(a));
+  } else {
+    return convert(c, std::forward<A>(a));
+  }
+}
 inline std::optional<at::Tensor> convert(const Converter& c, const std::optional<at::Tensor>& t) {
   return t ? std::optional<at::Tensor>(c.alias(*t)) : t;
 }
@@ -357,18 +390,24 @@ struct SignatureRoute<R(Args...)> {
       static const c10::BoxedKernel deferred =
           c10::BoxedKernel::makeFromFunction<&boxing::deferred_host_kernel>();
       return c10::impl::BoxedKernelWrapper<R(Args...)>::call(
-          deferred, st->handle(), c10::DispatchKeySet(target.box_key), std::forward<Args>(args)...);
+          deferred, st->handle(), target.box_keys, std::forward<Args>(args)...);
     }
     const c10::DeviceIndex device = call_device(obs, st->handle());
     boxing::CallScope scope(device, obs.device.has_value(), type);
-    profiler::RouteScope route(target.backend->name(), st->handle(), device);  // after the scope
+    profiler::RouteScope route(*target.name, st->handle(), device);  // after the scope
     boxing::CallMapper mapper(device, boxing::target_device(type, device), target.box_key,
                               boxing::CallMapper::Aliases::kPooled);
     timer.mark(route_phases::kScope);
     const Converter conv{mapper, obs, st->handle()};
-    auto converted = std::make_tuple(convert(conv, args)...);
+    auto converted = [&] {
+      if constexpr (kEntryArgs<Args...>) {
+        return std::tuple<EntryArg<Args>...>(entry_arg(conv, args)...);
+      } else {
+        return std::make_tuple(convert(conv, args)...);
+      }
+    }();
     auto originals = std::forward_as_tuple(args...);
-    const c10::DispatchKeySet keys(target.box_key);
+    const c10::DispatchKeySet keys = target.box_keys;
     constexpr size_t N = sizeof...(Args);
     std::conditional_t<kHasList<Args...>, boxing::WrittenListVersions, NoListVersions> versions;
     if constexpr (kHasList<Args...>) {

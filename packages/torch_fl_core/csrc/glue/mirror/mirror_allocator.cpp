@@ -14,21 +14,29 @@ namespace {
 // remembered per device type for the allocator c10 currently registers (one
 // record per registration: a replaced allocator, say a pluggable CUDA one, is
 // looked up again; records are never freed, readers may hold one).
+// The raw deleter is remembered with it: it marks the pointers that can be
+// retyped per result (owned_by_address), and asking is a virtual call into the
+// mirrored backend's library.
 struct DeviceAllocatorRecord {
   c10::Allocator* registered;
   c10::DeviceAllocator* device;
+  c10::DeleterFnPtr raw_deleter;
 };
-c10::DeviceAllocator* device_allocator(c10::DeviceType type) {
+const DeviceAllocatorRecord& device_allocator_record(c10::DeviceType type) {
   static std::array<std::atomic<const DeviceAllocatorRecord*>,
                     static_cast<size_t>(c10::DeviceType::COMPILE_TIME_MAX_DEVICE_TYPES)>
       records{};
   c10::Allocator* registered = c10::GetAllocator(type);
   auto& slot = records[static_cast<size_t>(type)];
   const DeviceAllocatorRecord* r = slot.load(std::memory_order_acquire);
-  if (C10_LIKELY(r != nullptr && r->registered == registered)) return r->device;
-  auto* fresh = new DeviceAllocatorRecord{registered, c10::getDeviceAllocator(type)};
+  if (C10_LIKELY(r != nullptr && r->registered == registered)) return *r;
+  c10::DeviceAllocator* device = c10::getDeviceAllocator(type);
+  auto* fresh = new DeviceAllocatorRecord{registered, device, device->raw_deleter()};
   slot.store(fresh, std::memory_order_release);
-  return fresh->device;
+  return *fresh;
+}
+c10::DeviceAllocator* device_allocator(c10::DeviceType type) {
+  return device_allocator_record(type).device;
 }
 
 void release_inner(void* ctx) { delete static_cast<c10::DataPtr*>(ctx); }
@@ -37,8 +45,8 @@ void release_inner(void* ctx) { delete static_cast<c10::DataPtr*>(ctx); }
 // (context == data, the allocator's raw deleter: torch's CUDA caching allocator
 // in its default configuration). Such a pointer can simply be retyped as
 // flagos memory, with no wrapper to allocate per block.
-bool owned_by_address(const c10::DataPtr& p, c10::Allocator* inner) {
-  const c10::DeleterFnPtr raw = inner->raw_deleter();
+bool owned_by_address(const c10::DataPtr& p, c10::DeviceType type) {
+  const c10::DeleterFnPtr raw = device_allocator_record(type).raw_deleter;
   return raw != nullptr && p.get_deleter() == raw && p.get_context() == p.get();
 }
 
@@ -66,7 +74,7 @@ class MirrorAllocator final : public c10::DeviceAllocator {
                        " caching allocator): ", e.what_without_backtrace());
     }
     const c10::Device flagos(c10::DeviceType::PrivateUse1, inner.device().index());
-    if (owned_by_address(inner, alloc)) {
+    if (owned_by_address(inner, type_)) {
       inner.unsafe_set_device(flagos);
       return inner;
     }
@@ -86,7 +94,7 @@ class MirrorAllocator final : public c10::DeviceAllocator {
   void emptyCache(c10::MempoolId_t mempool_id) override { inner()->emptyCache(mempool_id); }
 
   void recordStream(const c10::DataPtr& ptr, c10::Stream stream) override {
-    if (owned_by_address(ptr, inner())) {
+    if (owned_by_address(ptr, type_)) {
       inner()->recordStream(ptr, to_mirror(stream));  // finds the block by address
     } else if (auto* inner_ptr = ptr.cast_context<c10::DataPtr>(&release_inner)) {
       inner()->recordStream(*inner_ptr, to_mirror(stream));
@@ -130,7 +138,7 @@ c10::DeviceAllocator* mirror_allocator(c10::DeviceType type) {
 bool retype_mirror_storage(const c10::Storage& storage, c10::DeviceIndex device) {
   c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
   c10::DataPtr& dp = impl->_mutable_data_ptr_no_checks();
-  if (!owned_by_address(dp, device_allocator(dp.device().type()))) return false;
+  if (!owned_by_address(dp, dp.device().type())) return false;
   dp.unsafe_set_device(c10::Device(c10::DeviceType::PrivateUse1, device));
   impl->set_allocator(caching_allocator());  // the installed mirror allocator
   return true;
