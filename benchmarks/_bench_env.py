@@ -52,12 +52,16 @@ def describe(load0: float) -> dict:
     import sys
 
     import torch
-    import torch_fl
 
+    try:
+        import torch_fl
+    except ImportError:
+        # An A/B parent over build sites, with no build installed: the children import theirs.
+        torch_fl = None
     env = {
         "torch": torch.__version__,
-        "torch_fl": torch_fl.__version__,
-        "vendor": str(torch_fl.vendor().name),
+        "torch_fl": torch_fl.__version__ if torch_fl else "(per build site)",
+        "vendor": str(torch_fl.vendor().name) if torch_fl else os.environ.get("FLAGOS_VENDOR", "?"),
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "threads": torch.get_num_threads(),
